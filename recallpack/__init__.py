@@ -1,0 +1,93 @@
+"""recallpack: retrieved context that fits the model.
+
+A token budget instead of a top-k, cut in merit order, each kept item labelled with its
+provenance and scopes, rendered as a Markdown block that says it is evidence, not instructions.
+
+>>> from recallpack import Candidate, recall
+>>> result = recall([Candidate(text="Paris is the capital of France.")], max_tokens=100)
+>>> result.report.items_selected
+1
+"""
+
+from recallpack.packing.budget import (
+    DEFAULT_MAX_TOKENS,
+    MAX_TOKENS_CEILING,
+    POLICIES,
+    Policy,
+    pack,
+    recall,
+)
+from recallpack.packing.candidate import Candidate, LaneKind, Provenance
+from recallpack.packing.errors import (
+    BudgetError,
+    CandidateError,
+    ConfigError,
+    LaneError,
+    PolicyError,
+    RecallpackError,
+    RecallpackWarning,
+    ReceiptError,
+    TemplateError,
+    TokenizerError,
+    UpstreamError,
+)
+from recallpack.packing.result import (
+    Evidence,
+    Outcome,
+    PackReport,
+    Reader,
+    Reason,
+    RecallResult,
+    Scope,
+    Trace,
+    TraceEntry,
+)
+from recallpack.packing.tokenizer import (
+    Tokenizer,
+    count_tokens,
+    get_tokenizer,
+    resolve_encoding,
+    split_token_windows,
+    truncate_to_tokens,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Candidate",
+    "LaneKind",
+    "Provenance",
+    "Scope",
+    "Reader",
+    "pack",
+    "recall",
+    "Policy",
+    "POLICIES",
+    "DEFAULT_MAX_TOKENS",
+    "MAX_TOKENS_CEILING",
+    "RecallResult",
+    "Evidence",
+    "PackReport",
+    "Trace",
+    "TraceEntry",
+    "Outcome",
+    "Reason",
+    "Tokenizer",
+    "get_tokenizer",
+    "resolve_encoding",
+    "count_tokens",
+    "truncate_to_tokens",
+    "split_token_windows",
+    "RecallpackError",
+    "ConfigError",
+    "BudgetError",
+    "PolicyError",
+    "LaneError",
+    "TokenizerError",
+    "TemplateError",
+    "CandidateError",
+    "UpstreamError",
+    "ReceiptError",
+    "RecallpackWarning",
+    "__version__",
+]

@@ -1,0 +1,151 @@
+"""Candidates: what an adapter hands the core, one per retrieved item, in rank order."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from recallpack.packing.errors import CandidateError, LaneError
+
+__all__ = ["LaneKind", "Provenance", "Candidate", "coerce_lane", "coerce_candidate"]
+
+
+class LaneKind(str, Enum):
+    """Where a candidate was found. Six internal kinds; only their provenance is ever rendered."""
+
+    SOURCES = "sources"
+    WORKING_MEMORY = "working_memory"
+    FACTS = "facts"
+    PROFILE = "profile"
+    COMMUNITIES = "communities"
+    OVERVIEW = "overview"
+
+    @property
+    def provenance(self) -> Provenance:
+        return _PROVENANCE_OF[self]
+
+
+class Provenance(str, Enum):
+    """The public class of a lane: what a reader of the evidence block is told."""
+
+    SOURCE = "source"
+    SESSION = "session"
+    DERIVED = "derived"
+
+    @property
+    def label(self) -> str:
+        return _LABELS[self]
+
+
+_PROVENANCE_OF = {
+    LaneKind.SOURCES: Provenance.SOURCE,
+    LaneKind.WORKING_MEMORY: Provenance.SESSION,
+    LaneKind.FACTS: Provenance.DERIVED,
+    LaneKind.PROFILE: Provenance.DERIVED,
+    LaneKind.COMMUNITIES: Provenance.DERIVED,
+    LaneKind.OVERVIEW: Provenance.DERIVED,
+}
+_LABELS = {
+    Provenance.SOURCE: "Source excerpt",
+    Provenance.SESSION: "Recent session memory",
+    Provenance.DERIVED: "Derived memory",
+}
+_LANE_NAMES = ", ".join(kind.value for kind in LaneKind)
+
+
+def coerce_lane(value: object, *, field: str = "lane") -> LaneKind:
+    """Return the LaneKind for ``value`` (a LaneKind or its name), or raise LaneError."""
+    if isinstance(value, LaneKind):
+        return value
+    if isinstance(value, str):
+        try:
+            return LaneKind(value.strip().lower())
+        except ValueError:
+            pass
+    raise LaneError(f"{field}={value!r} is not a lane kind; use one of: {_LANE_NAMES}")
+
+
+class Candidate(BaseModel):
+    """One retrieved item, in the order the caller should see it.
+
+    >>> Candidate(text="Alice works at Initech.", lane="facts").lane.provenance.label
+    'Derived memory'
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    lane: LaneKind = LaneKind.SOURCES
+    scope_ids: tuple[str, ...] = ()
+    artifact_id: str | None = None
+    artifact_content_id: str | None = None
+    score: float | None = None
+    metadata: Mapping[str, Any] = Field(default_factory=dict)
+    #: "text" for anything that can be rendered; adapters set another modality (an image node,
+    #: say) so the walk can drop it with reason ``no_text`` instead of calling it empty.
+    modality: str = "text"
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            causes = [e.get("ctx", {}).get("error") for e in exc.errors()]
+            error_type = LaneError if any(isinstance(c, LaneError) for c in causes) else CandidateError
+            raise error_type(_explain(exc)) from exc
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _text_is_str(cls, value: object) -> object:
+        if not isinstance(value, str):
+            raise ValueError(f"text must be a str, got {type(value).__name__} {value!r:.60}")
+        return value
+
+    @field_validator("lane", mode="before")
+    @classmethod
+    def _lane_known(cls, value: object) -> LaneKind:
+        return coerce_lane(value)
+
+    @field_validator("scope_ids", mode="before")
+    @classmethod
+    def _scope_ids_tuple(cls, value: object) -> object:
+        if isinstance(value, str):
+            return (value,)
+        return value
+
+    @property
+    def provenance(self) -> Provenance:
+        return self.lane.provenance
+
+
+def _explain(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "candidate"
+        cause = error.get("ctx", {}).get("error")
+        message = str(cause) if cause is not None else error["msg"]
+        parts.append(f"{where}: {message}")
+    return "invalid Candidate: " + "; ".join(parts)
+
+
+def coerce_candidate(item: object, position: int) -> Candidate:
+    """Accept a Candidate or a mapping of its fields; name ``position`` when it is neither."""
+    if isinstance(item, Candidate):
+        if not isinstance(item.text, str):  # model_construct() skips validation
+            raise CandidateError(
+                f"candidates[{position}].text must be a str, got {type(item.text).__name__}"
+            )
+        return item
+    if isinstance(item, Mapping):
+        try:
+            return Candidate(**item)
+        except CandidateError as exc:
+            raise CandidateError(f"candidates[{position}]: {exc}") from exc
+        except LaneError as exc:
+            raise LaneError(f"candidates[{position}]: {exc}") from exc
+    raise CandidateError(
+        f"candidates[{position}] must be a Candidate or a mapping of its fields, "
+        f"got {type(item).__name__}"
+    )
