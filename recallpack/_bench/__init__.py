@@ -1,0 +1,1 @@
+"""Benchmark sections for ``python -m recallpack.bench``; each adapter has its own module."""

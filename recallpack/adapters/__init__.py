@@ -1,0 +1,2 @@
+"""Host-framework adapters. Each is imported on its own (``recallpack.adapters.langchain``,
+``recallpack.adapters.llamaindex``) and needs its extra installed."""
