@@ -82,8 +82,11 @@ class Tokenizer(ABC):
         the one before. Generic version for tokenizers without token offsets."""
         windows: list[str] = []
         start = 0
+        span = self._window_chars(max_tokens)
         while start < len(text):
-            window = self.truncate(text[start:], max_tokens) or text[start : start + 1]
+            rest = text[start:] if span is None else text[start : start + span]
+            # A character that alone needs more than max_tokens still has to go somewhere.
+            window = self.truncate(rest, max_tokens) or text[start : start + 1]
             windows.append(window)
             end = start + len(window)
             if end >= len(text):
@@ -91,6 +94,10 @@ class Tokenizer(ABC):
             back = self._suffix_chars(window, overlap_tokens) if overlap_tokens else 0
             start = max(end - back, start + 1)
         return windows
+
+    def _window_chars(self, max_tokens: int) -> int | None:
+        """An upper bound on the chars a window of ``max_tokens`` can hold, if one is known."""
+        return None
 
     def _suffix_chars(self, text: str, tokens: int) -> int:
         """Length in chars of the longest suffix of ``text`` counting at most ``tokens``."""
@@ -229,20 +236,8 @@ class TiktokenTokenizer(Tokenizer):
             chars *= 2
         return self.encoding.encode_ordinary(text)
 
-    def split_windows(self, text: str, max_tokens: int, overlap_tokens: int) -> list[str]:
-        tokens = self.encoding.encode_ordinary(text)
-        if not tokens:
-            return []
-        decoded, offsets = self.encoding.decode_with_offsets(tokens)
-        bounds = [*offsets, len(decoded)]
-        step = max_tokens - overlap_tokens
-        windows = []
-        for start in range(0, len(tokens), step):
-            end = min(start + max_tokens, len(tokens))
-            windows.append(decoded[bounds[start] : bounds[end]])
-            if end == len(tokens):
-                break
-        return windows
+    def _window_chars(self, max_tokens: int) -> int | None:
+        return max_tokens * self.max_token_bytes
 
 
 _PIECE_MARGIN = 64
@@ -293,14 +288,15 @@ def _tiktoken_cache_dir() -> str | None:
 
 def _bundled_cache_dir() -> str | None:
     """llama-index-core's shipped tiktoken cache, found without importing llama_index.core."""
+    # find_spec of the top-level namespace imports nothing; "llama_index.core" would import it.
     try:
-        spec = importlib.util.find_spec("llama_index.core")
+        spec = importlib.util.find_spec("llama_index")
     except (ImportError, ValueError):
         return None
     if spec is None or not spec.submodule_search_locations:
         return None
     for location in spec.submodule_search_locations:
-        candidate = Path(location) / "_static" / "tiktoken_cache"
+        candidate = Path(location) / "core" / "_static" / "tiktoken_cache"
         if candidate.is_dir():
             return str(candidate)
     return None

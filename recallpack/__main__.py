@@ -1,0 +1,3 @@
+from recallpack.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,47 @@
+"""The public surface: pinned names, one error tree, and no host framework on import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import recallpack
+
+
+def test_all_is_pinned() -> None:
+    """__all__ lists exactly the contract names (add here when adding to the API)."""
+    assert set(recallpack.__all__) >= {
+        "Candidate", "LaneKind", "Provenance", "Scope", "Reader", "pack", "recall", "RecallResult",
+        "Evidence", "PackReport", "get_tokenizer", "count_tokens", "truncate_to_tokens",
+        "split_token_windows", "RecallpackError", "BudgetError",
+    }
+    for name in recallpack.__all__:
+        assert hasattr(recallpack, name), name
+
+
+def test_every_error_is_a_recallpack_error() -> None:
+    """All error classes share the RecallpackError root; setting errors are ValueErrors."""
+    errors = [getattr(recallpack, n) for n in recallpack.__all__ if n.endswith("Error")]
+    assert all(issubclass(e, recallpack.RecallpackError) for e in errors)
+    assert issubclass(recallpack.BudgetError, ValueError)
+
+
+def test_import_loads_no_host_framework() -> None:
+    """import recallpack (and a recall) imports neither langchain_core nor llama_index."""
+    code = (
+        "import sys, recallpack; recallpack.recall([recallpack.Candidate(text='x')]);"
+        "print(sorted({m.split('.')[0] for m in sys.modules if m.startswith(('langchain', 'llama_index'))}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_docstring_examples_run() -> None:
+    """The >>> examples in the public modules pass."""
+    import doctest
+
+    from recallpack.packing import budget, candidate, result, tokenizer
+
+    for module in (recallpack, budget, candidate, result, tokenizer):
+        outcome = doctest.testmod(module)
+        assert outcome.failed == 0 and (outcome.attempted > 0 or module is result), module

@@ -1,0 +1,249 @@
+"""recall(): the rendered block fits the budget, every candidate is accounted for."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recallpack import (
+    BudgetError,
+    Candidate,
+    LaneError,
+    Outcome,
+    Reader,
+    Reason,
+    RecallResult,
+    Scope,
+    TemplateError,
+    count_tokens,
+    recall,
+)
+
+from .conftest import TOKENIZER_SPECS, make_tokenizer
+
+PLAN = "Q3 Retrieval Plan by Sam (author) observed 2026-07-02\n  Week three targets the reranker ablation."
+
+
+def corpus(n: int, words: int = 60) -> list[Candidate]:
+    """n distinct source candidates of about `words` words each."""
+    return [Candidate(text=" ".join(f"doc{i}-word{j}" for j in range(words))) for i in range(n)]
+
+
+def assert_accounted(result: RecallResult, total: int) -> None:
+    report = result.report
+    assert report.items_selected + report.items_dropped + report.items_withheld == total
+    assert report.candidates == total == len(result.trace)
+    assert sum(report.reasons.values()) == total - report.items_selected
+    assert [e.rank for e in result.trace] == list(range(total))
+    assert sum(e.outcome is Outcome.SELECTED for e in result.trace) == report.items_selected
+
+
+def test_budget_covers_the_rendered_block() -> None:
+    """to_markdown() counts at most max_tokens, header and labels included."""
+    result = recall(corpus(50), max_tokens=300)
+    rendered = result.to_markdown()
+    assert 0 < count_tokens(rendered) <= 300
+    assert result.report.tokens_used == count_tokens(rendered)
+    # The items alone would have fit more: the header and labels really were charged.
+    texts_only = sum(count_tokens(e.text) + 1 for e in result.evidence)
+    assert texts_only < result.report.tokens_used
+
+
+def test_report_counts_add_up_with_every_reason() -> None:
+    """Selected + dropped + withheld equals the input, with a reason for each."""
+    reader = Reader(id="me", scopes={"org": Scope(name="club")})
+    candidates = [
+        Candidate(text="kept", scope_ids=("me",)),
+        Candidate(text="kept", scope_ids=("me",)),
+        Candidate(text="   \n\t"),
+        Candidate(text="", modality="image"),
+        Candidate(text="stranger", scope_ids=("someone-else",)),
+        Candidate(text="a fact", lane="facts"),
+        Candidate(text="another fact that is somewhat longer than the first one", lane="facts"),
+        Candidate(text="session note", lane="working_memory"),
+        *corpus(30),
+    ]
+    result = recall(candidates, max_tokens=2000, reader=reader, lane_budgets={"derived": 12}, max_items=6)
+    reasons = {e.rank: e.reason for e in result.trace}
+    assert reasons[1] is Reason.DUPLICATE
+    assert reasons[2] is Reason.EMPTY
+    assert reasons[3] is Reason.NO_TEXT
+    assert reasons[4] is Reason.UNREADABLE and result.trace[4].outcome is Outcome.WITHHELD
+    assert reasons[6] is Reason.OVER_LANE_BUDGET
+    assert reasons[7] is None  # the session lane goes on after derived is full
+    assert result.report.items_withheld == 1
+    assert Reason.OVER_ITEM_CAP.value in result.report.reasons
+    assert_accounted(result, len(candidates))
+
+
+def test_trace_keeps_lane_score_and_rank_but_the_block_does_not() -> None:
+    """Lane names and scores are in the trace and never in the rendered block."""
+    result = recall([Candidate(text="Sam prefers morning study blocks.", lane="profile", score=0.8731)])
+    entry = result.trace[0]
+    assert (entry.lane, entry.score, entry.rank) == ("profile", 0.8731, 0)
+    block = result.to_markdown()
+    assert "profile" not in block and "0.8731" not in block and "Derived memory" in block
+
+
+def test_unreached_candidates_are_dropped_with_the_reason_that_ended_the_walk() -> None:
+    """Candidates after the walk ended are in the trace as over_budget, unread."""
+    result = recall(corpus(1000), max_tokens=200)
+    assert result.trace.reached < 10
+    last = result.trace[-1]
+    assert last.reason is Reason.OVER_BUDGET and not last.reached and last.rank == 999
+    assert_accounted(result, 1000)
+
+
+def test_lane_provenance_labels() -> None:
+    """Six lanes collapse onto three labels."""
+    lanes = ["sources", "working_memory", "facts", "profile", "communities", "overview"]
+    result = recall([Candidate(text=f"item {lane}", lane=lane) for lane in lanes])
+    assert [e.label for e in result.evidence] == ["Source excerpt", "Recent session memory"] + ["Derived memory"] * 4
+    assert [e.provenance.value for e in result.evidence] == ["source", "session"] + ["derived"] * 4
+
+
+def test_reader_names_scopes_and_withholds_unknown_ones() -> None:
+    """A reader renders its own id as private, others by name; unknown scopes are withheld."""
+    reader = Reader(id="u-1", scopes={"org-9": Scope(name="book-club", description="Neighborhood book club, Kawasaki")})
+    result = recall(
+        [
+            Candidate(text=PLAN, scope_ids=("u-1", "org-9")),
+            Candidate(text="not yours", scope_ids=("org-2",)),
+            Candidate(text="Sam prefers morning study blocks.", lane="facts", scope_ids=("u-1",)),
+        ],
+        reader=reader,
+    )
+    assert [e.scopes for e in result.evidence] == [("private", "book-club"), ("private",)]
+    assert [s.name for s in result.shared_scopes] == ["book-club"]
+    assert result.report.items_withheld == 1
+
+
+def test_without_a_reader_scope_ids_render_as_given() -> None:
+    """With no reader nothing is withheld and ids are shown as they are."""
+    result = recall([Candidate(text="x", scope_ids=("team-a", "team-b"))])
+    assert result.evidence[0].scopes == ("team-a", "team-b")
+    assert "`team-a ∩ team-b`" in result.to_markdown()
+
+
+def test_resource_uri_needs_both_ids_and_is_percent_encoded() -> None:
+    """resource_uri is set only with both artifact ids, each percent-encoded."""
+    result = recall(
+        [
+            Candidate(text="a", artifact_id="art/1", artifact_content_id="rev 2"),
+            Candidate(text="b", artifact_id="art-only"),
+        ],
+        resource_uri_template="mem://{artifact_id}/{artifact_content_id}",
+    )
+    assert [e.resource_uri for e in result.evidence] == ["mem://art%2F1/rev%202", None]
+
+
+def test_dedupe_can_be_turned_off() -> None:
+    """dedupe=False keeps identical candidates; the same text in other scopes is not a duplicate."""
+    same = [Candidate(text="x"), Candidate(text="x"), Candidate(text="x", scope_ids=("s",))]
+    assert len(recall(same).evidence) == 2
+    assert len(recall(same, dedupe=False).evidence) == 3
+
+
+def test_truncate_policy_marks_the_cut() -> None:
+    """truncate cuts the first overflow to the room left and reports it."""
+    result = recall(corpus(5, words=400), max_tokens=1500, policy="truncate")
+    assert result.report.truncated and result.evidence[-1].truncated
+    assert result.evidence[-1].text.endswith("…")
+    assert count_tokens(result.to_markdown()) <= 1500
+
+
+def test_empty_result_renders_nothing() -> None:
+    """No evidence renders as the empty string, not an empty scaffold."""
+    result = recall([Candidate(text="   ")])
+    assert result.to_markdown() == "" and result.report.tokens_used == 0
+
+
+def test_budget_too_small_for_the_header_keeps_nothing() -> None:
+    """A budget that cannot hold the header and one item keeps nothing, and says so."""
+    result = recall(corpus(3), max_tokens=5)
+    assert result.evidence == () and result.report.reasons == {"over_budget": 3}
+
+
+def test_several_megabytes_at_the_head() -> None:
+    """A multi-megabyte first candidate is dropped (prefix) or cut (truncate) within budget."""
+    huge = Candidate(text="lorem ipsum dolor sit amet " * 200_000)
+    assert recall([huge, *corpus(3)], max_tokens=500).evidence == ()
+    cut = recall([huge, *corpus(3)], max_tokens=500, policy="truncate")
+    assert len(cut.evidence) == 1 and count_tokens(cut.to_markdown()) <= 500
+    skipped = recall([huge, *corpus(3)], max_tokens=500, policy="skip")
+    assert skipped.evidence and skipped.to_markdown() == recall(corpus(3), max_tokens=500).to_markdown()
+
+
+def test_lane_budgets_reject_unknown_provenance() -> None:
+    """lane_budgets keys must be provenances, and the error lists them."""
+    with pytest.raises(LaneError, match="source, session, derived"):
+        recall([], lane_budgets={"facts": 100})
+    with pytest.raises(BudgetError, match="lane_budgets"):
+        recall([], lane_budgets={"derived": -1})
+
+
+def test_missing_template_file_is_an_error(tmp_path) -> None:
+    """A template path that does not exist names the path."""
+    with pytest.raises(TemplateError, match="no such file"):
+        recall([], template=str(tmp_path / "nope.md.j2"))
+
+
+def test_custom_template_is_covered_by_the_budget() -> None:
+    """A template passed to recall() is the one the budget is checked against."""
+    template = "{% for item in evidence %}### {{ item.label }} ({{ loop.index }})\n{{ item.text }}\n\n{% endfor %}"
+    result = recall(corpus(40), max_tokens=400, template=template)
+    rendered = result.to_markdown()
+    assert rendered.startswith("### Source excerpt (1)")
+    assert count_tokens(rendered) <= 400
+
+
+def test_from_candidates_keeps_everything_readable() -> None:
+    """RecallResult.from_candidates applies no budget but still withholds unreadable items."""
+    reader = Reader(id="me")
+    result = RecallResult.from_candidates(
+        [*corpus(200), Candidate(text="hidden", scope_ids=("x",))], reader=reader
+    )
+    assert len(result.evidence) == 200 and result.report.items_withheld == 1
+    assert result.report.max_tokens is None
+
+
+def test_repr_markdown_is_the_block() -> None:
+    """Notebooks display the rendered block."""
+    result = recall([Candidate(text="hello")])
+    assert result._repr_markdown_() == result.to_markdown()
+
+
+scoped = st.builds(
+    Candidate,
+    text=st.text(min_size=0, max_size=200),
+    lane=st.sampled_from(["sources", "working_memory", "facts", "communities"]),
+    scope_ids=st.lists(st.sampled_from(["me", "org-1", "org-2", "`odd` id"]), max_size=2).map(tuple),
+    score=st.none() | st.floats(0, 1),
+)
+
+
+@pytest.mark.parametrize("spec", TOKENIZER_SPECS)
+@pytest.mark.parametrize("policy", ["prefix", "skip", "truncate"])
+@settings(max_examples=30, deadline=None)
+@given(candidates=st.lists(scoped, max_size=15), budget=st.integers(1, 400), cap=st.none() | st.integers(1, 5))
+def test_rendered_block_never_exceeds_the_budget(
+    spec: str, policy: str, candidates: list[Candidate], budget: int, cap: int | None
+) -> None:
+    """Under every tokenizer and policy the block fits, the counts add up, and it is deterministic."""
+    tokenizer = make_tokenizer(spec)
+    reader = Reader(id="me", scopes={"org-1": Scope(name="one", description="first org")})
+    kwargs = dict(max_tokens=budget, policy=policy, tokenizer=tokenizer, reader=reader, max_items=cap)
+    result = recall(candidates, **kwargs)  # type: ignore[arg-type]
+    rendered = result.to_markdown()
+    assert tokenizer.count(rendered) <= budget
+    assert result.report.tokens_used == tokenizer.count(rendered)
+    assert cap is None or len(result.evidence) <= cap
+    assert_accounted(result, len(candidates))
+    again = recall(candidates, **kwargs)  # type: ignore[arg-type]
+    assert again.to_markdown() == rendered and again.report == result.report
+    kept = [candidates[rank] for rank in result.selected_ranks]
+    if policy == "prefix":
+        ranks = list(result.selected_ranks)
+        assert ranks == sorted(ranks)
+    assert [c.provenance for c in kept] == [e.provenance for e in result.evidence]

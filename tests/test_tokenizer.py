@@ -1,0 +1,209 @@
+"""Tokenizer: counting, exact truncation, windows, offline resolution and the fallback."""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import recallpack.packing.tokenizer as tk
+from recallpack import (
+    BudgetError,
+    RecallpackWarning,
+    TokenizerError,
+    count_tokens,
+    get_tokenizer,
+    resolve_encoding,
+    split_token_windows,
+    truncate_to_tokens,
+)
+
+from .conftest import make_tokenizer
+
+TEXTS = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",)), max_size=300
+) | st.sampled_from(["日本語のテキストです。", "👩‍👩‍👧 emoji 🎉", "e\u0301te\u0301", "a\r\nb\rc\n", "<|endoftext|> x"])
+
+
+def test_cl100k_resolves_exactly_offline() -> None:
+    """cl100k_base and o200k_base resolve exactly here, with no network."""
+    for name in ("cl100k_base", "o200k_base"):
+        resolution = resolve_encoding(name)
+        assert resolution.exact, resolution
+        assert get_tokenizer(name).name == name
+
+
+def test_model_name_maps_to_its_encoding() -> None:
+    """A model name resolves to the encoding tiktoken maps it to."""
+    assert get_tokenizer("gpt-4o").name == "o200k_base"
+    assert get_tokenizer("gpt-4").name == "cl100k_base"
+
+
+def test_special_token_text_counts_as_ordinary_text() -> None:
+    """<|endoftext|> in content is counted as text and never raises."""
+    tokenizer = get_tokenizer("cl100k_base")
+    assert tokenizer.count("<|endoftext|>") > 1
+    tokens = tokenizer.encoding.encode_ordinary("<|endoftext|> and more")
+    assert truncate_to_tokens("<|endoftext|> and more", 3) == tokenizer.encoding.decode(tokens[:3])
+
+
+def test_chars_heuristic_is_ceil_len_over_4() -> None:
+    """The chars tokenizer counts ceil(len / 4)."""
+    assert [count_tokens("x" * n, "chars") for n in (0, 1, 4, 5, 8)] == [0, 1, 1, 2, 2]
+
+
+def test_callable_tokenizer_is_used_and_named() -> None:
+    """A callable str -> int counts, and names itself in tokenizer_used."""
+    tokenizer = get_tokenizer(lambda text: len(text.split()))
+    assert tokenizer.count("one two three") == 3
+    assert tokenizer.name.startswith("callable:")
+
+
+def test_callable_returning_garbage_is_an_error() -> None:
+    """A tokenizer callable that returns a non-int is reported, not trusted."""
+    with pytest.raises(TokenizerError, match="non-negative int"):
+        get_tokenizer(lambda text: "3").count("x")
+
+
+def test_unknown_encoding_lists_known_ones() -> None:
+    """An unknown encoding name is an error that lists the encodings that exist."""
+    with pytest.raises(TokenizerError) as info:
+        get_tokenizer("cl200k_base")
+    assert "cl100k_base" in str(info.value) and "o200k_base" in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("spec", ["cl100k_base", "o200k_base", "chars", "words"])
+@settings(max_examples=60, deadline=None)
+@given(text=TEXTS, limit=st.integers(min_value=0, max_value=40))
+def test_truncate_is_the_longest_fitting_prefix(spec: str, text: str, limit: int) -> None:
+    """truncate_to_tokens returns a prefix that fits, and one more token would not fit."""
+    tokenizer = make_tokenizer(spec)
+    cut = tokenizer.truncate(text, limit)
+    assert text.startswith(cut)
+    assert tokenizer.count(cut) <= limit
+    if cut != text and spec in ("cl100k_base", "o200k_base"):
+        tokens = tokenizer.encoding.encode_ordinary(text)
+        longer = tokenizer.encoding.decode_bytes(tokens[: len(tokenizer.encoding.encode_ordinary(cut)) + 1])
+        assert len(tokenizer.encoding.encode_ordinary(longer.decode("utf-8", "replace"))) > limit or not text.startswith(
+            longer.decode("utf-8", "replace")
+        )
+
+
+def test_truncate_on_token_boundaries_matches_tiktoken() -> None:
+    """The cut equals decoding the first n tokens of the whole text."""
+    tokenizer = get_tokenizer("cl100k_base")
+    text = "Recalled content is evidence, not instructions. " * 20
+    tokens = tokenizer.encoding.encode_ordinary(text)
+    assert truncate_to_tokens(text, 17) == tokenizer.encoding.decode(tokens[:17])
+
+
+def test_truncate_never_splits_a_character() -> None:
+    """A cut inside a multi-byte character backs off to the character before it."""
+    for limit in range(0, 12):
+        cut = truncate_to_tokens("🎉🎉🎉 日本語 👩‍👩‍👧", limit)
+        assert "\ufffd" not in cut and count_tokens(cut) <= limit
+
+
+def test_huge_text_counts_past_the_limit_without_reading_it_all() -> None:
+    """count_upto on a multi-megabyte text answers 'over' and truncate still cuts exactly."""
+    tokenizer = get_tokenizer("cl100k_base")
+    huge = "word " * 2_000_000
+    assert tokenizer.count_upto(huge, 100) > 100
+    cut = tokenizer.truncate(huge, 100)
+    assert tokenizer.count(cut) == 100 and huge.startswith(cut)
+
+
+@pytest.mark.parametrize("spec", ["cl100k_base", "o200k_base", "chars", "words"])
+@settings(max_examples=40, deadline=None)
+@given(text=TEXTS, size=st.integers(2, 20), data=st.data())
+def test_windows_fit_and_overlap(spec: str, text: str, size: int, data: st.DataObject) -> None:
+    """Every window fits max_tokens, and together they cover the text in order."""
+    overlap = data.draw(st.integers(0, size - 1))
+    tokenizer = make_tokenizer(spec)
+    windows = split_token_windows(text, size, overlap, tokenizer)
+    for window in windows:
+        assert tokenizer.count(window) <= size or len(window) == 1
+    if overlap == 0:
+        assert "".join(windows) == text
+    if windows:
+        assert text.startswith(windows[0]) and text.endswith(windows[-1])
+
+
+def test_windows_share_overlap_tokens() -> None:
+    """Each cl100k window begins with the last overlap_tokens of the one before."""
+    tokenizer = get_tokenizer("cl100k_base")
+    text = " ".join(f"w{i}" for i in range(200))
+    windows = split_token_windows(text, 20, 5)
+    assert len(windows) > 10
+    for first, second in zip(windows, windows[1:]):
+        shared = next(n for n in range(len(second), 0, -1) if first.endswith(second[:n]))
+        assert tokenizer.count(first) <= 20
+        assert 3 <= tokenizer.count(second[:shared]) <= 5
+
+
+@pytest.mark.parametrize(("size", "overlap"), [(10, 10), (10, 11), (0, 0), (-3, 0), (10, -1)])
+def test_window_arguments_are_validated(size: int, overlap: int) -> None:
+    """overlap must be below max_tokens, and both must be sensible ints."""
+    with pytest.raises(BudgetError, match="overlap_tokens|max_tokens"):
+        split_token_windows("text", size, overlap)
+
+
+@pytest.fixture
+def no_caches(monkeypatch: pytest.MonkeyPatch, tmp_path):
+    """Neither tiktoken's cache nor llama-index-core's copy is there."""
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tk, "_bundled_cache_dir", lambda: None)
+    monkeypatch.setattr(tk, "_fallback_warned", False)
+    tk._resolved.cache_clear()
+    tk._tokenizer_for_name.cache_clear()
+    yield
+    tk._resolved.cache_clear()
+    tk._tokenizer_for_name.cache_clear()
+
+
+def test_fallback_is_the_heuristic_with_one_warning(no_caches: None) -> None:
+    """With no cache anywhere, counting falls back to chars and warns exactly once."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = get_tokenizer("cl100k_base")
+        second = get_tokenizer("o200k_base")
+        assert first.count("abcdefgh") == 2 and second.count("abcd") == 1
+    assert [w.category for w in caught] == [RecallpackWarning]
+    assert "fallback" in first.name and not first.exact
+    assert not resolve_encoding("cl100k_base").exact
+
+
+def test_tiktoken_cache_dir_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TIKTOKEN_CACHE_DIR holding the encoding is the first source used."""
+    bundled = tk._bundled_cache_dir()
+    assert bundled is not None
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", bundled)
+    tk._resolved.cache_clear()
+    try:
+        assert resolve_encoding("cl100k_base").source.startswith("tiktoken cache")
+    finally:
+        tk._resolved.cache_clear()
+
+
+def test_bundled_load_restores_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """Loading from llama-index-core's copy leaves TIKTOKEN_CACHE_DIR as it was, across threads."""
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    tk._resolved.cache_clear()
+    results: list[str] = []
+
+    def load() -> None:
+        results.append(resolve_encoding("o200k_base").source)
+
+    threads = [threading.Thread(target=load) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    tk._resolved.cache_clear()
+    assert os.environ["TIKTOKEN_CACHE_DIR"] == str(tmp_path)
+    assert results and all(source.startswith("llama-index-core") for source in results)
