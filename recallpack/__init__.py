@@ -9,6 +9,19 @@ provenance and scopes, rendered as a Markdown block that says it is evidence, no
 1
 """
 
+from recallpack.packing.allowance import (
+    Allowance,
+    Assembly,
+    Block,
+    Receipt,
+    Remaining,
+    Withheld,
+    WithheldReason,
+    assemble,
+    issue_receipt,
+    receipt_for,
+    verify,
+)
 from recallpack.packing.budget import (
     DEFAULT_MAX_TOKENS,
     MAX_TOKENS_CEILING,
@@ -78,6 +91,17 @@ __all__ = [
     "count_tokens",
     "truncate_to_tokens",
     "split_token_windows",
+    "Allowance",
+    "Remaining",
+    "Receipt",
+    "Block",
+    "Assembly",
+    "Withheld",
+    "WithheldReason",
+    "assemble",
+    "verify",
+    "issue_receipt",
+    "receipt_for",
     "RecallpackError",
     "ConfigError",
     "BudgetError",

@@ -7,7 +7,7 @@ It counts tokens only for the candidates it reaches, so its work follows what it
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 from recallpack.packing.candidate import Candidate, Provenance, coerce_candidate
@@ -33,6 +33,9 @@ from recallpack.packing.result import (
     TraceEntry,
 )
 from recallpack.packing.tokenizer import Tokenizer, TokenizerSpec, get_tokenizer
+
+if TYPE_CHECKING:  # allowance.py builds on this module's checks, so it is imported late
+    from recallpack.packing.allowance import Allowance, Remaining
 
 __all__ = [
     "pack",
@@ -148,12 +151,15 @@ def recall(
     template: TemplateSpec = None,
     resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE,
     max_tokens_ceiling: int = MAX_TOKENS_CEILING,
+    allowance: Allowance | Remaining | None = None,
 ) -> RecallResult:
     """Pack ``candidates`` into evidence whose rendered block fits ``max_tokens``.
 
     The budget covers the rendered Markdown, header and labels included, counted with the same
     tokenizer; ``lane_budgets`` caps tokens per provenance (a full provenance takes no more);
-    ``dedupe`` drops a candidate whose text and scopes equal a kept one.
+    ``dedupe`` drops a candidate whose text and scopes equal a kept one. ``allowance`` (an
+    Allowance, or the Remaining an assembly left) caps the block further, so automatic recall
+    takes only what the request's shared evidence allowance has left.
 
     >>> result = recall([Candidate(text="Alice works at Initech.")], max_tokens=64)
     >>> result.report.items_selected, result.report.tokens_used <= 64
@@ -170,6 +176,7 @@ def recall(
         dedupe=dedupe,
         template=template,
         resource_uri_template=resource_uri_template,
+        allowance=allowance,
     )
 
 
@@ -185,16 +192,26 @@ def build_result(
     dedupe: bool = True,
     template: TemplateSpec = None,
     resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE,
+    allowance: Allowance | Remaining | None = None,
 ) -> RecallResult:
     """recall() after its budget is validated; ``max_tokens=None`` keeps everything readable."""
     compiled = load_template(template)  # a missing template fails before any work
     if reader is not None and not isinstance(reader, Reader):
         raise BudgetError(f"reader={reader!r} must be a recallpack.Reader or None")
     tok = get_tokenizer(tokenizer)
+    items_cap = check_max_items(max_items)
+    if allowance is not None:
+        # Both bounds hold at once. What is left may be zero, which no caller may pass as its
+        # own budget, so it goes to the walk directly: nothing fits and each drop says why.
+        from recallpack.packing.allowance import as_remaining
+
+        left = as_remaining(allowance)
+        max_tokens = left.tokens if max_tokens is None else min(max_tokens, left.tokens)
+        items_cap = left.items if items_cap is None else min(items_cap, left.items)
     walk = _Walk(
         candidates,
         max_tokens=max_tokens,
-        max_items=check_max_items(max_items),
+        max_items=items_cap,
         policy=check_policy(policy),
         tokenizer=tok,
         reader=reader,
