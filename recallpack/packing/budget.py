@@ -56,6 +56,7 @@ DEFAULT_MAX_TOKENS = 2048
 #: Seed 000: a caller may raise its budget up to here; past it only by raising the ceiling too.
 MAX_TOKENS_CEILING = 16384
 ELLIPSIS = "…"
+_PRECHECK_CHARS = 65_536
 
 
 def check_max_tokens(value: object, ceiling: int = MAX_TOKENS_CEILING, field: str = "max_tokens") -> int:
@@ -351,14 +352,18 @@ class _Walk:
         return self._end(rank, c, Reason.OVER_BUDGET, tokens=cost)
 
     def _cost(self, c: Candidate, scopes: tuple[Scope, ...], text: str, limit: int | None) -> int:
-        """What ``text`` adds, exactly when it is at most ``limit``; past it, any larger number."""
+        """What ``text`` adds, exactly when it is at most ``limit``; past it, any larger number.
+
+        A rendered item is counted as the default template renders it (label line, indented
+        lines, resource line); build_result then verifies the whole block, whatever template.
+        """
         if limit is None:
             limit = 1 << 62
         if not self.rendered:
             return self.tok.count_upto(text, limit) + 1
-        # A text that alone overflows cannot fit once labelled; this keeps a huge text from
-        # being indented (copied) just to be rejected.
-        if self.tok.count_upto(text, limit) > limit:
+        # A text far longer than the room is rejected on its own, before it is indented
+        # (copied): that keeps a huge text's cost bounded by the room, not by its length.
+        if len(text) > _PRECHECK_CHARS and self.tok.count_upto(text, limit) > limit:
             return limit + 1
         chunk = item_text(c.provenance.label, [s.name for s in scopes], text, self._uri(c))
         return self.tok.count_upto(chunk, limit)

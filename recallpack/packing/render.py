@@ -84,6 +84,7 @@ def _compile(source: str) -> jinja2.Template:
         raise TemplateError(f"template has a syntax error on line {exc.lineno}: {exc.message}") from exc
 
 
+@lru_cache(maxsize=1)
 def _default_source() -> str:
     return (resources.files("recallpack.packing") / "templates" / "recall.md.j2").read_text("utf-8")
 

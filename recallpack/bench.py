@@ -1,0 +1,134 @@
+"""``python -m recallpack.bench``: what packing costs, as ratios against a baseline in one run.
+
+The baseline is what a framework does when it caps documents by tokens after the fact (as
+LangChain's ``max_tokens_limit`` does): count every candidate, then cut. recallpack's walk
+counts only what it reaches. Texts are made unique per repetition so no count cache helps.
+
+    python -m recallpack.bench            # everything, adapters included when installed
+    python -m recallpack.bench --core     # the packer only
+    python -m recallpack.bench --check    # exit 1 if a target is missed
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import time
+from collections.abc import Callable, Sequence
+from itertools import accumulate, count
+
+from recallpack._bench.corpus import stdlib_docs
+from recallpack.packing.candidate import Candidate
+from recallpack.packing.tokenizer import TiktokenTokenizer, get_tokenizer, split_token_windows
+from recallpack.packing.budget import recall
+
+MAX_TOKENS = 2048
+SIZES = (100, 1_000, 10_000, 100_000)
+_run_ids = count()
+
+
+def _windows() -> list[str]:
+    """About-300-token windows of real text."""
+    text = "\n\n".join(doc for _, doc in stdlib_docs())
+    return split_token_windows(text, 300, 0, "cl100k_base")
+
+
+def _candidates(windows: Sequence[str], n: int) -> list[Candidate]:
+    run = next(_run_ids)  # a fresh prefix per call: every text is new to every cache
+    return [Candidate(text=f"[{run}.{i}] {windows[i % len(windows)]}") for i in range(n)]
+
+
+def _timed(fn: Callable[[], object], repeat: int) -> float:
+    """Best of ``repeat`` runs of ``fn``, in seconds, with the collector paused (as timeit)."""
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        finally:
+            gc.enable()
+    return min(times)
+
+
+def _baseline(candidates: Sequence[Candidate], tokenizer: TiktokenTokenizer) -> list[Candidate]:
+    """Count every candidate, then keep the prefix that fits."""
+    counts = [len(tokenizer.encoding.encode_ordinary(c.text)) + 1 for c in candidates]
+    return [c for c, total in zip(candidates, accumulate(counts)) if total <= MAX_TOKENS]
+
+
+def core(repeat: int = 5) -> tuple[list[str], dict[str, tuple[float, float, bool]]]:
+    tokenizer = get_tokenizer("cl100k_base")
+    assert isinstance(tokenizer, TiktokenTokenizer), "cl100k_base must resolve exactly to benchmark"
+    windows = _windows()
+    lines = [
+        f"core: recall(max_tokens={MAX_TOKENS}, cl100k_base) vs count-everything-then-cut baseline",
+        f"  candidates of ~300 tokens of stdlib docstrings; best of {repeat} runs, new texts each run",
+        f"  {'candidates':>10}  {'recall':>10}  {'baseline':>10}  {'speedup':>8}",
+    ]
+    recall_time: dict[int, float] = {}
+    for n in SIZES:
+        fresh = [_candidates(windows, n) for _ in range(repeat)]
+        it = iter(fresh)
+        recall_time[n] = _timed(lambda: recall(next(it), max_tokens=MAX_TOKENS), repeat)
+        base_repeat = 1 if n >= 100_000 else repeat
+        it2 = iter(fresh)
+        base = _timed(lambda: _baseline(next(it2), tokenizer), base_repeat)
+        ratio = base / recall_time[n]
+        lines.append(f"  {n:>10,}  {recall_time[n] * 1e3:>8.2f}ms  {base * 1e3:>8.1f}ms  {ratio:>7.0f}x")
+        if n == 1_000:
+            speedup_1k = ratio
+
+    def huge_head() -> list[Candidate]:
+        head = Candidate(text=f"[{next(_run_ids)}] " + "lorem ipsum dolor sit amet " * 400_000)
+        return [head, *_candidates(windows, 1_000)]
+
+    lists = [huge_head() for _ in range(repeat)]
+    it3 = iter(lists)
+    huge = _timed(lambda: recall(next(it3), max_tokens=MAX_TOKENS), repeat)
+    lines.append(f"  10 MB text at the head of 1,000: {huge * 1e3:.2f}ms")
+    scale = recall_time[100_000] / recall_time[1_000]
+    head_ratio = huge / recall_time[1_000]
+    targets = {
+        "speedup over baseline at 1,000 (>= 50x)": (speedup_1k, 50.0, speedup_1k >= 50),
+        "time at 100,000 / time at 1,000 (<= 2x)": (scale, 2.0, scale <= 2),
+        "10 MB head / normal list of 1,000 (<= 5x)": (head_ratio, 5.0, head_ratio <= 5),
+    }
+    return lines, targets
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m recallpack.bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--core", action="store_true", help="only the packer, not the adapters")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args(argv)
+
+    lines, targets = core(args.repeat)
+    print("\n".join(lines))
+    missed = [name for name, (_, _, ok) in targets.items() if not ok]
+    print("\ntargets:")
+    for name, (value, _, ok) in targets.items():
+        print(f"  {'ok  ' if ok else 'MISS'} {name}: {value:.2f}")
+    if not args.core:
+        for section in ("langchain", "llamaindex"):
+            print()
+            try:
+                module = importlib.import_module(f"recallpack._bench.{section}")
+            except ImportError as exc:
+                print(f"{section}: skipped ({exc})")
+                continue
+            for line in module.run():
+                print(line)
+                if "MISS" in line:
+                    missed.append(line)
+    if args.check and missed:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
