@@ -3,8 +3,8 @@
 Three ways in, each native to LlamaIndex:
 
 - :class:`BudgetPostprocessor` goes in ``node_postprocessors=[...]`` of any query or chat engine.
-  It counts what the LLM is shown (each node in ``metadata_mode``, plus the separator the
-  synthesizer joins nodes with), so the context the synthesizer builds fits ``max_tokens``.
+  It counts what the LLM is shown (each node in ``metadata_mode``, joined as the engine's
+  ``response_mode`` joins them), so the context the synthesizer builds fits ``max_tokens``.
 - :class:`BudgetedRetriever` wraps any LlamaIndex retriever (or several, fused by reciprocal rank
   fusion) and packs what it returns; ``recall(query)`` gives the whole
   :class:`~recallpack.RecallResult`. It budgets the rendered Markdown evidence block, exactly as
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Optional, Union
 
@@ -63,6 +64,7 @@ from recallpack.packing.budget import (
     DEFAULT_MAX_TOKENS,
     MAX_TOKENS_CEILING,
     Policy,
+    _check_lane_budgets,
     _Walk,
     check_max_items,
     check_max_tokens,
@@ -70,7 +72,7 @@ from recallpack.packing.budget import (
     recall,
 )
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
-from recallpack.packing.errors import ConfigError, UpstreamError
+from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError
 from recallpack.packing.render import TemplateSpec, load_template
 from recallpack.packing.result import (
     DEFAULT_RESOURCE_URI_TEMPLATE,
@@ -88,15 +90,32 @@ __all__ = [
     "BudgetedRetriever",
     "EvidenceQueryEngine",
     "RecallPackedEvent",
-    "DEFAULT_SEPARATOR",
+    "RESPONSE_MODES",
 ]
 
 dispatcher = instrument.get_dispatcher(__name__)
 
-#: What CompactAndRefine (``response_mode="compact"``, the default, and the context chat engine)
-#: joins node texts with (``PromptHelper.repack``). ``simple_summarize`` joins with "\n", which
-#: never costs more, so one budget covers both.
-DEFAULT_SEPARATOR = "\n\n"
+#: The response modes whose context view BudgetPostprocessor knows. All but simple_summarize
+#: build it as CompactAndRefine does (``PromptHelper.repack``): stripped node texts joined by a
+#: blank line; refine and accumulate show each node alone, which the same bound covers.
+RESPONSE_MODES = (
+    "compact",
+    "refine",
+    "tree_summarize",
+    "accumulate",
+    "compact_accumulate",
+    "simple_summarize",
+)
+
+
+def _compact_view(texts: Sequence[str]) -> str:
+    return "\n\n".join(t.strip() for t in texts if t.strip())
+
+
+def _simple_summarize_view(texts: Sequence[str]) -> str:
+    # SimpleSummarize joins with "\n" and passes the one-item list from PromptHelper.truncate as
+    # context_str, so the prompt holds the list's str(): quoted, with escaped newlines.
+    return str(["\n".join(texts)])
 
 
 class RecallPackedEvent(BaseEvent):
@@ -135,6 +154,35 @@ def _check_settings(
     if reader is not None and not isinstance(reader, Reader):
         raise ConfigError(f"reader={reader!r} must be a recallpack.Reader or None")
     return None if lane is None else coerce_lane(lane)
+
+
+def _reader(value: object) -> object:
+    """A Reader from its dict form (what to_dict wrote), so from_dict rebuilds it."""
+    if isinstance(value, Mapping):
+        try:
+            return Reader.model_validate(value)
+        except ValueError as exc:
+            raise ConfigError(f"reader={dict(value)!r} is not a valid Reader: {exc}") from None
+    return value
+
+
+#: A node that already went through recallpack carries its provenance but no lane; packing it
+#: again keeps its provenance (the same rule as the LangChain adapter).
+_LANE_OF_PROVENANCE = {
+    "source": LaneKind.SOURCES,
+    "session": LaneKind.WORKING_MEMORY,
+    "derived": LaneKind.FACTS,
+}
+
+
+def _lane_of(
+    metadata: Mapping[str, Any], lane: LaneKind | None, lane_key: str
+) -> LaneKind | None:
+    if lane is not None:
+        return lane
+    if metadata.get(lane_key) is None:
+        return _LANE_OF_PROVENANCE.get(str(metadata.get("provenance")))
+    return None  # candidate_from reads metadata[lane_key] and applies on_unknown_lane
 
 
 def _modality(node: BaseNode) -> str:
@@ -178,7 +226,7 @@ def _candidates(
                 text,
                 node.metadata,
                 position=position,
-                lane=lanes[position] if lanes is not None else lane,
+                lane=lanes[position] if lanes is not None else _lane_of(node.metadata, lane, lane_key),
                 lane_key=lane_key,
                 on_unknown_lane=on_unknown_lane,
                 score=item.score,
@@ -236,15 +284,15 @@ def _pack_raw(
     tokenizer: Tokenizer,
     reader: Reader | None,
     dedupe: bool,
-    separator: str,
+    view: Callable[[Sequence[str]], str],
     resource_uri_template: str,
 ) -> RecallResult:
     """The core's walk with seed 000's cost (each item's tokens plus one for its separator).
 
     ``recall()`` budgets the rendered Markdown block; a synthesizer shows the LLM the raw texts
-    joined by ``separator``, so that is what is counted here. The joined context is then counted
-    as a whole and the last items are given back until it fits, which makes the bound exact for
-    any separator and tokenizer.
+    joined by a separator, so that is what is walked here. The context as the synthesizer builds
+    it (``view``) is then counted as a whole and the last items are given back until it fits,
+    which makes the bound exact whatever the tokenizer does at the joins.
     """
     walk = _Walk(
         candidates,
@@ -259,10 +307,10 @@ def _pack_raw(
         resource_uri_template=resource_uri_template,
     )
     walk.run()
-    used = tokenizer.count(separator.join(k.candidate.text for k in walk.kept))
+    used = tokenizer.count(view([k.candidate.text for k in walk.kept])) if walk.kept else 0
     while used > max_tokens and walk.kept:
         walk.give_back_last()
-        used = tokenizer.count(separator.join(k.candidate.text for k in walk.kept))
+        used = tokenizer.count(view([k.candidate.text for k in walk.kept])) if walk.kept else 0
     evidence = [
         Evidence(
             provenance=k.candidate.provenance,
@@ -286,8 +334,10 @@ class BudgetPostprocessor(BaseNodePostprocessor):
     """Keep the nodes, in rank order, whose content the LLM will see fits ``max_tokens``.
 
     Each node costs its content in ``metadata_mode`` (the LLM's view by default) plus the
-    separator the synthesizer puts between nodes, so with ``response_mode="compact"`` (the
-    default) or ``"simple_summarize"`` the context handed to the LLM fits the budget. Scores and
+    separator the synthesizer puts between nodes, and the context is then counted exactly as
+    the engine's ``response_mode`` builds it (set the same value here: ``"compact"``, the
+    default and the context chat engine's, or ``"simple_summarize"``), so the context handed to
+    the LLM fits the budget. Scores and
     order are kept (a ``None`` score too: the walk never reorders). Nodes without text are
     dropped with reason ``no_text``; :attr:`last_result` and :meth:`pack_nodes` give the report.
 
@@ -324,8 +374,11 @@ class BudgetPostprocessor(BaseNodePostprocessor):
     metadata_mode: MetadataMode = Field(
         default=MetadataMode.LLM, description="The view of each node that is counted."
     )
-    separator: str = Field(
-        default=DEFAULT_SEPARATOR, description="What the synthesizer joins node contents with."
+    response_mode: str = Field(
+        default="compact",
+        description="The engine's response_mode, which decides how node texts are joined into "
+        "the context: a blank line (compact, the default, and the context chat engine) or "
+        "simple_summarize's quoted single-line form.",
     )
     max_tokens_ceiling: int = Field(
         default=MAX_TOKENS_CEILING, description="Raise it to allow a max_tokens above 16384."
@@ -334,6 +387,8 @@ class BudgetPostprocessor(BaseNodePostprocessor):
     _last_result: Optional[RecallResult] = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
+        if "reader" in data:
+            data["reader"] = _reader(data["reader"])
         lane = _check_settings(
             max_tokens=data.get("max_tokens", DEFAULT_MAX_TOKENS),
             max_tokens_ceiling=data.get("max_tokens_ceiling", MAX_TOKENS_CEILING),
@@ -346,6 +401,13 @@ class BudgetPostprocessor(BaseNodePostprocessor):
         )
         if lane is not None:
             data["lane"] = lane
+        mode = data.get("response_mode", "compact")
+        if mode not in RESPONSE_MODES:
+            raise ConfigError(
+                f"response_mode={mode!r} is not one BudgetPostprocessor can count for; "
+                f"use one of: {', '.join(RESPONSE_MODES)}"
+            )
+        data["response_mode"] = str(getattr(mode, "value", mode))
         super().__init__(**data)
 
     @classmethod
@@ -377,7 +439,9 @@ class BudgetPostprocessor(BaseNodePostprocessor):
             tokenizer=get_tokenizer(self.tokenizer),
             reader=self.reader,
             dedupe=self.dedupe,
-            separator=self.separator,
+            view=_simple_summarize_view
+            if self.response_mode == "simple_summarize"
+            else _compact_view,
             resource_uri_template=DEFAULT_RESOURCE_URI_TEMPLATE,
         )
         self._last_result = result
@@ -403,10 +467,14 @@ class BudgetPostprocessor(BaseNodePostprocessor):
 # --- BudgetedRetriever -----------------------------------------------------------------------
 
 
-def _node_key(item: NodeWithScore) -> str:
-    """Identity for fusion: the node's content hash, so the same node found by two lanes (or
-    an equal copy from another index) counts once."""
-    return item.node.hash
+def _node_key(item: NodeWithScore) -> tuple[str, tuple[str, ...]]:
+    """Identity for fusion: the node's own text and scope ids, what the core dedupes on and
+    what the LangChain adapter fuses on. The same node found by two lanes (or an equal copy
+    from another index) counts once."""
+    scopes = item.node.metadata.get("scope_ids") or ()
+    if isinstance(scopes, str):
+        scopes = (scopes,)
+    return item.node.get_content(metadata_mode=MetadataMode.NONE), tuple(str(s) for s in scopes)
 
 
 def _with_top_k(retriever: BaseRetriever, fetch_k: int | None, where: str) -> BaseRetriever:
@@ -418,10 +486,14 @@ def _with_top_k(retriever: BaseRetriever, fetch_k: int | None, where: str) -> Ba
     if fetch_k is None:
         return retriever
     if not hasattr(retriever, "similarity_top_k"):
-        raise ConfigError(
-            f"fetch_k={fetch_k} was given but {where} ({type(retriever).__name__}) has no "
-            "similarity_top_k to set; leave fetch_k out and set its depth on the retriever itself"
+        # As in the LangChain adapter: not an error, the upstream just picks its own depth.
+        warnings.warn(
+            f"fetch_k={fetch_k} cannot be forwarded to {where} ({type(retriever).__name__}): it "
+            "has no similarity_top_k; it returns its own number of results",
+            RecallpackWarning,
+            stacklevel=4,
         )
+        return retriever
     copied = copy.copy(retriever)
     copied.similarity_top_k = fetch_k
     return copied
@@ -439,7 +511,7 @@ class BudgetedRetriever(BaseRetriever):
 
     ``fetch_k`` is the search depth (seed 002): how many nodes to ask the upstream for. It is set
     on a shallow copy of the upstream (its ``similarity_top_k``); the retriever passed in is left
-    as it was. :meth:`from_lanes` fuses several retrievers by reciprocal rank fusion.
+    as it was. An upstream without ``similarity_top_k`` keeps its own depth, with a warning. :meth:`from_lanes` fuses several retrievers by reciprocal rank fusion.
     """
 
     def __init__(
@@ -456,6 +528,7 @@ class BudgetedRetriever(BaseRetriever):
         on_unknown_lane: UnknownLane = "raise",
         reader: Reader | None = None,
         dedupe: bool = True,
+        lane_budgets: Mapping[str, int] | None = None,
         metadata_mode: MetadataMode = MetadataMode.NONE,
         template: TemplateSpec = None,
         resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE,
@@ -473,6 +546,7 @@ class BudgetedRetriever(BaseRetriever):
             reader=reader,
         )
         check_max_items(fetch_k, field="fetch_k")
+        _check_lane_budgets(lane_budgets)
         load_template(template)  # a missing template file fails here, not mid-query
         if not isinstance(retriever, BaseRetriever):
             raise ConfigError(
@@ -488,6 +562,7 @@ class BudgetedRetriever(BaseRetriever):
         self.on_unknown_lane: UnknownLane = on_unknown_lane
         self.reader = reader
         self.dedupe = dedupe
+        self.lane_budgets = dict(lane_budgets) if lane_budgets else None
         self.metadata_mode = metadata_mode
         self.template = template
         self.resource_uri_template = resource_uri_template
@@ -593,6 +668,7 @@ class BudgetedRetriever(BaseRetriever):
             tokenizer=self.tokenizer,
             reader=self.reader,
             dedupe=self.dedupe,
+            lane_budgets=self.lane_budgets,
             template=self.template,
             resource_uri_template=self.resource_uri_template,
             max_tokens_ceiling=self.max_tokens_ceiling,
