@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import sys
 import warnings
@@ -30,7 +31,7 @@ def stdlib_docs() -> tuple[tuple[str, str], ...]:
                 module = importlib.import_module(name)
             except Exception:  # noqa: BLE001 - platform-specific modules fail to import elsewhere
                 continue
-            doc = (module.__doc__ or "").strip()
+            doc = inspect.cleandoc(module.__doc__ or "")
             if len(doc) > 200:
                 docs.append((name, doc))
     return tuple(docs)

@@ -1,0 +1,74 @@
+"""Rank the standard library's docstrings for a question, then pack the evidence into 2048 tokens.
+
+Offline and with nothing but recallpack installed: the corpus is the stdlib's own module
+docstrings, the scorer is BM25 (written out below), and the tokenizer is cl100k_base.
+
+    python examples/stdlib_demo.py "how do I parse command line arguments"
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections import Counter
+
+from recallpack import Candidate, recall
+from recallpack._bench.corpus import paragraphs
+
+WORD = re.compile(r"[a-z0-9]+")
+
+
+def tokenize(text: str) -> list[str]:
+    return WORD.findall(text.lower())
+
+
+class BM25:
+    """Okapi BM25 (k1=1.5, b=0.75) over a fixed list of texts."""
+
+    def __init__(self, texts: list[str], k1: float = 1.5, b: float = 0.75) -> None:
+        self.docs = [Counter(tokenize(t)) for t in texts]
+        self.lengths = [sum(d.values()) for d in self.docs]
+        self.average = sum(self.lengths) / len(self.docs)
+        frequency = Counter(term for doc in self.docs for term in doc)
+        n = len(self.docs)
+        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in frequency.items()}
+        self.k1, self.b = k1, b
+
+    def scores(self, query: str) -> list[float]:
+        terms = tokenize(query)
+        out = []
+        for doc, length in zip(self.docs, self.lengths):
+            norm = self.k1 * (1 - self.b + self.b * length / self.average)
+            out.append(
+                sum(self.idf.get(t, 0.0) * doc[t] * (self.k1 + 1) / (doc[t] + norm) for t in terms if t in doc)
+            )
+        return out
+
+
+def main(query: str, max_tokens: int = 2048) -> str:
+    corpus = paragraphs()
+    scores = BM25([text for _, text in corpus]).scores(query)
+    ranked = sorted(range(len(corpus)), key=lambda i: -scores[i])
+    candidates = [
+        Candidate(
+            text=f"{corpus[i][0]}: {corpus[i][1]}",
+            score=round(scores[i], 3),
+            artifact_id=corpus[i][0],
+            artifact_content_id=f"p{i}",
+        )
+        for i in ranked
+        if scores[i] > 0
+    ]
+    result = recall(candidates, max_tokens=max_tokens)
+    block = result.to_markdown()
+    print(block)
+    print("---")
+    print(result.report.summary())
+    for entry in result.trace[: result.trace.reached]:
+        print(f"  #{entry.rank:<3} score={entry.score!s:<7} {entry.outcome.value:<8} {entry.reason.value if entry.reason else ''} tokens={entry.tokens}")
+    return block
+
+
+if __name__ == "__main__":
+    main(" ".join(sys.argv[1:]) or "how do I parse command line arguments")
