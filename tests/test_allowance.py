@@ -47,9 +47,7 @@ def items_in(text: str) -> int:
     return len(ITEM_LINE.findall(text))
 
 
-def block_of(
-    *texts: str, correction: bool = False, tokenizer: object = TOK, key: object = None
-) -> Block:
+def block_of(*texts: str, correction: bool = False, tokenizer: object = TOK, key: object = None) -> Block:
     """A real rendered block over ``texts`` with the receipt the packer issues for it."""
     result = recall([Candidate(text=t) for t in texts], max_tokens=4000, tokenizer=tokenizer)
     text, receipt = receipt_for(result, correction=correction)

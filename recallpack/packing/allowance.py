@@ -130,8 +130,7 @@ def as_remaining(allowance: Allowance | Remaining) -> Remaining:
     if isinstance(allowance, Allowance):
         return allowance.full()
     raise BudgetError(
-        f"allowance={allowance!r} must be a recallpack.Allowance or the Remaining an assembly "
-        "returned"
+        f"allowance={allowance!r} must be a recallpack.Allowance or the Remaining an assembly returned"
     )
 
 
@@ -164,9 +163,7 @@ def issue_receipt(
 ) -> Receipt:
     """A receipt for ``text`` as rendered, counting its tokens with ``tokenizer``."""
     if not isinstance(text, str):
-        raise ReceiptError(
-            f"a receipt is issued for rendered text (a str), got {type(text).__name__}"
-        )
+        raise ReceiptError(f"a receipt is issued for rendered text (a str), got {type(text).__name__}")
     tok = get_tokenizer(tokenizer)
     return Receipt(
         items=items,
@@ -209,9 +206,7 @@ def coerce_receipt(value: object) -> Receipt:
             return Receipt.model_validate(dict(value))
         except ValidationError as exc:
             raise ReceiptError(f"malformed receipt: {exc.errors()[0]['msg']}") from None
-    raise ReceiptError(
-        f"a receipt must be a recallpack.Receipt or its mapping, got {type(value).__name__}"
-    )
+    raise ReceiptError(f"a receipt must be a recallpack.Receipt or its mapping, got {type(value).__name__}")
 
 
 def looks_like_receipt(value: object) -> bool:
@@ -336,9 +331,7 @@ def assemble(blocks: Iterable[Block], allowance: Allowance | None = None) -> Ass
     for index in range(len(items) - 1, -1, -1):
         block = items[index]
         if not isinstance(block, Block):
-            raise TypeError(
-                f"blocks[{index}] must be a recallpack Block, got {type(block).__name__}"
-            )
+            raise TypeError(f"blocks[{index}] must be a recallpack Block, got {type(block).__name__}")
         if block.receipt is None:
             withhold(index, WithheldReason.NO_RECEIPT)
             continue
