@@ -20,9 +20,9 @@ from math import sqrt
 from pathlib import Path
 
 from llama_index.core import VectorStoreIndex
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.embeddings import BaseEmbedding
-from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from recallpack.adapters.llamaindex import BudgetedRetriever, BudgetPostprocessor

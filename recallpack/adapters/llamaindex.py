@@ -28,14 +28,14 @@ import asyncio
 import copy
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Union
 
 import llama_index.core.instrumentation as instrument
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.response.schema import Response
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.instrumentation.events.base import BaseEvent
+from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import BasePromptTemplate
@@ -93,7 +93,8 @@ __all__ = [
     "RESPONSE_MODES",
 ]
 
-dispatcher = instrument.get_dispatcher(__name__)
+# Re-exported without __all__, hence the ignore; this is how LlamaIndex's own modules get it.
+dispatcher = instrument.get_dispatcher(__name__)  # type: ignore[attr-defined]
 
 #: The response modes whose context view BudgetPostprocessor knows. All but simple_summarize
 #: build it as CompactAndRefine does (``PromptHelper.repack``): stripped node texts joined by a
@@ -175,9 +176,7 @@ _LANE_OF_PROVENANCE = {
 }
 
 
-def _lane_of(
-    metadata: Mapping[str, Any], lane: LaneKind | None, lane_key: str
-) -> LaneKind | None:
+def _lane_of(metadata: Mapping[str, Any], lane: LaneKind | None, lane_key: str) -> LaneKind | None:
     if lane is not None:
         return lane
     if metadata.get(lane_key) is None:
@@ -186,7 +185,7 @@ def _lane_of(
 
 
 def _modality(node: BaseNode) -> str:
-    """"text" when the node has text of its own; otherwise what it holds instead.
+    """The modality: "text" when the node has text of its own, else what it holds instead.
 
     The core drops anything but "text" with reason ``no_text``; a node whose only content is
     metadata has nothing to say either, so it counts as having no text too.
@@ -349,7 +348,7 @@ class BudgetPostprocessor(BaseNodePostprocessor):
         default=DEFAULT_MAX_TOKENS,
         description="Token budget for the joined node contents the LLM is shown.",
     )
-    max_items: Optional[int] = Field(default=None, description="Keep at most this many nodes.")
+    max_items: int | None = Field(default=None, description="Keep at most this many nodes.")
     policy: Literal["prefix", "skip", "truncate"] = Field(
         default="prefix",
         description="What the first node that does not fit does: end the walk (prefix), get "
@@ -360,14 +359,14 @@ class BudgetPostprocessor(BaseNodePostprocessor):
         description="Encoding or model name, 'chars', a Tokenizer or a str -> int callable; "
         "None is cl100k_base. Only names survive to_dict/from_dict.",
     )
-    lane: Optional[LaneKind] = Field(
+    lane: LaneKind | None = Field(
         default=None, description="A fixed lane for every node; None reads it from lane_key."
     )
     lane_key: str = Field(default="lane", description="Node metadata key holding the lane.")
     on_unknown_lane: Literal["raise", "default"] = Field(
         default="raise", description="An unknown lane in metadata: raise, or use 'sources'."
     )
-    reader: Optional[Reader] = Field(
+    reader: Reader | None = Field(
         default=None, description="Who reads: nodes in scopes they do not hold are withheld."
     )
     dedupe: bool = Field(default=True, description="Drop a node whose text equals a kept one.")
@@ -384,7 +383,7 @@ class BudgetPostprocessor(BaseNodePostprocessor):
         default=MAX_TOKENS_CEILING, description="Raise it to allow a max_tokens above 16384."
     )
 
-    _last_result: Optional[RecallResult] = PrivateAttr(default=None)
+    _last_result: RecallResult | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         if "reader" in data:
@@ -420,9 +419,7 @@ class BudgetPostprocessor(BaseNodePostprocessor):
         return self._last_result
 
     @dispatcher.span
-    def pack_nodes(
-        self, nodes: Sequence[NodeWithScore]
-    ) -> tuple[list[NodeWithScore], RecallResult]:
+    def pack_nodes(self, nodes: Sequence[NodeWithScore]) -> tuple[list[NodeWithScore], RecallResult]:
         """The kept node copies and the RecallResult (report and trace) of this one call."""
         candidates = _candidates(
             nodes,
@@ -439,9 +436,7 @@ class BudgetPostprocessor(BaseNodePostprocessor):
             tokenizer=get_tokenizer(self.tokenizer),
             reader=self.reader,
             dedupe=self.dedupe,
-            view=_simple_summarize_view
-            if self.response_mode == "simple_summarize"
-            else _compact_view,
+            view=_simple_summarize_view if self.response_mode == "simple_summarize" else _compact_view,
             resource_uri_template=DEFAULT_RESOURCE_URI_TEMPLATE,
         )
         self._last_result = result
@@ -451,14 +446,14 @@ class BudgetPostprocessor(BaseNodePostprocessor):
     def _postprocess_nodes(
         self,
         nodes: list[NodeWithScore],
-        query_bundle: Optional[QueryBundle] = None,
+        query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         return self.pack_nodes(nodes)[0]
 
     async def _apostprocess_nodes(
         self,
         nodes: list[NodeWithScore],
-        query_bundle: Optional[QueryBundle] = None,
+        query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
         # Packing is a short CPU walk over what was retrieved; a thread hop would cost more.
         return self.pack_nodes(nodes)[0]
@@ -511,7 +506,8 @@ class BudgetedRetriever(BaseRetriever):
 
     ``fetch_k`` is the search depth (seed 002): how many nodes to ask the upstream for. It is set
     on a shallow copy of the upstream (its ``similarity_top_k``); the retriever passed in is left
-    as it was. An upstream without ``similarity_top_k`` keeps its own depth, with a warning. :meth:`from_lanes` fuses several retrievers by reciprocal rank fusion.
+    as it was. An upstream without ``similarity_top_k`` keeps its own depth, with a warning.
+    :meth:`from_lanes` fuses several retrievers by reciprocal rank fusion.
     """
 
     def __init__(
@@ -600,11 +596,11 @@ class BudgetedRetriever(BaseRetriever):
             if kind in resolved:
                 raise ConfigError(f"lane {kind.value!r} is given twice")
             if not isinstance(retriever, BaseRetriever):
-                raise ConfigError(
-                    f"lanes[{name!r}]={retriever!r} must be a LlamaIndex BaseRetriever"
-                )
+                raise ConfigError(f"lanes[{name!r}]={retriever!r} must be a LlamaIndex BaseRetriever")
             resolved[kind] = _with_top_k(retriever, fetch_k, f"lane {kind.value!r}")
-        fused_weights = {coerce_lane(k, field="weights key").value: float(v) for k, v in (weights or {}).items()}
+        fused_weights = {
+            coerce_lane(k, field="weights key").value: float(v) for k, v in (weights or {}).items()
+        }
         unknown = set(fused_weights) - {kind.value for kind in resolved}
         if unknown:
             raise ConfigError(f"weights has lanes {sorted(unknown)} that are not among the lanes given")
@@ -628,8 +624,7 @@ class BudgetedRetriever(BaseRetriever):
             for position, item in enumerate(items):
                 if not isinstance(item, NodeWithScore):
                     raise UpstreamError(
-                        f"lane {name!r} item {position} is a {type(item).__name__}, "
-                        "not a NodeWithScore"
+                        f"lane {name!r} item {position} is a {type(item).__name__}, not a NodeWithScore"
                     )
         fused = reciprocal_rank_fusion(ranked, _node_key, weights=self._weights, k=self._rrf_k)
         nodes = [NodeWithScore(node=item.node, score=score) for _, item, score in fused]
@@ -691,9 +686,7 @@ class BudgetedRetriever(BaseRetriever):
         return self._pack(*self._fetch(bundle))
 
     @dispatcher.span
-    async def aretrieve_with_result(
-        self, query: QueryType
-    ) -> tuple[list[NodeWithScore], RecallResult]:
+    async def aretrieve_with_result(self, query: QueryType) -> tuple[list[NodeWithScore], RecallResult]:
         bundle = QueryBundle(query) if isinstance(query, str) else query
         return self._pack(*await self._afetch(bundle))
 
@@ -730,7 +723,7 @@ class EvidenceQueryEngine(CustomQueryEngine):
     """
 
     retriever: BudgetedRetriever = Field(description="Retrieves and packs the evidence.")
-    llm: Optional[LLM] = Field(default=None, description="None uses Settings.llm.")
+    llm: LLM | None = Field(default=None, description="None uses Settings.llm.")
     text_qa_template: BasePromptTemplate = Field(
         default=DEFAULT_TEXT_QA_PROMPT_SEL,
         description="A prompt with {context_str} (the evidence block) and {query_str}.",
@@ -750,9 +743,7 @@ class EvidenceQueryEngine(CustomQueryEngine):
     def _get_prompt_modules(self) -> PromptMixinType:
         return {}
 
-    def _response(
-        self, answer: str, nodes: list[NodeWithScore], result: RecallResult
-    ) -> Response:
+    def _response(self, answer: str, nodes: list[NodeWithScore], result: RecallResult) -> Response:
         return Response(
             response=answer,
             source_nodes=nodes,
@@ -762,9 +753,7 @@ class EvidenceQueryEngine(CustomQueryEngine):
     def custom_query(self, query_str: str) -> Response:
         nodes, result = self.retriever.retrieve_with_result(query_str)
         llm = self.llm or Settings.llm
-        answer = llm.predict(
-            self.text_qa_template, context_str=result.to_markdown(), query_str=query_str
-        )
+        answer = llm.predict(self.text_qa_template, context_str=result.to_markdown(), query_str=query_str)
         return self._response(answer, nodes, result)
 
     async def acustom_query(self, query_str: str) -> Response:

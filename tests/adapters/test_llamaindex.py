@@ -186,7 +186,9 @@ def test_added_fields_change_nothing_the_llm_or_embedding_sees() -> None:
 
 def test_caller_nodes_are_not_mutated() -> None:
     """Input NodeWithScores and nodes are left exactly as they were; the output holds copies."""
-    inputs = [nws(f"Paragraph {i} about retrieval budgets.", 1.0 - i / 10, file_name="a.txt") for i in range(5)]
+    inputs = [
+        nws(f"Paragraph {i} about retrieval budgets.", 1.0 - i / 10, file_name="a.txt") for i in range(5)
+    ]
     before = [n.model_dump() for n in inputs]
     kept = BudgetPostprocessor(max_tokens=100).postprocess_nodes(inputs)
     assert [n.model_dump() for n in inputs] == before
@@ -196,7 +198,12 @@ def test_caller_nodes_are_not_mutated() -> None:
 
 def test_rank_order_and_scores_are_kept_including_none() -> None:
     """Kept nodes stay in input order with their own scores; None scores are not reordered."""
-    inputs = [nws("first text", None), nws("second text", 0.2), nws("third text", None), nws("fourth text", 0.9)]
+    inputs = [
+        nws("first text", None),
+        nws("second text", 0.2),
+        nws("third text", None),
+        nws("fourth text", 0.9),
+    ]
     kept = BudgetPostprocessor(max_tokens=100).postprocess_nodes(inputs)
     assert texts(kept) == ["first text", "second text", "third text", "fourth text"]
     assert [k.score for k in kept] == [None, 0.2, None, 0.9]
@@ -249,7 +256,10 @@ def test_lane_from_metadata_sets_the_label() -> None:
     """metadata["lane"] picks the provenance label; a fixed lane= overrides it."""
     inputs = [nws("A fact.", lane="facts"), nws("Said earlier.", lane="working_memory")]
     by_metadata = BudgetPostprocessor(max_tokens=100).postprocess_nodes(inputs)
-    assert [k.node.metadata["evidence_label"] for k in by_metadata] == ["Derived memory", "Recent session memory"]
+    assert [k.node.metadata["evidence_label"] for k in by_metadata] == [
+        "Derived memory",
+        "Recent session memory",
+    ]
     fixed = BudgetPostprocessor(max_tokens=100, lane="sources").postprocess_nodes(inputs)
     assert {k.node.metadata["provenance"] for k in fixed} == {"source"}
 
@@ -310,7 +320,9 @@ def test_a_packed_event_carries_the_report() -> None:
         ({"response_mode": "generation"}, ConfigError),
     ],
 )
-def test_invalid_settings_raise_the_core_errors_at_construction(settings: dict[str, Any], error: type) -> None:
+def test_invalid_settings_raise_the_core_errors_at_construction(
+    settings: dict[str, Any], error: type
+) -> None:
     """Each bad setting raises recallpack's own error when the postprocessor is built."""
     with pytest.raises(error):
         BudgetPostprocessor(**settings)
