@@ -10,6 +10,9 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 pytest.importorskip("llama_index.core")
 
@@ -353,3 +356,50 @@ def test_round_trips_through_to_dict_and_from_dict() -> None:
         assert rebuilt.reader == processor.reader
         nodes = [nws("one", lane="sources"), nws("one"), nws("two")]
         assert texts(rebuilt.postprocess_nodes(nodes)) == texts(processor.postprocess_nodes(nodes))
+
+
+# -- the bound, for any nodes -------------------------------------------------------------------
+
+_TEXT = st.text(
+    alphabet=st.sampled_from(list("abc xyz.,;:!?'\"\n\t-_{}()[]0123456789é日本🎉")), min_size=0, max_size=120
+)
+
+
+@hypothesis_settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    contents=st.lists(
+        st.tuples(_TEXT, st.dictionaries(st.sampled_from(["title", "page"]), _TEXT, max_size=2))
+    ),
+    max_tokens=st.integers(min_value=1, max_value=200),
+    policy=st.sampled_from(["prefix", "skip", "truncate"]),
+    mode=st.sampled_from(["compact", "simple_summarize"]),
+    tokenizer=st.sampled_from(["cl100k_base", "o200k_base", "chars"]),
+)
+def test_the_context_as_the_synthesizer_builds_it_always_fits(
+    contents: list[tuple[str, dict[str, str]]], max_tokens: int, policy: str, mode: str, tokenizer: str
+) -> None:
+    """Property: any nodes, budget, policy, mode, tokenizer: the synthesizer's context fits, in order."""
+    inputs = [nws(text, None, **metadata) for text, metadata in contents]
+    processor = BudgetPostprocessor(
+        max_tokens=max_tokens, policy=policy, response_mode=mode, tokenizer=tokenizer
+    )
+    kept, result = processor.pack_nodes(inputs)
+    shown = [k.node.get_content(metadata_mode=MetadataMode.LLM) for k in kept]
+    context = (
+        "\n\n".join(t.strip() for t in shown if t.strip()) if mode == "compact" else str(["\n".join(shown)])
+    )
+    if kept:
+        assert count_tokens(context, tokenizer) <= max_tokens
+        assert result.report.tokens_used == count_tokens(context, tokenizer)
+    ranks = list(result.selected_ranks)
+    assert ranks == sorted(ranks)
+    for rank, copy in zip(ranks, kept):
+        assert copy.node.node_id == inputs[rank].node.node_id
+    report = result.report
+    assert report.items_selected + report.items_dropped + report.items_withheld == len(inputs)
+
+
+def test_no_nodes_in_no_nodes_out() -> None:
+    """An empty retrieval is an empty result with a report of zero candidates, not an error."""
+    kept, result = BudgetPostprocessor().pack_nodes([])
+    assert kept == [] and result.report.candidates == 0 and result.report.tokens_used == 0
