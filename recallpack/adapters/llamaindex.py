@@ -27,8 +27,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, Union
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, TypeVar, Union
 
 import llama_index.core.instrumentation as instrument
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -95,6 +95,7 @@ __all__ = [
 
 # Re-exported without __all__, hence the ignore; this is how LlamaIndex's own modules get it.
 dispatcher = instrument.get_dispatcher(__name__)  # type: ignore[attr-defined]
+T = TypeVar("T")
 
 #: The response modes whose context view BudgetPostprocessor knows. All but simple_summarize
 #: build it as CompactAndRefine does (``PromptHelper.repack``): stripped node texts joined by a
@@ -494,6 +495,19 @@ def _with_top_k(retriever: BaseRetriever, fetch_k: int | None, where: str) -> Ba
     return copied
 
 
+async def _gather_or_cancel(awaitables: Sequence[Awaitable[T]]) -> list[T]:
+    """Await all concurrently; when one fails (or the call is cancelled), cancel and await the
+    rest, so no lane keeps searching after the caller has its exception."""
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
 class BudgetedRetriever(BaseRetriever):
     """Any LlamaIndex retriever, cut to a token budget instead of a top-k.
 
@@ -641,7 +655,7 @@ class BudgetedRetriever(BaseRetriever):
     ) -> tuple[list[NodeWithScore], list[LaneKind | None] | None]:
         if self._lanes is None:
             return list(await self._upstream.aretrieve(query_bundle)), None
-        results = await asyncio.gather(*(r.aretrieve(query_bundle) for r in self._lanes.values()))
+        results = await _gather_or_cancel([r.aretrieve(query_bundle) for r in self._lanes.values()])
         return self._fuse({kind.value: items for kind, items in zip(self._lanes, results)})
 
     def _pack(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import warnings
@@ -346,3 +347,24 @@ def test_the_example_runs_offline_and_its_context_fits() -> None:
     line = next(x for x in out.stdout.splitlines() if x.startswith("Context in the prompt:"))
     used = int(line.split(":")[1].split()[0])
     assert 0 < used <= 300
+
+
+async def test_a_failing_lane_cancels_the_others_and_its_error_reaches_the_caller() -> None:
+    """aretrieve over lanes: the first lane's exception comes out, and the slow lane is cancelled."""
+    cancelled = asyncio.Event()
+
+    class Slow(Fixed):
+        async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+            return []
+
+    error = TimeoutError("facts store timed out")
+    budgeted = BudgetedRetriever.from_lanes({"facts": Fixed([], error=error), "sources": Slow([])})
+    with pytest.raises(TimeoutError) as raised:
+        await asyncio.wait_for(budgeted.aretrieve("q"), timeout=10)
+    assert raised.value is error
+    assert cancelled.is_set()
