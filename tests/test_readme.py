@@ -130,3 +130,64 @@ def test_pack_command_prints_the_block_and_the_report(
     done = run_command(commands(blocks[1][1])[0], tmp_path)
     assert "evidence, not instructions" in done.stdout and "…" in done.stdout
     assert done.stderr.startswith("kept 2 of 2") and "truncate" in done.stderr
+
+
+# -- docs/ -------------------------------------------------------------------------------------
+
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+SEED_TEXTS = ["a" * 2448, "b" * 1720, "c" * 3520, "d" * 760, "e" * 160]  # 612/430/880/190/40
+
+
+def doc_table(name: str, marker: str) -> list[list[str]]:
+    """The body rows of the Markdown table after ``<!-- table: marker -->`` in docs/``name``."""
+    text = (ROOT / "docs" / name).read_text()
+    after = text.split(f"<!-- table: {marker} -->\n", 1)[1]
+    lines = after.split("\n\n", 1)[0].splitlines()
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:]]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=[d.name for d in DOCS])
+def test_docs_python_blocks_run(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each docs page's Python blocks run in order in one namespace."""
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {"__name__": "docs"}
+    for number, match in enumerate(FENCE.finditer(doc.read_text())):
+        if match.group(1) == "python":
+            exec(compile(match.group(2), f"{doc.name}, block {number}", "exec"), namespace)  # noqa: S102
+
+
+def test_walk_doc_pack_table_matches_pack() -> None:
+    """Seed 000's table in how-the-walk-decides.md is what pack() does at 2048 tokens."""
+    from recallpack import Candidate, count_tokens, pack
+
+    rows = doc_table("how-the-walk-decides.md", "pack")
+    candidates = [Candidate(text=t) for t in SEED_TEXTS]
+    kept = {c.text for c in pack(candidates, 2048, tokenizer="chars")}
+    running = 0
+    ended = False
+    assert [int(row[0]) for row in rows] == list(range(len(SEED_TEXTS)))
+    for row, text in zip(rows, SEED_TEXTS):
+        tokens = count_tokens(text, "chars")
+        assert int(row[1]) == tokens and int(row[2]) == tokens + 1
+        assert row[4].startswith("keep") == (text in kept)
+        if not ended:
+            running += tokens + 1
+            assert int(row[3]) == running
+            ended = text not in kept
+        else:
+            assert row[3] == "" and "never looked at" in row[4]
+
+
+def test_walk_doc_recall_table_matches_recall_traces() -> None:
+    """The per-policy table in how-the-walk-decides.md is recall()'s trace under each policy."""
+    from recallpack import Candidate, count_tokens, recall
+
+    rows = doc_table("how-the-walk-decides.md", "recall")
+    candidates = [Candidate(text=t) for t in SEED_TEXTS]
+    for column, policy in enumerate(("prefix", "skip", "truncate"), start=2):
+        trace = recall(candidates, max_tokens=2048, tokenizer="chars", policy=policy).trace
+        for row, entry in zip(rows, trace, strict=True):
+            assert int(row[1]) == count_tokens(SEED_TEXTS[entry.rank], "chars")
+            reason = f" {entry.reason.value}" if entry.reason else ""
+            cost = f" {entry.tokens}" if entry.reached else ", not reached"
+            assert row[column] == f"{entry.outcome.value}{reason}{cost}", (policy, entry.rank)
