@@ -218,9 +218,7 @@ def _recallpack_error(owner: str, exc: ValidationError) -> RecallpackError:
         cause = error.get("ctx", {}).get("error")
         if isinstance(cause, RecallpackError):
             return cause
-    parts = [
-        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
-    ]
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()]
     return ConfigError(f"{owner}: " + "; ".join(parts))
 
 
@@ -243,7 +241,8 @@ def _documents(output: object, source: str) -> list[Document]:
         if not isinstance(item, Document):
             raise UpstreamError(
                 f"{source} returned a {type(item).__name__} at position {position}; expected "
-                "a langchain_core.documents.Document (wrap plain texts as Document(page_content=...))"
+                "a langchain_core.documents.Document "
+                "(wrap plain texts as Document(page_content=...))"
             )
     return list(output)
 
@@ -255,7 +254,7 @@ def _kept(docs: Sequence[Document], result: RecallResult) -> list[Document]:
     A text cut by the ``truncate`` policy becomes the copy's page_content.
     """
     kept = []
-    for rank, evidence in zip(result.selected_ranks, result.evidence):
+    for rank, evidence in zip(result.selected_ranks, result.evidence, strict=True):
         doc = docs[rank]
         content = evidence.text if evidence.truncated else doc.page_content
         metadata = {**doc.metadata, **evidence_metadata(evidence)}
@@ -303,9 +302,7 @@ class _Call:
                 f"takes {', '.join(_OVERRIDES)}"
             )
         if "k" in kwargs and "max_items" in kwargs and kwargs["k"] != kwargs["max_items"]:
-            raise ConfigError(
-                f"k={kwargs['k']!r} and max_items={kwargs['max_items']!r} disagree; pass one"
-            )
+            raise ConfigError(f"k={kwargs['k']!r} and max_items={kwargs['max_items']!r} disagree; pass one")
         self.max_tokens = check_max_tokens(
             kwargs.get("max_tokens", owner.max_tokens), owner.max_tokens_ceiling
         )
@@ -343,6 +340,10 @@ class BudgetedRetriever(_PackSettings, BaseRetriever):
     fetch_k: int | None = None
 
     _forward: dict[LaneKind | None, _Forward] = PrivateAttr(default_factory=dict)
+
+    def __init__(self, **data: Any) -> None:
+        # Spelled out so type checkers accept what validation accepts (k=, lane="facts", ...).
+        super().__init__(**data)
 
     @model_validator(mode="before")
     @classmethod
@@ -390,9 +391,12 @@ class BudgetedRetriever(_PackSettings, BaseRetriever):
                 )
         elif self.weights is not None:
             raise ConfigError("weights=... only applies with lanes=... (from_lanes)")
-        upstreams: dict[LaneKind | None, Upstream] = (
-            dict(self.lanes) if self.lanes is not None else {None: self.retriever}  # type: ignore[dict-item]
-        )
+        upstreams: dict[LaneKind | None, Upstream] = {}
+        if self.lanes is not None:
+            for lane, upstream in self.lanes.items():
+                upstreams[lane] = upstream
+        elif self.retriever is not None:
+            upstreams[None] = self.retriever
         self._forward = {lane: _forwarding(up) for lane, up in upstreams.items()}
         if self.fetch_k is not None:
             blind = [type(upstreams[lane]).__name__ for lane, f in self._forward.items() if f == "none"]
@@ -420,7 +424,13 @@ class BudgetedRetriever(_PackSettings, BaseRetriever):
         is tagged with its lane. A document found by two lanes (same text and scope ids) counts
         once, under the lane that ranked it best.
         """
-        return cls(lanes=dict(lanes), weights=None if weights is None else dict(weights), **kwargs)
+        return cls(
+            lanes={coerce_lane(name, field=f"lanes key {name!r}"): r for name, r in lanes.items()},
+            weights=None
+            if weights is None
+            else {coerce_lane(name, field=f"weights key {name!r}"): w for name, w in weights.items()},
+            **kwargs,
+        )
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -436,12 +446,15 @@ class BudgetedRetriever(_PackSettings, BaseRetriever):
         assert self.lanes is not None
         outputs = [
             self._upstream(lane, call).invoke(
-                query, {"callbacks": run_manager.get_child(f"lane:{lane.value}")}, **self._kwargs(lane, call)
+                query,
+                {"callbacks": run_manager.get_child(f"lane:{lane.value}")},
+                **self._kwargs(lane, call),
             )
             for lane in self.lanes
         ]
         return self._finish(
-            [_documents(out, self._source(lane)) for lane, out in zip(self.lanes, outputs)], call
+            [_documents(out, self._source(lane)) for lane, out in zip(self.lanes, outputs, strict=True)],
+            call,
         )
 
     async def _aget_relevant_documents(
@@ -465,7 +478,8 @@ class BudgetedRetriever(_PackSettings, BaseRetriever):
             ]
         )
         return self._finish(
-            [_documents(out, self._source(lane)) for lane, out in zip(self.lanes, outputs)], call
+            [_documents(out, self._source(lane)) for lane, out in zip(self.lanes, outputs, strict=True)],
+            call,
         )
 
     def recall(self, query: str, config: RunnableConfig | None = None, **kwargs: Any) -> RecallResult:
@@ -474,9 +488,7 @@ class BudgetedRetriever(_PackSettings, BaseRetriever):
         self.invoke(query, config, **kwargs, **{_SINK: sink})
         return sink[0]
 
-    async def arecall(
-        self, query: str, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> RecallResult:
+    async def arecall(self, query: str, config: RunnableConfig | None = None, **kwargs: Any) -> RecallResult:
         """The RecallResult of one ``ainvoke``."""
         sink: list[RecallResult] = []
         await self.ainvoke(query, config, **kwargs, **{_SINK: sink})
@@ -502,18 +514,25 @@ class BudgetedRetriever(_PackSettings, BaseRetriever):
 
     def as_tool(self, name: str = "memory_search", **kwargs: Any) -> BaseTool:  # type: ignore[override]
         """A tool an agent calls to search this retriever's memory (see langchain_memory)."""
-        from recallpack.adapters.langchain_memory import memory_search_tool
+        # Imported here: the tool module is optional and builds on this one.
+        from recallpack.adapters.langchain_memory import (  # type: ignore[import-not-found,unused-ignore]
+            memory_search_tool,
+        )
 
-        return memory_search_tool(self, name=name, **kwargs)  # type: ignore[no-any-return]
+        return memory_search_tool(self, name=name, **kwargs)  # type: ignore[no-any-return,unused-ignore]
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def _upstream(self, lane: LaneKind | None, call: _Call) -> Upstream:
-        upstream = self.retriever if lane is None else self.lanes[lane]  # type: ignore[index]
+    def _upstream_of(self, lane: LaneKind | None) -> Upstream:
+        upstream = self.retriever if lane is None or self.lanes is None else self.lanes[lane]
         assert upstream is not None
+        return upstream
+
+    def _upstream(self, lane: LaneKind | None, call: _Call) -> Upstream:
+        upstream = self._upstream_of(lane)
         if call.fetch_k is not None and self._forward[lane] == "copy":
             assert isinstance(upstream, BaseModel)
-            return upstream.model_copy(update={"k": call.fetch_k})  # type: ignore[return-value]
+            return upstream.model_copy(update={"k": call.fetch_k})
         return upstream
 
     def _kwargs(self, lane: LaneKind | None, call: _Call) -> dict[str, Any]:
@@ -522,7 +541,7 @@ class BudgetedRetriever(_PackSettings, BaseRetriever):
         return {}
 
     def _source(self, lane: LaneKind | None) -> str:
-        upstream = self.retriever if lane is None else self.lanes[lane]  # type: ignore[index]
+        upstream = self._upstream_of(lane)
         where = "upstream" if lane is None else f"lane {lane.value!r}"
         return f"{where} {type(upstream).__name__}"
 
@@ -542,7 +561,7 @@ class BudgetedRetriever(_PackSettings, BaseRetriever):
     def _fuse(self, ranked: list[list[Document]]) -> tuple[list[Document], list[Candidate]]:
         assert self.lanes is not None
         fused = reciprocal_rank_fusion(
-            {lane.value: docs for lane, docs in zip(self.lanes, ranked)},
+            {lane.value: docs for lane, docs in zip(self.lanes, ranked, strict=True)},
             key=_identity,
             weights={lane.value: w for lane, w in (self.weights or {}).items()},
         )
@@ -598,9 +617,11 @@ class EvidenceRenderer(_PackSettings, RunnableSerializable[list[Document], str])
 
     name: str | None = "recallpack_render_evidence"
 
-    def invoke(
-        self, input: list[Document], config: RunnableConfig | None = None, **kwargs: Any
-    ) -> str:
+    def __init__(self, **data: Any) -> None:
+        # Spelled out so type checkers accept what validation accepts (k=, lane="facts", ...).
+        super().__init__(**data)
+
+    def invoke(self, input: list[Document], config: RunnableConfig | None = None, **kwargs: Any) -> str:
         return self._call_with_config(self._render, input, config)
 
     async def ainvoke(
@@ -629,6 +650,10 @@ class BudgetCompressor(_PackSettings, BaseDocumentCompressor):
     recallpack's metadata added, as from :class:`BudgetedRetriever`.
     """
 
+    def __init__(self, **data: Any) -> None:
+        # Spelled out so type checkers accept what validation accepts (k=, lane="facts", ...).
+        super().__init__(**data)
+
     def compress_documents(
         self,
         documents: Sequence[Document],
@@ -650,4 +675,3 @@ class BudgetCompressor(_PackSettings, BaseDocumentCompressor):
     def compress(self, documents: Sequence[Document]) -> RecallResult:
         """The RecallResult of compressing ``documents`` (evidence, report, trace)."""
         return self._recall(self._candidates(_documents(list(documents), "compressor input")))
-

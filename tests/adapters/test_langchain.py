@@ -175,7 +175,7 @@ def doc(text: str, **metadata: Any) -> Document:
     return Document(page_content=text, metadata=metadata)
 
 
-# -- LangChain's own standard suite ---------------------------------------------------------------
+# -- LangChain's own standard suite ----------------------------------------------------------------
 
 
 class TestBudgetedRetrieverStandard(RetrieversIntegrationTests):
@@ -194,7 +194,7 @@ class TestBudgetedRetrieverStandard(RetrieversIntegrationTests):
         return QUERY
 
 
-# -- invoke, ainvoke, batch --------------------------------------------------------------------
+# -- invoke, ainvoke, batch ------------------------------------------------------------------------
 
 
 def test_invoke_keeps_a_prefix_of_the_upstream_ranking_within_budget() -> None:
@@ -253,7 +253,7 @@ async def test_upstream_run_nests_under_the_wrapper(mode: str) -> None:
     assert inner["name"] == "BM25Retriever" and inner["parent"] == outer["id"]
 
 
-# -- per-call overrides and validation -----------------------------------------------------------
+# -- per-call overrides and validation -------------------------------------------------------------
 
 
 def test_per_call_max_tokens_and_k_override_the_constructor() -> None:
@@ -342,7 +342,7 @@ def test_k_is_max_items_at_construction() -> None:
     assert len(retriever.invoke(QUERY)) == 2
 
 
-# -- fetch_k: the upstream's search depth ------------------------------------------------------------
+# -- fetch_k: the upstream's search depth ----------------------------------------------------------
 
 
 def test_fetch_k_reaches_a_retriever_that_takes_kwargs_as_k() -> None:
@@ -383,7 +383,7 @@ def test_fetch_k_that_cannot_be_forwarded_warns() -> None:
         BudgetedRetriever(retriever=RunnableLambda(lambda q: []), fetch_k=5)
 
 
-# -- what comes back ------------------------------------------------------------------------------
+# -- what comes back -------------------------------------------------------------------------------
 
 
 def test_metadata_is_kept_and_extended_and_upstream_documents_are_not_mutated() -> None:
@@ -399,7 +399,7 @@ def test_metadata_is_kept_and_extended_and_upstream_documents_are_not_mutated() 
     before = copy.deepcopy(originals)
     kept = BudgetedRetriever(retriever=Recorder(output=originals)).invoke("q")
     assert originals == before
-    assert all(k is not o for k, o in zip(kept, originals))
+    assert all(k is not o for k, o in zip(kept, originals, strict=True))
     first, second = kept
     assert first.id == "doc-1"
     assert first.metadata["source"] == "hr.txt"
@@ -416,7 +416,9 @@ def test_truncate_policy_cuts_the_page_content_of_the_copy_only() -> None:
     """Under policy="truncate" the last kept copy holds the cut text; the original is whole."""
     long_text = " ".join(DOCS[i].page_content for i in range(len(DOCS)))
     original = doc(long_text)
-    kept = BudgetedRetriever(retriever=Recorder(output=[original]), max_tokens=60, policy="truncate").invoke("q")
+    kept = BudgetedRetriever(retriever=Recorder(output=[original]), max_tokens=60, policy="truncate").invoke(
+        "q"
+    )
     assert len(kept) == 1
     assert kept[0].page_content.endswith("…")
     assert long_text.startswith(kept[0].page_content[:-1])
@@ -426,9 +428,7 @@ def test_truncate_policy_cuts_the_page_content_of_the_copy_only() -> None:
 
 def test_scores_from_metadata_reach_the_trace() -> None:
     """A numeric metadata score or relevance_score is the candidate's score in the trace."""
-    upstream = Recorder(
-        output=[doc("a", score=0.9), doc("b", relevance_score=0.4), doc("c", score="high")]
-    )
+    upstream = Recorder(output=[doc("a", score=0.9), doc("b", relevance_score=0.4), doc("c", score="high")])
     trace = BudgetedRetriever(retriever=upstream).recall("q").trace
     assert [entry.score for entry in trace] == [0.9, 0.4, None]
 
@@ -454,7 +454,7 @@ async def test_arecall_returns_the_result_of_one_ainvoke() -> None:
     assert count_tokens(result.to_markdown()) <= 300
 
 
-# -- bad input and faults -------------------------------------------------------------------------
+# -- bad input and faults --------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -522,7 +522,7 @@ def test_lane_key_and_fixed_lane() -> None:
     assert fixed[0].metadata["provenance"] == "derived"
 
 
-# -- lanes -------------------------------------------------------------------------------------------
+# -- lanes -----------------------------------------------------------------------------------------
 
 
 def test_from_lanes_fuses_by_rank_and_counts_a_shared_document_once() -> None:
@@ -544,7 +544,10 @@ def test_from_lanes_fuses_by_rank_and_counts_a_shared_document_once() -> None:
 
 def test_from_lanes_weights_favour_a_lane() -> None:
     """A heavier lane's first document outranks the other lane's first document."""
-    lanes = {"sources": Recorder(output=[doc("from sources")]), "facts": Recorder(output=[doc("from facts")])}
+    lanes = {
+        "sources": Recorder(output=[doc("from sources")]),
+        "facts": Recorder(output=[doc("from facts")]),
+    }
     plain = BudgetedRetriever.from_lanes(lanes).invoke("q")
     weighted = BudgetedRetriever.from_lanes(lanes, weights={"facts": 2.0}).invoke("q")
     assert texts(plain) == ["from sources", "from facts"]
@@ -581,7 +584,7 @@ async def test_from_lanes_failure_cancels_the_other_lanes() -> None:
         {"sources": slow, "facts": Failing(error=KeyError("index gone"))}
     )
     with pytest.raises(KeyError):
-        await retriever.ainvoke("q")
+        await asyncio.wait_for(retriever.ainvoke("q"), timeout=10)  # a hang must fail, not stall
     assert slow.seen == ["cancelled"]
 
 
@@ -603,7 +606,7 @@ def test_from_lanes_rejects_bad_lanes(
         BudgetedRetriever.from_lanes(lanes, **kwargs)
 
 
-# -- evidence in a chain ------------------------------------------------------------------------------
+# -- evidence in a chain ---------------------------------------------------------------------------
 
 
 PROMPT = ChatPromptTemplate.from_messages(
@@ -647,9 +650,7 @@ def test_as_evidence_nests_the_retriever_run_under_the_chain() -> None:
     """The retriever's run is a child of the evidence step, and the upstream's of the retriever."""
     runs = Runs()
     retriever = BudgetedRetriever(retriever=bm25())
-    ({"context": retriever.as_evidence()} | RunnableLambda(lambda x: x)).invoke(
-        QUERY, {"callbacks": [runs]}
-    )
+    ({"context": retriever.as_evidence()} | RunnableLambda(lambda x: x)).invoke(QUERY, {"callbacks": [runs]})
     outer, inner = runs.runs
     assert outer["parent"] is not None  # the recallpack_evidence step
     assert inner["parent"] == outer["id"]
@@ -685,10 +686,10 @@ async def test_evidence_renderer_with_a_budget_fits_it() -> None:
 def test_render_evidence_rejects_non_documents() -> None:
     """render_evidence names the position and type of an input that is not a Document."""
     with pytest.raises(UpstreamError, match="str at position 0"):
-        render_evidence.invoke(["plain text"])
+        render_evidence.invoke(["plain text"])  # type: ignore[list-item]
 
 
-# -- the compressor ---------------------------------------------------------------------------------
+# -- the compressor --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -732,13 +733,19 @@ def test_budget_compressor_does_not_mutate_its_input() -> None:
     assert [d.metadata["provenance"] for d in kept] == ["derived", "source"]
 
 
-# -- the example and the import boundary ----------------------------------------------------------------
+# -- the example and the import boundary -----------------------------------------------------------
 
 
 def test_example_chain_runs_and_its_prompt_evidence_fits_the_budget() -> None:
     """examples/langchain_chain.py runs offline and the evidence in its prompt fits the budget."""
     run = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "langchain_chain.py"), QUERY, "--max-tokens", "300"],
+        [
+            sys.executable,
+            str(ROOT / "examples" / "langchain_chain.py"),
+            QUERY,
+            "--max-tokens",
+            "300",
+        ],
         capture_output=True,
         text=True,
         check=True,
