@@ -57,7 +57,6 @@ from recallpack.packing.errors import (
     RecallpackWarning,
     UpstreamError,
 )
-from recallpack.packing.render import load_template
 from recallpack.packing.result import DEFAULT_RESOURCE_URI_TEMPLATE, Reader, RecallResult
 from recallpack.packing.tokenizer import Tokenizer, get_tokenizer
 
@@ -116,11 +115,13 @@ class _PackSettings(BaseModel):
     """Who reads the evidence; items in scopes the reader does not hold are withheld."""
     dedupe: bool = True
     lane: LaneKind | None = None
-    """A fixed lane for every item; else the lane is read from ``metadata[lane_key]``."""
+    """A fixed lane for every item. Else ``metadata[lane_key]``; else, for documents recallpack
+    already packed, a lane of their ``provenance``; else ``sources``."""
     lane_key: str = "lane"
     on_unknown_lane: UnknownLane = "raise"
     """A metadata lane that is not a lane kind: ``raise`` a LaneError, or use the default lane."""
-    lane_budgets: dict[str, int] | None = None
+    lane_budgets: dict[Any, Any] | None = None
+    """Tokens per provenance (``{"source": 1500, "derived": 400}``); the core validates them."""
     template: str | Path | None = None
     resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE
     max_tokens_ceiling: int = MAX_TOKENS_CEILING
@@ -163,9 +164,10 @@ class _PackSettings(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> _PackSettings:
-        check_max_tokens(self.max_tokens, self.max_tokens_ceiling)
-        load_template(self.template)
         self._tok = get_tokenizer(self.tokenizer)
+        # A dry run on no candidates: the core's own checks of every setting (budget against
+        # ceiling, lane budgets, template, reader) fail here, at construction, not mid-call.
+        self._recall([])
         return self
 
     def _recall(

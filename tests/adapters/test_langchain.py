@@ -323,6 +323,9 @@ async def test_bad_per_call_values_raise_before_the_upstream_is_called(
         ({"on_unknown_lane": "guess"}, ConfigError),
         ({"tokenizer": 42}, ConfigError),
         ({"template": "no/such/template.j2"}, ConfigError),
+        ({"lane_budgets": {"episodic": 100}}, LaneError),
+        ({"lane_budgets": {"source": -1}}, BudgetError),
+        ({"reader": "u-7"}, ConfigError),
         ({"retriever": 42}, ConfigError),
         ({"retriever": None}, ConfigError),
     ],
@@ -333,6 +336,16 @@ def test_bad_constructor_values_raise_recallpack_errors(
     """A bad setting at construction raises recallpack's error, not pydantic's."""
     with pytest.raises(error):
         BudgetedRetriever(**{"retriever": Recorder(output=[]), **kwargs})
+
+
+def test_lane_budgets_cap_a_provenance() -> None:
+    """lane_budgets stop a provenance taking more once its own budget is full."""
+    upstream = Recorder(output=[doc(p.page_content, lane="facts") for p in DOCS[:4]] + DOCS[4:8])
+    kept = BudgetedRetriever(retriever=upstream, lane_budgets={"derived": 120}).invoke("q")
+    derived = [d for d in kept if d.metadata["provenance"] == "derived"]
+    assert 0 < len(derived) < 4
+    assert sum(d.metadata["token_count"] for d in derived) <= 120
+    assert [d.metadata["provenance"] for d in kept].count("source") == 4
 
 
 def test_k_is_max_items_at_construction() -> None:
