@@ -337,9 +337,9 @@ class BudgetPostprocessor(BaseNodePostprocessor):
     separator the synthesizer puts between nodes, and the context is then counted exactly as
     the engine's ``response_mode`` builds it (set the same value here: ``"compact"``, the
     default and the context chat engine's, or ``"simple_summarize"``), so the context handed to
-    the LLM fits the budget. Scores and
-    order are kept (a ``None`` score too: the walk never reorders). Nodes without text are
-    dropped with reason ``no_text``; :attr:`last_result` and :meth:`pack_nodes` give the report.
+    the LLM fits the budget. Scores and order are kept (a ``None`` score too: the walk never
+    reorders). Nodes without text are dropped with reason ``no_text``; :attr:`last_result` and
+    :meth:`pack_nodes` give the report.
 
     Invalid settings raise the core's errors (``BudgetError``, ``PolicyError``, ...) here, at
     construction, not at query time.
@@ -370,7 +370,7 @@ class BudgetPostprocessor(BaseNodePostprocessor):
     reader: Reader | None = Field(
         default=None, description="Who reads: nodes in scopes they do not hold are withheld."
     )
-    dedupe: bool = Field(default=True, description="Drop a node whose text equals a kept one.")
+    dedupe: bool = Field(default=True, description="Drop a node whose text and scopes equal a kept one's.")
     metadata_mode: MetadataMode = Field(
         default=MetadataMode.LLM, description="The view of each node that is counted."
     )
