@@ -17,12 +17,14 @@ import importlib
 import time
 from collections.abc import Callable, Sequence
 from itertools import accumulate, count
+from typing import TypeVar
 
 from recallpack._bench.corpus import stdlib_docs
+from recallpack.packing.budget import recall
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.tokenizer import TiktokenTokenizer, get_tokenizer, split_token_windows
-from recallpack.packing.budget import recall
 
+T = TypeVar("T")
 MAX_TOKENS = 2048
 SIZES = (100, 1_000, 10_000, 100_000)
 _run_ids = count()
@@ -39,15 +41,16 @@ def _candidates(windows: Sequence[str], n: int) -> list[Candidate]:
     return [Candidate(text=f"[{run}.{i}] {windows[i % len(windows)]}") for i in range(n)]
 
 
-def _timed(fn: Callable[[], object], repeat: int) -> float:
-    """Best of ``repeat`` runs of ``fn``, in seconds, with the collector paused (as timeit)."""
+def _best_time(fn: Callable[[T], object], inputs: Sequence[T]) -> float:
+    """Best time of ``fn`` over ``inputs`` (one run each), in seconds, with the collector paused
+    (as timeit does). Each run gets its own input, so no cache carries over between runs."""
     times = []
-    for _ in range(repeat):
+    for item in inputs:
         gc.collect()
         gc.disable()
         try:
             start = time.perf_counter()
-            fn()
+            fn(item)
             times.append(time.perf_counter() - start)
         finally:
             gc.enable()
@@ -72,11 +75,9 @@ def core(repeat: int = 5) -> tuple[list[str], dict[str, tuple[float, float, bool
     recall_time: dict[int, float] = {}
     for n in SIZES:
         fresh = [_candidates(windows, n) for _ in range(repeat)]
-        it = iter(fresh)
-        recall_time[n] = _timed(lambda: recall(next(it), max_tokens=MAX_TOKENS), repeat)
-        base_repeat = 1 if n >= 100_000 else repeat
-        it2 = iter(fresh)
-        base = _timed(lambda: _baseline(next(it2), tokenizer), base_repeat)
+        recall_time[n] = _best_time(lambda c: recall(c, max_tokens=MAX_TOKENS), fresh)
+        base_runs = fresh[:1] if n >= 100_000 else fresh  # the baseline at 100,000 takes seconds
+        base = _best_time(lambda c: _baseline(c, tokenizer), base_runs)
         ratio = base / recall_time[n]
         lines.append(f"  {n:>10,}  {recall_time[n] * 1e3:>8.2f}ms  {base * 1e3:>8.1f}ms  {ratio:>7.0f}x")
         if n == 1_000:
@@ -86,9 +87,7 @@ def core(repeat: int = 5) -> tuple[list[str], dict[str, tuple[float, float, bool
         head = Candidate(text=f"[{next(_run_ids)}] " + "lorem ipsum dolor sit amet " * 400_000)
         return [head, *_candidates(windows, 1_000)]
 
-    lists = [huge_head() for _ in range(repeat)]
-    it3 = iter(lists)
-    huge = _timed(lambda: recall(next(it3), max_tokens=MAX_TOKENS), repeat)
+    huge = _best_time(lambda c: recall(c, max_tokens=MAX_TOKENS), [huge_head() for _ in range(repeat)])
     lines.append(f"  10 MB text at the head of 1,000: {huge * 1e3:.2f}ms")
     scale = recall_time[100_000] / recall_time[1_000]
     head_ratio = huge / recall_time[1_000]

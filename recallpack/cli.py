@@ -26,7 +26,10 @@ def _doctor(args: argparse.Namespace) -> int:
         label = name if name == resolution.encoding else f"{name} -> {resolution.encoding}"
         print(f"{label}: {status} ({resolution.source})")
     if fallback and args.require_exact:
-        print("recallpack doctor: an encoding falls back to the heuristic (--require-exact)", file=sys.stderr)
+        print(
+            "recallpack doctor: an encoding falls back to the heuristic (--require-exact)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -38,9 +41,13 @@ def _read_candidates(stream: TextIO) -> Iterator[dict[str, Any]]:
         try:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise CandidateError(f"line {number}: not JSON ({exc.msg}); give one candidate object per line") from None
+            raise CandidateError(
+                f"line {number}: not JSON ({exc.msg}); give one candidate object per line"
+            ) from None
         if not isinstance(item, dict):
-            raise CandidateError(f"line {number}: a candidate must be a JSON object, got {type(item).__name__}")
+            raise CandidateError(
+                f"line {number}: a candidate must be a JSON object, got {type(item).__name__}"
+            )
         yield item
 
 
@@ -70,7 +77,9 @@ def _pack(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="recallpack", description="Fit retrieved context to a token budget.")
+    parser = argparse.ArgumentParser(
+        prog="recallpack", description="Fit retrieved context to a token budget."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     doctor = commands.add_parser("doctor", help="say how each tokenizer encoding resolves offline")

@@ -247,3 +247,22 @@ def test_rendered_block_never_exceeds_the_budget(
         ranks = list(result.selected_ranks)
         assert ranks == sorted(ranks)
     assert [c.provenance for c in kept] == [e.provenance for e in result.evidence]
+
+
+def test_recall_joined_budgets_the_joined_texts() -> None:
+    """recall_joined fits join(kept texts), for hosts that send texts rather than the block."""
+    from recallpack.packing.budget import recall_joined
+
+    def join(texts):
+        return "\n\n".join(texts)
+
+    result = recall_joined(corpus(30), join=join, max_tokens=700)
+    joined = join([e.text for e in result.evidence])
+    assert 0 < count_tokens(joined) <= 700 == result.report.max_tokens
+    assert result.report.tokens_used == count_tokens(joined)
+    assert_accounted(result, 30)
+
+
+def test_enums_print_as_their_values() -> None:
+    """Reasons and lanes format as their plain values in f-strings."""
+    assert f"{Reason.OVER_BUDGET}/{Outcome.WITHHELD}" == "over_budget/withheld"

@@ -17,6 +17,7 @@ __all__ = [
     "evidence_metadata",
     "reciprocal_rank_fusion",
     "check_on_unknown_lane",
+    "fixed_lane",
 ]
 
 T = TypeVar("T")
@@ -33,7 +34,26 @@ ARTIFACT_CONTENT_KEY = "artifact_content_id"
 def check_on_unknown_lane(value: object) -> UnknownLane:
     if value not in ("raise", "default"):
         raise ConfigError(f"on_unknown_lane={value!r} must be 'raise' or 'default'")
-    return value  # type: ignore[return-value]
+    return value
+
+
+#: An item that already went through recallpack carries its provenance but no lane; any lane
+#: of that provenance renders the same label, so packing it again keeps its label.
+_LANE_OF_PROVENANCE = {
+    "source": LaneKind.SOURCES,
+    "session": LaneKind.WORKING_MEMORY,
+    "derived": LaneKind.FACTS,
+}
+
+
+def fixed_lane(metadata: Mapping[str, Any], lane: LaneKind | None, lane_key: str) -> LaneKind | None:
+    """The lane to force for an item: ``lane`` when set, else the lane of a recallpack
+    provenance the item already carries, else None (``candidate_from`` reads ``lane_key``)."""
+    if lane is not None:
+        return lane
+    if metadata.get(lane_key) is None:
+        return _LANE_OF_PROVENANCE.get(str(metadata.get("provenance")))
+    return None
 
 
 def candidate_from(
@@ -113,7 +133,9 @@ def reciprocal_rank_fusion(
     weights = dict(weights or {})
     unknown = set(weights) - set(ranked)
     if unknown:
-        raise ConfigError(f"weights has lanes {sorted(unknown)} that are not in the lanes given: {sorted(ranked)}")
+        raise ConfigError(
+            f"weights has lanes {sorted(unknown)} that are not in the lanes given: {sorted(ranked)}"
+        )
     scores: dict[Hashable, float] = {}
     first: dict[Hashable, tuple[int, int, str, T]] = {}
     best: dict[Hashable, float] = {}

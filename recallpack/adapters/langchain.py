@@ -39,6 +39,7 @@ from recallpack.adapters._common import (
     candidate_from,
     check_on_unknown_lane,
     evidence_metadata,
+    fixed_lane,
     reciprocal_rank_fusion,
 )
 from recallpack.packing.budget import (
@@ -50,7 +51,7 @@ from recallpack.packing.budget import (
     check_policy,
     recall,
 )
-from recallpack.packing.candidate import Candidate, LaneKind, Provenance, coerce_lane
+from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
 from recallpack.packing.errors import (
     ConfigError,
     RecallpackError,
@@ -80,15 +81,6 @@ _IGNORED = ("verbose",)
 #: A private kwarg through which recall()/arecall() get the RecallResult of their own call.
 #: A kwarg, not a context variable: a nested BudgetedRetriever upstream must not see it.
 _SINK = "_recallpack_result"
-
-#: recallpack's own documents carry their provenance but not their lane; any lane of that
-#: provenance renders the same label, so re-packing them keeps their labels.
-_LANE_OF_PROVENANCE = {
-    Provenance.SOURCE.value: LaneKind.SOURCES,
-    Provenance.SESSION.value: LaneKind.WORKING_MEMORY,
-    Provenance.DERIVED.value: LaneKind.FACTS,
-}
-
 
 # -- shared settings --------------------------------------------------------------------------
 
@@ -207,11 +199,7 @@ class _PackSettings(BaseModel):
         ]
 
     def _lane_of(self, doc: Document) -> LaneKind | None:
-        if self.lane is not None:
-            return self.lane
-        if doc.metadata.get(self.lane_key) is None:
-            return _LANE_OF_PROVENANCE.get(str(doc.metadata.get("provenance")))
-        return None  # candidate_from reads metadata[lane_key] and applies on_unknown_lane
+        return fixed_lane(doc.metadata, self.lane, self.lane_key)
 
 
 def _recallpack_error(owner: str, exc: ValidationError) -> RecallpackError:

@@ -58,30 +58,28 @@ from recallpack.adapters._common import (
     candidate_from,
     check_on_unknown_lane,
     evidence_metadata,
+    fixed_lane,
     reciprocal_rank_fusion,
 )
 from recallpack.packing.budget import (
     DEFAULT_MAX_TOKENS,
     MAX_TOKENS_CEILING,
     Policy,
-    _check_lane_budgets,
-    _Walk,
+    check_lane_budgets,
     check_max_items,
     check_max_tokens,
     check_policy,
     recall,
+    recall_joined,
 )
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError
 from recallpack.packing.render import TemplateSpec, load_template
 from recallpack.packing.result import (
     DEFAULT_RESOURCE_URI_TEMPLATE,
-    PRIVATE,
-    Evidence,
     PackReport,
     Reader,
     RecallResult,
-    Scope,
 )
 from recallpack.packing.tokenizer import Tokenizer, TokenizerSpec, get_tokenizer
 
@@ -168,23 +166,6 @@ def _reader(value: object) -> object:
     return value
 
 
-#: A node that already went through recallpack carries its provenance but no lane; packing it
-#: again keeps its provenance (the same rule as the LangChain adapter).
-_LANE_OF_PROVENANCE = {
-    "source": LaneKind.SOURCES,
-    "session": LaneKind.WORKING_MEMORY,
-    "derived": LaneKind.FACTS,
-}
-
-
-def _lane_of(metadata: Mapping[str, Any], lane: LaneKind | None, lane_key: str) -> LaneKind | None:
-    if lane is not None:
-        return lane
-    if metadata.get(lane_key) is None:
-        return _LANE_OF_PROVENANCE.get(str(metadata.get("provenance")))
-    return None  # candidate_from reads metadata[lane_key] and applies on_unknown_lane
-
-
 def _modality(node: BaseNode) -> str:
     """The modality: "text" when the node has text of its own, else what it holds instead.
 
@@ -226,7 +207,7 @@ def _candidates(
                 text,
                 node.metadata,
                 position=position,
-                lane=lanes[position] if lanes is not None else _lane_of(node.metadata, lane, lane_key),
+                lane=lanes[position] if lanes is not None else fixed_lane(node.metadata, lane, lane_key),
                 lane_key=lane_key,
                 on_unknown_lane=on_unknown_lane,
                 score=item.score,
@@ -264,67 +245,6 @@ def _kept_nodes(nodes: Sequence[NodeWithScore], result: RecallResult) -> list[No
             copied.set_content(evidence.text)
         kept.append(NodeWithScore(node=copied, score=original.score))
     return kept
-
-
-def _shared_scopes(scopes: Sequence[Sequence[Scope]]) -> list[Scope]:
-    seen: dict[str, Scope] = {}
-    for item in scopes:
-        for scope in item:
-            if scope.name != PRIVATE:
-                seen.setdefault(scope.name, scope)
-    return list(seen.values())
-
-
-def _pack_raw(
-    candidates: Sequence[Candidate],
-    *,
-    max_tokens: int,
-    max_items: int | None,
-    policy: Policy,
-    tokenizer: Tokenizer,
-    reader: Reader | None,
-    dedupe: bool,
-    view: Callable[[Sequence[str]], str],
-    resource_uri_template: str,
-) -> RecallResult:
-    """The core's walk with seed 000's cost (each item's tokens plus one for its separator).
-
-    ``recall()`` budgets the rendered Markdown block; a synthesizer shows the LLM the raw texts
-    joined by a separator, so that is what is walked here. The context as the synthesizer builds
-    it (``view``) is then counted as a whole and the last items are given back until it fits,
-    which makes the bound exact whatever the tokenizer does at the joins.
-    """
-    walk = _Walk(
-        candidates,
-        max_tokens=max_tokens,
-        max_items=max_items,
-        policy=policy,
-        tokenizer=tokenizer,
-        reader=reader,
-        lane_budgets={},
-        dedupe=dedupe,
-        rendered=False,
-        resource_uri_template=resource_uri_template,
-    )
-    walk.run()
-    used = tokenizer.count(view([k.candidate.text for k in walk.kept])) if walk.kept else 0
-    while used > max_tokens and walk.kept:
-        walk.give_back_last()
-        used = tokenizer.count(view([k.candidate.text for k in walk.kept])) if walk.kept else 0
-    evidence = [
-        Evidence(
-            provenance=k.candidate.provenance,
-            label=k.candidate.provenance.label,
-            text=k.candidate.text,
-            scopes=tuple(s.name for s in k.scopes),
-            resource_uri=walk._uri(k.candidate),
-            token_count=k.cost,
-            truncated=k.candidate.text != candidates[k.rank].text,
-        )
-        for k in walk.kept
-    ]
-    scopes = _shared_scopes([k.scopes for k in walk.kept])
-    return walk.result(evidence, scopes, used, template=None)
 
 
 # --- BudgetPostprocessor ---------------------------------------------------------------------
@@ -429,16 +349,18 @@ class BudgetPostprocessor(BaseNodePostprocessor):
             lane_key=self.lane_key,
             on_unknown_lane=self.on_unknown_lane,
         )
-        result = _pack_raw(
+        # A synthesizer shows the LLM the node texts joined, not recallpack's Markdown block, so
+        # the budget covers that context, built exactly as this response mode builds it.
+        result = recall_joined(
             candidates,
+            join=_simple_summarize_view if self.response_mode == "simple_summarize" else _compact_view,
             max_tokens=self.max_tokens,
             max_items=self.max_items,
             policy=self.policy,
             tokenizer=get_tokenizer(self.tokenizer),
             reader=self.reader,
             dedupe=self.dedupe,
-            view=_simple_summarize_view if self.response_mode == "simple_summarize" else _compact_view,
-            resource_uri_template=DEFAULT_RESOURCE_URI_TEMPLATE,
+            max_tokens_ceiling=self.max_tokens_ceiling,
         )
         self._last_result = result
         dispatcher.event(RecallPackedEvent(report=result.report, component=self.class_name()))
@@ -556,7 +478,7 @@ class BudgetedRetriever(BaseRetriever):
             reader=reader,
         )
         check_max_items(fetch_k, field="fetch_k")
-        _check_lane_budgets(lane_budgets)
+        check_lane_budgets(lane_budgets)
         load_template(template)  # a missing template file fails here, not mid-query
         if not isinstance(retriever, BaseRetriever):
             raise ConfigError(

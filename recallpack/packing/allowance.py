@@ -20,12 +20,12 @@ import hashlib
 import hmac
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from recallpack.packing.budget import MAX_TOKENS_CEILING, check_max_tokens
+from recallpack.packing.candidate import ValueEnum
 from recallpack.packing.errors import BudgetError, ReceiptError
 from recallpack.packing.result import RecallResult
 from recallpack.packing.tokenizer import TokenizerSpec, get_tokenizer
@@ -247,7 +247,7 @@ class Block:
     key: Hashable = None
 
 
-class WithheldReason(str, Enum):
+class WithheldReason(ValueEnum):
     """Why a block is not shown in this request."""
 
     NO_RECEIPT = "no_receipt"

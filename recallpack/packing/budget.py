@@ -6,7 +6,7 @@ It counts tokens only for the candidates it reaches, so its work follows what it
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # allowance.py builds on this module's checks, so it is impor
 __all__ = [
     "pack",
     "recall",
+    "recall_joined",
     "build_result",
     "Policy",
     "POLICIES",
@@ -48,6 +49,7 @@ __all__ = [
     "check_max_tokens",
     "check_max_items",
     "check_policy",
+    "check_lane_budgets",
 ]
 
 Policy = Literal["prefix", "skip", "truncate"]
@@ -90,7 +92,7 @@ def check_policy(value: object) -> Policy:
     return value  # type: ignore[return-value]
 
 
-def _check_lane_budgets(value: Mapping[Any, int] | None) -> dict[Provenance, int]:
+def check_lane_budgets(value: Mapping[Any, int] | None) -> dict[Provenance, int]:
     if not value:
         return {}
     budgets: dict[Provenance, int] = {}
@@ -194,8 +196,12 @@ def build_result(
     template: TemplateSpec = None,
     resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE,
     allowance: Allowance | Remaining | None = None,
+    join: Callable[[Sequence[str]], str] | None = None,
 ) -> RecallResult:
-    """recall() after its budget is validated; ``max_tokens=None`` keeps everything readable."""
+    """recall() after its budget is validated; ``max_tokens=None`` keeps everything readable.
+
+    With ``join``, the budget covers ``join(kept texts)`` instead of the Markdown block.
+    """
     compiled = load_template(template)  # a missing template fails before any work
     if reader is not None and not isinstance(reader, Reader):
         raise BudgetError(f"reader={reader!r} must be a recallpack.Reader or None")
@@ -216,32 +222,75 @@ def build_result(
         policy=check_policy(policy),
         tokenizer=tok,
         reader=reader,
-        lane_budgets=_check_lane_budgets(lane_budgets),
+        lane_budgets=check_lane_budgets(lane_budgets),
         dedupe=dedupe,
-        rendered=True,
+        rendered=join is None,
         resource_uri_template=resource_uri_template,
     )
     walk.run()
-    evidence, scopes = walk.evidence(), walk.shared_scopes()
-    markdown = render(compiled, [e.model_dump() for e in evidence], [s.model_dump() for s in scopes])
-    used = tok.count(markdown)
-    # The per-item estimate is nearly always exact or high; this makes the bound a guarantee,
-    # whatever the template, by giving back the last items until the rendered block fits.
+
+    def measure() -> int:
+        evidence = walk.evidence()
+        if not evidence:
+            return 0
+        if join is not None:
+            return tok.count(join([e.text for e in evidence]))
+        scopes = [s.model_dump() for s in walk.shared_scopes()]
+        return tok.count(render(compiled, [e.model_dump() for e in evidence], scopes))
+
+    used = measure()
+    # The per-item counts are nearly always exact or high; this makes the bound a guarantee,
+    # whatever the template or join, by giving back the last items until the whole fits.
     while max_tokens is not None and used > max_tokens and walk.kept:
         walk.give_back_last()
-        evidence, scopes = walk.evidence(), walk.shared_scopes()
-        markdown = render(
-            compiled, [e.model_dump() for e in evidence], [s.model_dump() for s in scopes]
-        )
-        used = tok.count(markdown)
-    return walk.result(evidence, scopes, used, template=template)
+        used = measure()
+    return walk.result(walk.evidence(), walk.shared_scopes(), used, template=template)
+
+
+def recall_joined(
+    candidates: Iterable[Candidate | Mapping[str, Any]],
+    *,
+    join: Callable[[Sequence[str]], str] = "\n".join,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_items: int | None = None,
+    policy: Policy = "prefix",
+    tokenizer: TokenizerSpec = None,
+    reader: Reader | None = None,
+    lane_budgets: Mapping[Provenance | str, int] | None = None,
+    dedupe: bool = True,
+    resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE,
+    max_tokens_ceiling: int = MAX_TOKENS_CEILING,
+) -> RecallResult:
+    """recall() for hosts that show the model the kept texts themselves, joined, not the block.
+
+    Each candidate costs its tokens plus one for its separator (seed 000's walk); then
+    ``join(kept texts)`` (what the host will actually send, such as LlamaIndex's synthesizer
+    context) is counted whole and the last items are given back until it fits ``max_tokens``.
+    The result's ``to_markdown()`` still renders, but that block is not what was budgeted.
+
+    >>> result = recall_joined([Candidate(text="one"), Candidate(text="two")], join=" | ".join, max_tokens=3)
+    >>> [e.text for e in result.evidence], result.report.tokens_used
+    (['one'], 1)
+    """
+    return build_result(
+        candidates,
+        max_tokens=check_max_tokens(max_tokens, max_tokens_ceiling),
+        max_items=max_items,
+        policy=policy,
+        tokenizer=tokenizer,
+        reader=reader,
+        lane_budgets=lane_budgets,
+        dedupe=dedupe,
+        resource_uri_template=resource_uri_template,
+        join=join,
+    )
 
 
 class _Kept:
     __slots__ = ("rank", "candidate", "evidence", "cost", "scopes")
 
     def __init__(
-        self, rank: int, candidate: Candidate, evidence: Evidence | None, cost: int, scopes: tuple[Scope, ...]
+        self, rank: int, candidate: Candidate, evidence: Evidence, cost: int, scopes: tuple[Scope, ...]
     ) -> None:
         self.rank = rank
         self.candidate = candidate
@@ -318,7 +367,10 @@ class _Walk:
         if self.max_items is not None and len(self.kept) >= self.max_items:
             return self._end(rank, c, Reason.OVER_ITEM_CAP)
 
-        scopes = self.reader.resolve(c.scope_ids) if self.reader else tuple(Scope(name=s) for s in c.scope_ids)
+        if self.reader is not None:
+            scopes = self.reader.resolve(c.scope_ids)
+        else:
+            scopes = tuple(Scope(name=s) for s in c.scope_ids)
         header_delta = self._header_delta(scopes)
         room = None if self.max_tokens is None else self.max_tokens - self.used - header_delta
         lane_room = None
@@ -341,14 +393,14 @@ class _Walk:
                 return True
             self.tail_reason = Reason.OVER_BUDGET  # nothing more can fit: stop looking
             return False
-        if self.policy == "truncate" and room > 0:
-            if lane_room is None or lane_room >= room:
-                cut, cut_cost = self._truncate(c, scopes, room)
-                if cut is not None:
-                    self.truncated = True
-                    self._keep(rank, c, scopes, cut, cut_cost, header_delta, truncated=True)
-                    self.tail_reason = Reason.OVER_BUDGET
-                    return False
+        # A cut is made to the global room only; an item its own lane cannot hold is not cut.
+        if self.policy == "truncate" and room > 0 and (lane_room is None or lane_room >= room):
+            cut, cut_cost = self._truncate(c, scopes, room)
+            if cut is not None:
+                self.truncated = True
+                self._keep(rank, c, scopes, cut, cut_cost, header_delta, truncated=True)
+                self.tail_reason = Reason.OVER_BUDGET
+                return False
         return self._end(rank, c, Reason.OVER_BUDGET, tokens=cost)
 
     def _cost(self, c: Candidate, scopes: tuple[Scope, ...], text: str, limit: int | None) -> int:
@@ -404,21 +456,19 @@ class _Walk:
         header_delta: int,
         truncated: bool = False,
     ) -> None:
-        evidence = None
-        if self.rendered:
-            evidence = Evidence(
-                provenance=c.provenance,
-                label=c.provenance.label,
-                text=text,
-                scopes=tuple(s.name for s in scopes),
-                resource_uri=self._uri(c),
-                token_count=cost,
-                truncated=truncated,
-            )
-            for scope in scopes:
-                if scope.name != PRIVATE:
-                    self.scope_order.setdefault(scope.name, scope)
-            self.header_cost += header_delta
+        evidence = Evidence(
+            provenance=c.provenance,
+            label=c.provenance.label,
+            text=text,
+            scopes=tuple(s.name for s in scopes),
+            resource_uri=self._uri(c),
+            token_count=cost,
+            truncated=truncated,
+        )
+        for scope in scopes:
+            if scope.name != PRIVATE:
+                self.scope_order.setdefault(scope.name, scope)
+        self.header_cost += header_delta
         kept = c if text == c.text else c.model_copy(update={"text": text})
         self.kept.append(_Kept(rank, kept, evidence, cost, scopes))
         self.used += cost + header_delta
@@ -475,10 +525,10 @@ class _Walk:
             for scope in kept.scopes:
                 if scope.name != PRIVATE:
                     self.scope_order.setdefault(scope.name, scope)
-        self.truncated = any(k.evidence is not None and k.evidence.truncated for k in self.kept)
+        self.truncated = any(k.evidence.truncated for k in self.kept)
 
     def evidence(self) -> list[Evidence]:
-        return [k.evidence for k in self.kept if k.evidence is not None]
+        return [k.evidence for k in self.kept]
 
     def shared_scopes(self) -> list[Scope]:
         return list(self.scope_order.values())

@@ -10,10 +10,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from recallpack.packing.errors import CandidateError, LaneError
 
-__all__ = ["LaneKind", "Provenance", "Candidate", "coerce_lane", "coerce_candidate"]
+__all__ = ["ValueEnum", "LaneKind", "Provenance", "Candidate", "coerce_lane", "coerce_candidate"]
 
 
-class LaneKind(str, Enum):
+class ValueEnum(str, Enum):
+    """A str enum that prints as its value (``f"{Reason.EMPTY}"`` is ``"empty"``) on every Python."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class LaneKind(ValueEnum):
     """Where a candidate was found. Six internal kinds; only their provenance is ever rendered."""
 
     SOURCES = "sources"
@@ -28,7 +35,7 @@ class LaneKind(str, Enum):
         return _PROVENANCE_OF[self]
 
 
-class Provenance(str, Enum):
+class Provenance(ValueEnum):
     """The public class of a lane: what a reader of the evidence block is told."""
 
     SOURCE = "source"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterator, Mapping, Sequence
-from enum import Enum
 from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from recallpack.packing.candidate import Candidate, LaneKind, Provenance
+from recallpack.packing.candidate import Candidate, LaneKind, Provenance, ValueEnum
 from recallpack.packing.render import TemplateSpec, load_template, render
 
 if TYPE_CHECKING:
@@ -88,13 +87,13 @@ class Evidence(BaseModel):
     truncated: bool = False
 
 
-class Outcome(str, Enum):
+class Outcome(ValueEnum):
     SELECTED = "selected"
     DROPPED = "dropped"
     WITHHELD = "withheld"
 
 
-class Reason(str, Enum):
+class Reason(ValueEnum):
     """Why a candidate is not in the evidence."""
 
     OVER_BUDGET = "over_budget"
