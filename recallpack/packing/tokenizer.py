@@ -19,7 +19,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
@@ -356,7 +356,7 @@ def _load(encoding: str) -> tuple[tiktoken.Encoding | None, Resolution]:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _resolved(encoding: str) -> tuple[Tokenizer, Resolution]:
     loaded, resolution = _load(encoding)
     if loaded is not None:
