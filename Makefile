@@ -20,7 +20,7 @@ demo: $(STAMP)
 		if [ -f $$example ]; then echo; echo "== $$example"; $(BIN)/python $$example || exit 1; fi; \
 	done
 
-test: $(STAMP)
+test: $(STAMP) lint
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
