@@ -5,9 +5,14 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 import sys
+import sysconfig
 import warnings
+import zlib
 from functools import lru_cache
+from math import sqrt
+from pathlib import Path
 
 # Modules that print, open windows, or change the process when imported.
 _SKIP = {"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "__main__", "__phello__"}
@@ -46,3 +51,38 @@ def paragraphs(min_chars: int = 80) -> list[tuple[str, str]]:
             if len(block) >= min_chars:
                 out.append((name, block))
     return out
+
+
+def source_paragraphs(limit: int, min_words: int = 8) -> list[tuple[str, int, str]]:
+    """Up to ``limit`` ``(file name, position, paragraph)`` of the standard library's own source
+    files, blank-line separated, in a fixed order: real, varied English and code, offline."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    out: list[tuple[str, int, str]] = []
+    for path in sorted(root.glob("*.py")):
+        try:
+            text = path.read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        for number, paragraph in enumerate(p.strip() for p in text.split("\n\n")):
+            if len(paragraph.split()) >= min_words:
+                out.append((path.name, number, paragraph))
+                if len(out) == limit:
+                    return out
+    return out
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def hashed_bag_of_words(text: str, dim: int = 256) -> list[float]:
+    """A lexical embedding: words hashed into ``dim`` signed buckets, L2-normalised.
+
+    Real retrieval (texts sharing words are near), deterministic across processes (crc32, not
+    ``hash()``), and no model to download. Both adapters' offline embeddings are this function.
+    """
+    vector = [0.0] * dim
+    for word in _WORD.findall(text.lower()):
+        code = zlib.crc32(word.encode())
+        vector[code % dim] += 1.0 if (code >> 16) & 1 else -1.0
+    norm = sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]

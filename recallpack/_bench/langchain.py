@@ -12,16 +12,13 @@ tokenizer's count cache does not flatter the number.
 from __future__ import annotations
 
 import re
-import sysconfig
 import time
-import zlib
-from math import sqrt
-from pathlib import Path
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore
 
+from recallpack._bench.corpus import hashed_bag_of_words, source_paragraphs
 from recallpack.adapters.langchain import BudgetedRetriever
 
 __all__ = ["HashingEmbeddings", "stdlib_documents", "run"]
@@ -47,12 +44,7 @@ class HashingEmbeddings(Embeddings):
         self.dim = dim
 
     def _embed(self, text: str) -> list[float]:
-        vector = [0.0] * self.dim
-        for word in _WORD.findall(text.lower()):
-            code = zlib.crc32(word.encode())
-            vector[code % self.dim] += 1.0 if (code >> 16) & 1 else -1.0
-        norm = sqrt(sum(v * v for v in vector)) or 1.0
-        return [v / norm for v in vector]
+        return hashed_bag_of_words(text, self.dim)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [self._embed(text) for text in texts]
@@ -62,26 +54,12 @@ class HashingEmbeddings(Embeddings):
 
 
 def stdlib_documents(limit: int, min_words: int = 8) -> list[Document]:
-    """Up to ``limit`` blank-line-separated paragraphs of the standard library's source files,
-    in a fixed order, each with its file and position as metadata."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    docs: list[Document] = []
-    for path in sorted(root.glob("*.py")):
-        try:
-            text = path.read_text("utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        for number, paragraph in enumerate(p.strip() for p in text.split("\n\n")):
-            if len(paragraph.split()) >= min_words:
-                docs.append(
-                    Document(
-                        page_content=paragraph,
-                        metadata={"artifact_id": path.name, "artifact_content_id": str(number)},
-                    )
-                )
-                if len(docs) == limit:
-                    return docs
-    return docs
+    """Up to ``limit`` paragraphs of the standard library's source files, in a fixed order,
+    each with its file and position as metadata."""
+    return [
+        Document(page_content=text, metadata={"artifact_id": name, "artifact_content_id": str(number)})
+        for name, number, text in source_paragraphs(limit, min_words)
+    ]
 
 
 def run() -> list[str]:

@@ -13,11 +13,7 @@ tests and anyone without a model can build a real vector index with.
 from __future__ import annotations
 
 import re
-import sysconfig
 import time
-import zlib
-from math import sqrt
-from pathlib import Path
 
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -25,6 +21,7 @@ from llama_index.core.bridge.pydantic import Field
 from llama_index.core.embeddings import BaseEmbedding
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from recallpack._bench.corpus import hashed_bag_of_words, source_paragraphs
 from recallpack.adapters.llamaindex import BudgetedRetriever, BudgetPostprocessor
 
 __all__ = ["HashingEmbedding", "stdlib_paragraphs", "build_index", "run"]
@@ -52,12 +49,7 @@ class HashingEmbedding(BaseEmbedding):
         return "HashingEmbedding"
 
     def embed(self, text: str) -> list[float]:
-        vector = [0.0] * self.dim
-        for word in _WORD.findall(text.lower()):
-            code = zlib.crc32(word.encode())
-            vector[code % self.dim] += 1.0 if (code >> 16) & 1 else -1.0
-        norm = sqrt(sum(v * v for v in vector)) or 1.0
-        return [v / norm for v in vector]
+        return hashed_bag_of_words(text, self.dim)
 
     def _get_query_embedding(self, query: str) -> list[float]:
         return self.embed(query)
@@ -81,22 +73,8 @@ class _Replay(BaseRetriever):
 
 
 def stdlib_paragraphs(limit: int, min_words: int = 8) -> list[str]:
-    """Up to ``limit`` blank-line-separated paragraphs of the standard library's source files,
-    in a fixed order: real, varied English and code that every Python install has offline."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    paragraphs: list[str] = []
-    for path in sorted(root.glob("*.py")):
-        try:
-            text = path.read_text("utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        for paragraph in text.split("\n\n"):
-            paragraph = paragraph.strip()
-            if len(paragraph.split()) >= min_words:
-                paragraphs.append(paragraph)
-                if len(paragraphs) == limit:
-                    return paragraphs
-    return paragraphs
+    """Up to ``limit`` paragraphs of the standard library's source files, in a fixed order."""
+    return [text for _, _, text in source_paragraphs(limit, min_words)]
 
 
 def build_index(texts: list[str], embed_model: BaseEmbedding | None = None) -> VectorStoreIndex:
