@@ -143,5 +143,5 @@ def test_budget_pieces_equal_the_template(scopes: list[tuple[str, str]], items: 
 
     evidence = [dict(label=label, scopes=names, text=text, resource_uri=uri) for label, names, text, uri in items]
     shared = [dict(name=name, description=description) for name, description in scopes]
-    expected = header_text(scopes) + "".join(item_text(*item) for item in items)
+    expected = header_text(scopes) + "\n".join(item_text(*item) for item in items)
     assert render(load_template(), evidence, shared) == expected

@@ -207,3 +207,27 @@ def test_bundled_load_restores_the_environment(monkeypatch: pytest.MonkeyPatch, 
     tk._resolved.cache_clear()
     assert os.environ["TIKTOKEN_CACHE_DIR"] == str(tmp_path)
     assert results and all(source.startswith("llama-index-core") for source in results)
+
+
+PIECES = st.sampled_from(
+    list("ab -*`'\n\r\t 。日é1.,;:!?()[]{}#>|\u00a0\u0301") + ["'s", "'ll", "  ", "\n\n", "- **", "🎉", "    "]
+)
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@settings(max_examples=400, deadline=None)
+@given(head=st.lists(PIECES, max_size=30).map("".join), tail=st.lists(PIECES, min_size=1, max_size=30).map("".join))
+def test_counts_add_across_a_line_start(name: str, head: str, tail: str) -> None:
+    """Where splits_at_line_starts holds, a split after a newline, before a non-space, adds exactly."""
+    tokenizer = get_tokenizer(name)
+    assert tokenizer.splits_at_line_starts
+    head += "\n"
+    if tail[0].isspace():
+        tail = "-" + tail
+    assert tokenizer.count(head + tail) == tokenizer.count(head) + tokenizer.count(tail)
+
+
+def test_heuristic_and_callables_do_not_claim_additivity() -> None:
+    """ceil(len/4) and arbitrary callables are counted whole, never summed."""
+    assert not get_tokenizer("chars").splits_at_line_starts
+    assert not get_tokenizer(len).splits_at_line_starts

@@ -235,6 +235,11 @@ def build_result(
             return 0
         if join is not None:
             return tok.count(join([e.text for e in evidence]))
+        if template is None and tok.splits_at_line_starts:
+            # The default block is header + items joined by newlines, split only at line starts,
+            # so the walk's own counts add up to the block's exactly: only the last item, which
+            # has no newline after it, is counted again.
+            return walk.header_cost + sum(k.cost for k in walk.kept[:-1]) + tok.count(walk.item_of(-1))
         scopes = [s.model_dump() for s in walk.shared_scopes()]
         return tok.count(render(compiled, [e.model_dump() for e in evidence], scopes))
 
@@ -417,7 +422,8 @@ class _Walk:
         # (copied): that keeps a huge text's cost bounded by the room, not by its length.
         if len(text) > _PRECHECK_CHARS and self.tok.count_upto(text, limit) > limit:
             return limit + 1
-        chunk = item_text(c.provenance.label, [s.name for s in scopes], text, self._uri(c))
+        # The newline that joins it to the next item is part of its cost (seed 000's +1).
+        chunk = item_text(c.provenance.label, [s.name for s in scopes], text, self._uri(c)) + "\n"
         return self.tok.count_upto(chunk, limit)
 
     def _truncate(self, c: Candidate, scopes: tuple[Scope, ...], room: int) -> tuple[str | None, int]:
@@ -438,10 +444,13 @@ class _Walk:
     def _header_delta(self, scopes: tuple[Scope, ...]) -> int:
         if not self.rendered:
             return 0
-        new = [s for s in scopes if s.name != PRIVATE and s.name not in self.scope_order]
+        new: dict[str, Scope] = {}
+        for scope in scopes:
+            if scope.name != PRIVATE and scope.name not in self.scope_order:
+                new.setdefault(scope.name, scope)
         if self.kept and not new:
             return 0
-        return self._header_cost([*self.scope_order.values(), *new]) - self.header_cost
+        return self._header_cost([*self.scope_order.values(), *new.values()]) - self.header_cost
 
     def _header_cost(self, scopes: Sequence[Scope]) -> int:
         return self.tok.count(header_text([(s.name, s.description) for s in scopes]))
@@ -526,6 +535,16 @@ class _Walk:
                 if scope.name != PRIVATE:
                     self.scope_order.setdefault(scope.name, scope)
         self.truncated = any(k.evidence.truncated for k in self.kept)
+        self.used -= last.cost
+        if self.rendered:
+            header = self._header_cost(list(self.scope_order.values())) if self.kept else 0
+            self.used += header - self.header_cost
+            self.header_cost = header
+
+    def item_of(self, index: int) -> str:
+        """Kept item ``index`` as the default template renders it."""
+        evidence = self.kept[index].evidence
+        return item_text(evidence.label, evidence.scopes, evidence.text, evidence.resource_uri)
 
     def evidence(self) -> list[Evidence]:
         return [k.evidence for k in self.kept]

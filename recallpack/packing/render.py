@@ -120,17 +120,20 @@ def render(
         raise TemplateError(f"template failed to render: {exc}") from exc
 
 
-# The default template's output, piece by piece. The walk counts these pieces instead of
-# rendering through Jinja per candidate; a test pins that header + items == the template.
+# The default template's output, piece by piece: ``header_text(...) + "\n".join(items)``. The
+# walk counts these pieces instead of rendering through Jinja per candidate; a test pins that
+# they join to exactly what the template renders.
 
 
 def header_text(shared_scopes: Iterable[tuple[str, str]]) -> str:
+    """Everything before the first item, the blank line before it included."""
     lines = [f"- {code_span(name)}" + (f" {oneline(desc)}" if desc else "") for name, desc in shared_scopes]
     scopes = "## Scopes\n\n" + "".join(line + "\n" for line in lines) + "\n" if lines else ""
-    return f"{scopes}{EVIDENCE_LINE}\n\n## Evidence\n"
+    return f"{scopes}{EVIDENCE_LINE}\n\n## Evidence\n\n"
 
 
 def item_text(label: str, scopes: Sequence[str], text: str, resource_uri: str | None) -> str:
+    """One item: its label line, its indented lines, its resource line; ends with a newline."""
     where = f" from scope {code_span(' ∩ '.join(scopes))}" if scopes else ""
     resource = f"\n{INDENT}Resource {code_span(resource_uri)}\n" if resource_uri else ""
-    return f"\n- **{label}**{where}\n\n{evidence_lines(text)}\n{resource}"
+    return f"- **{label}**{where}\n\n{evidence_lines(text)}\n{resource}"

@@ -53,6 +53,10 @@ class Tokenizer(ABC):
 
     name: str
     exact: bool
+    #: True when a split right after a newline, before a character that is not whitespace,
+    #: never changes the count: ``count(a + b) == count(a) + count(b)`` for such a split.
+    #: recall() then adds up the counts of a block's items instead of counting it again.
+    splits_at_line_starts: bool = False
 
     def __init__(self) -> None:
         self._count_cached = lru_cache(maxsize=_CACHE_ENTRIES)(self._count)
@@ -182,6 +186,9 @@ class TiktokenTokenizer(Tokenizer):
         self.encoding = encoding
         self.name = encoding.name
         self.source = source
+        # Their split patterns end every piece at a newline and start none before a line's
+        # first non-space character (tests/test_tokenizer.py checks it on random text).
+        self.splits_at_line_starts = encoding.name in _LINE_START_SPLITTING
         self._max_token_bytes: int | None = None
 
     @property
@@ -241,6 +248,7 @@ class TiktokenTokenizer(Tokenizer):
 
 
 _PIECE_MARGIN = 64
+_LINE_START_SPLITTING = frozenset({"cl100k_base", "o200k_base", "o200k_harmony"})
 
 
 def _probe_chars(limit: int) -> int:
