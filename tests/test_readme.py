@@ -147,13 +147,20 @@ def doc_table(name: str, marker: str) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=[d.name for d in DOCS])
-def test_docs_python_blocks_run(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each docs page's Python blocks run in order in one namespace."""
+def test_docs_python_blocks_run(
+    doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each docs page's Python blocks run in order, and the summaries their comments show are real."""
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": "docs"}
     for number, match in enumerate(FENCE.finditer(doc.read_text())):
         if match.group(1) == "python":
-            exec(compile(match.group(2), f"{doc.name}, block {number}", "exec"), namespace)  # noqa: S102
+            where = f"{doc.name}, block {number}"
+            capsys.readouterr()
+            exec(compile(match.group(2), where, "exec"), namespace)  # noqa: S102
+            printed = capsys.readouterr().out
+            for shown in re.findall(r"#.*?(kept \d+ of \d+ in \d+/\d+ tokens)", match.group(2)):
+                assert shown in printed, f"{where}: the doc shows {shown!r}; it printed:\n{printed}"
 
 
 def test_walk_doc_pack_table_matches_pack() -> None:
