@@ -579,4 +579,4 @@ class _Walk:
             reasons=reasons,
         )
         trace = Trace(self.entries, self.candidates, self.tail_reason)
-        return RecallResult(evidence, scopes, report, trace, template=template, tokenizer=self.tok)
+        return RecallResult(evidence, scopes, report, trace, template=template)

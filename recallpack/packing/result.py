@@ -238,14 +238,12 @@ class RecallResult:
         trace: Trace,
         *,
         template: TemplateSpec = None,
-        tokenizer: TokenizerSpec = None,
     ) -> None:
         self.evidence: tuple[Evidence, ...] = tuple(evidence)
         self.shared_scopes: tuple[Scope, ...] = tuple(shared_scopes)
         self.report = report
         self.trace = trace
         self._template = template
-        self._tokenizer = tokenizer
 
     @classmethod
     def from_candidates(
