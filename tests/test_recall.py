@@ -149,6 +149,8 @@ def test_truncate_policy_marks_the_cut() -> None:
     """truncate cuts the first overflow to the room left and reports it."""
     result = recall(corpus(5, words=400), max_tokens=1500, policy="truncate")
     assert result.report.truncated and result.evidence[-1].truncated
+    assert [e.truncated for e in result.trace if e.outcome is Outcome.SELECTED][-1]
+    assert sum(e.truncated for e in result.trace) == 1
     assert result.evidence[-1].text.endswith("…")
     assert count_tokens(result.to_markdown()) <= 1500
 

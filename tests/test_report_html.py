@@ -118,3 +118,12 @@ def test_content_never_appears_in_the_html() -> None:
     result = recall([Candidate(text="hello <b>there</b> unique-marker")])
     assert "unique-marker" not in result.report._repr_html_()
     assert "unique-marker" not in result.trace._repr_html_()
+
+
+def test_trace_html_says_which_item_was_cut() -> None:
+    """A truncated selection reads 'cut to fit' in the trace table."""
+    from recallpack import Candidate, recall
+
+    result = recall([Candidate(text="word " * 2000)], max_tokens=200, policy="truncate")
+    assert result.trace[0].truncated
+    assert "cut to fit" in result.trace._repr_html_()

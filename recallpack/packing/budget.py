@@ -485,7 +485,7 @@ class _Walk:
         if self.dedupe:
             self.seen.add((c.text, c.scope_ids))
             self.longest_kept = max(self.longest_kept, len(c.text))
-        self._record(rank, c, Outcome.SELECTED, None, cost)
+        self._record(rank, c, Outcome.SELECTED, None, cost, truncated=truncated)
 
     def _drop(
         self,
@@ -504,11 +504,24 @@ class _Walk:
         return False
 
     def _record(
-        self, rank: int, c: Candidate, outcome: Outcome, reason: Reason | None, tokens: int | None
+        self,
+        rank: int,
+        c: Candidate,
+        outcome: Outcome,
+        reason: Reason | None,
+        tokens: int | None,
+        *,
+        truncated: bool = False,
     ) -> None:
         self.entries.append(
             TraceEntry(
-                rank=rank, outcome=outcome, reason=reason, lane=c.lane.value, score=c.score, tokens=tokens
+                rank=rank,
+                outcome=outcome,
+                reason=reason,
+                lane=c.lane.value,
+                score=c.score,
+                tokens=tokens,
+                truncated=truncated,
             )
         )
 
@@ -527,7 +540,7 @@ class _Walk:
         last = self.kept.pop()
         entry = self.entries[last.rank]
         self.entries[last.rank] = entry.model_copy(
-            update={"outcome": Outcome.DROPPED, "reason": Reason.OVER_BUDGET}
+            update={"outcome": Outcome.DROPPED, "reason": Reason.OVER_BUDGET, "truncated": False}
         )
         self.scope_order = {}
         for kept in self.kept:

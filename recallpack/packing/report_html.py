@@ -98,7 +98,7 @@ def _score(value: float | None) -> str:
 def _row(entry: TraceEntry) -> str:
     outcome = entry.outcome.value
     background, colour = COLOURS.get(outcome, _TAIL)
-    reason = entry.reason.value if entry.reason is not None else ""
+    reason = entry.reason.value if entry.reason is not None else ("cut to fit" if entry.truncated else "")
     cells = [
         (_NUM, _text(entry.rank)),
         (_CELL, f'<span style="color:{colour};font-weight:600">{_text(outcome)}</span>'),

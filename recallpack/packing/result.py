@@ -117,6 +117,7 @@ class TraceEntry(BaseModel):
     score: float | None = None
     tokens: int | None = Field(None, description="What it cost, when the walk counted it.")
     reached: bool = Field(True, description="False for candidates after the walk ended.")
+    truncated: bool = Field(False, description="Selected, but cut to fit (policy truncate).")
 
 
 class Trace(Sequence[TraceEntry]):
