@@ -231,3 +231,16 @@ def test_heuristic_and_callables_do_not_claim_additivity() -> None:
     """ceil(len/4) and arbitrary callables are counted whole, never summed."""
     assert not get_tokenizer("chars").splits_at_line_starts
     assert not get_tokenizer(len).splits_at_line_starts
+
+
+def test_count_cache_is_bounded_by_characters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The count cache evicts the least recently used texts once it holds too many characters."""
+    monkeypatch.setattr(tk, "_CACHE_CHARS", 1_000)
+    tokenizer = tk.CallableTokenizer(len, name="len")
+    texts = [f"{i:03d}" + "x" * 97 for i in range(30)]  # 100 chars each: ten fit
+    for text in texts:
+        assert tokenizer.count(text) == 100
+    assert len(tokenizer._cache) == 10
+    tokenizer.count(texts[-10])  # touched: now the most recent
+    tokenizer.count("y" * 100)
+    assert tokenizer._cache.get(texts[-10]) == 100 and tokenizer._cache.get(texts[-9]) is None

@@ -17,6 +17,7 @@ import tempfile
 import threading
 import warnings
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -45,7 +46,43 @@ __all__ = [
 
 DEFAULT_ENCODING = "cl100k_base"
 _CACHE_MAX_TEXT = 65_536  # longer texts are not cached: hashing them would cost more than it saves
-_CACHE_ENTRIES = 65_536
+_CACHE_CHARS = 16_000_000  # what one tokenizer's cache may hold, in characters of cached text
+
+
+class _CountCache:
+    """Least-recently-used counts, bounded by the characters of text it keeps alive (a bound
+    on entries alone would let 65,536 long texts pin gigabytes)."""
+
+    def __init__(self, max_chars: int) -> None:
+        self._counts: OrderedDict[str, int] = OrderedDict()
+        self._chars = 0
+        self._max_chars = max_chars
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> int | None:
+        with self._lock:
+            count = self._counts.get(text)
+            if count is not None:
+                self._counts.move_to_end(text)
+            return count
+
+    def put(self, text: str, count: int) -> None:
+        with self._lock:
+            if text in self._counts:
+                return
+            self._counts[text] = count
+            self._chars += len(text)
+            while self._chars > self._max_chars:
+                old, _ = self._counts.popitem(last=False)
+                self._chars -= len(old)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._counts.clear()
+            self._chars = 0
+
+    def __len__(self) -> int:
+        return len(self._counts)
 
 
 class Tokenizer(ABC):
@@ -59,16 +96,20 @@ class Tokenizer(ABC):
     splits_at_line_starts: bool = False
 
     def __init__(self) -> None:
-        self._count_cached = lru_cache(maxsize=_CACHE_ENTRIES)(self._count)
+        self._cache = _CountCache(_CACHE_CHARS)
 
     @abstractmethod
     def _count(self, text: str) -> int: ...
 
     def count(self, text: str) -> int:
         """Exact count of ``text`` under this tokenizer."""
-        if len(text) <= _CACHE_MAX_TEXT:
-            return self._count_cached(text)
-        return self._count(text)
+        if len(text) > _CACHE_MAX_TEXT:
+            return self._count(text)
+        count = self._cache.get(text)
+        if count is None:
+            count = self._count(text)
+            self._cache.put(text, count)
+        return count
 
     def count_upto(self, text: str, limit: int) -> int:
         """The exact count when it is at most ``limit``; otherwise any number above ``limit``.
