@@ -66,7 +66,7 @@ def _pack(args: argparse.Namespace) -> int:
         max_items=args.max_items,
         policy=args.policy,
         tokenizer=args.encoding,
-        max_tokens_ceiling=max(MAX_TOKENS_CEILING, args.max_tokens_ceiling or 0),
+        max_tokens_ceiling=args.max_tokens_ceiling,
     )
     if args.format == "json":
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
@@ -90,7 +90,12 @@ def _parser() -> argparse.ArgumentParser:
     pack = commands.add_parser("pack", help="pack JSON Lines candidates into an evidence block")
     pack.add_argument("file", nargs="?", default="-", help="JSON Lines file of candidates (default: stdin)")
     pack.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
-    pack.add_argument("--max-tokens-ceiling", type=int, default=None, help=argparse.SUPPRESS)
+    pack.add_argument(
+        "--max-tokens-ceiling",
+        type=int,
+        default=MAX_TOKENS_CEILING,
+        help=f"raise this (default {MAX_TOKENS_CEILING}) to allow a larger --max-tokens",
+    )
     pack.add_argument("--max-items", type=int, default=None)
     pack.add_argument("--policy", choices=POLICIES, default="prefix")
     pack.add_argument("--encoding", default=DEFAULT_ENCODING, help="encoding, model name, or 'chars'")

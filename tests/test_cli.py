@@ -81,3 +81,13 @@ def test_doctor_require_exact_fails_on_fallback(monkeypatch, capsys, tmp_path) -
     finally:
         tk._resolved.cache_clear()
     assert code == 1 and "gpt-4o -> o200k_base: FALLBACK" in out and "--require-exact" in err
+
+
+def test_ceiling_is_raised_only_on_purpose(monkeypatch, capsys) -> None:
+    """--max-tokens past 16384 needs --max-tokens-ceiling too."""
+    code, _, err = run(monkeypatch, capsys, "pack", "--max-tokens", "20000", stdin=LINES)
+    assert code == 2 and "max_tokens_ceiling" in err
+    code, out, _ = run(
+        monkeypatch, capsys, "pack", "--max-tokens", "20000", "--max-tokens-ceiling", "20000", stdin=LINES
+    )
+    assert code == 0 and "Source excerpt" in out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
@@ -295,7 +294,3 @@ class RecallResult:
 
     def __repr__(self) -> str:
         return f"<RecallResult {self.report.summary()}>"
-
-
-def _escape(value: object) -> str:
-    return html.escape("" if value is None else str(value))

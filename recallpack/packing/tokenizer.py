@@ -172,7 +172,7 @@ class HeuristicTokenizer(Tokenizer):
         return (len(text) + 3) // 4
 
     def count(self, text: str) -> int:
-        return (len(text) + 3) // 4
+        return self._count(text)  # cheaper than a cache lookup, so never cached
 
     def truncate(self, text: str, max_tokens: int) -> str:
         return text[: max_tokens * 4]
