@@ -9,27 +9,7 @@ provenance and scopes, rendered as a Markdown block that says it is evidence, no
 1
 """
 
-from recallpack.packing.allowance import (
-    Allowance,
-    Assembly,
-    Block,
-    Receipt,
-    Remaining,
-    Withheld,
-    WithheldReason,
-    assemble,
-    issue_receipt,
-    receipt_for,
-    verify,
-)
-from recallpack.packing.budget import (
-    DEFAULT_MAX_TOKENS,
-    MAX_TOKENS_CEILING,
-    POLICIES,
-    Policy,
-    pack,
-    recall,
-)
+from recallpack.packing.budget import pack, recall
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.errors import (
     BudgetError,
@@ -44,6 +24,7 @@ from recallpack.packing.errors import (
     TokenizerError,
     UpstreamError,
 )
+from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING, POLICIES, Policy
 from recallpack.packing.result import (
     Evidence,
     Outcome,
@@ -65,6 +46,40 @@ from recallpack.packing.tokenizer import (
 )
 
 __version__ = "0.1.0"
+
+#: Names that moved to :mod:`recallpack.allowance`; importing them from here still works for
+#: one release, with a DeprecationWarning that names the new home.
+_MOVED_TO_ALLOWANCE = frozenset(
+    {
+        "Allowance",
+        "Remaining",
+        "Receipt",
+        "Block",
+        "Assembly",
+        "Withheld",
+        "WithheldReason",
+        "assemble",
+        "verify",
+        "issue_receipt",
+        "receipt_for",
+    }
+)
+
+
+def __getattr__(name: str) -> object:
+    if name in _MOVED_TO_ALLOWANCE:
+        import warnings
+
+        import recallpack.allowance
+
+        warnings.warn(
+            f"recallpack.{name} moved to recallpack.allowance.{name}; "
+            f"import it from there (the old name goes in the next release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(recallpack.allowance, name)
+    raise AttributeError(f"module 'recallpack' has no attribute {name!r}")
 
 __all__ = [
     "Candidate",
@@ -91,17 +106,6 @@ __all__ = [
     "count_tokens",
     "truncate_to_tokens",
     "split_token_windows",
-    "Allowance",
-    "Remaining",
-    "Receipt",
-    "Block",
-    "Assembly",
-    "Withheld",
-    "WithheldReason",
-    "assemble",
-    "verify",
-    "issue_receipt",
-    "receipt_for",
     "RecallpackError",
     "ConfigError",
     "BudgetError",

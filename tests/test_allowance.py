@@ -10,19 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recallpack import (
+from recallpack import BudgetError, Candidate, ReceiptError, count_tokens, recall
+from recallpack.allowance import (
     Allowance,
     Block,
-    BudgetError,
-    Candidate,
     Receipt,
-    ReceiptError,
     Remaining,
     WithheldReason,
     assemble,
-    count_tokens,
     issue_receipt,
-    recall,
     receipt_for,
     verify,
 )
@@ -372,7 +368,7 @@ def test_recall_rejects_a_non_allowance() -> None:
 def test_allowance_module_imports_no_host_framework() -> None:
     """The allowance core loads neither LangChain nor LlamaIndex."""
     code = (
-        "import sys, recallpack, recallpack.packing.allowance\n"
+        "import sys, recallpack, recallpack.allowance\n"
         "bad = [m for m in sys.modules if m.startswith(('langchain', 'llama_index'))]\n"
         "assert not bad, bad\n"
     )

@@ -45,3 +45,17 @@ def test_docstring_examples_run() -> None:
     for module in (recallpack, budget, candidate, result, tokenizer):
         outcome = doctest.testmod(module)
         assert outcome.failed == 0 and (outcome.attempted > 0 or module is result), module
+
+
+def test_moved_allowance_names_warn_and_still_work() -> None:
+    """recallpack.Allowance (moved to recallpack.allowance) works for one release, with a warning."""
+    import pytest
+
+    import recallpack.allowance
+
+    with pytest.warns(DeprecationWarning, match=r"recallpack\.allowance\.Allowance"):
+        moved = recallpack.Allowance  # type: ignore[attr-defined]
+    assert moved is recallpack.allowance.Allowance
+    assert "Allowance" not in recallpack.__all__
+    with pytest.raises(AttributeError):
+        recallpack.NoSuchName  # type: ignore[attr-defined]  # noqa: B018

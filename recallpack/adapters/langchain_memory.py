@@ -2,13 +2,13 @@
 
 An agent that can search its memory as a tool, and that also gets automatic recall for each
 turn, would otherwise show the model one full budget of evidence per search plus one for the
-automatic recall. Here they share one :class:`~recallpack.Allowance`:
+automatic recall. Here they share one :class:`~recallpack.allowance.Allowance`:
 
 * :func:`memory_search_tool` makes the search tool. Its result is the rendered evidence block;
-  its artifact is the block's :class:`~recallpack.Receipt` (``response_format=
+  its artifact is the block's :class:`~recallpack.allowance.Receipt` (``response_format=
   "content_and_artifact"``), which the model never sees and which binds the counts to the bytes.
 * :func:`assemble_messages` (and the Runnable :func:`evidence_allowance`) finds the tool's
-  results in a list of messages, applies :func:`~recallpack.assemble`, and shows the model a
+  results in a list of messages, applies :func:`~recallpack.allowance.assemble`, and shows the model a
   short omission marker instead of each withheld block. The tool call and its result stay
   paired, so the conversation is still valid for any chat model API, and the original message
   objects are never changed: the model-visible ones are copies. Automatic recall for the new
@@ -39,7 +39,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from recallpack.packing.allowance import (
+from recallpack.allowance import (
     Allowance,
     Assembly,
     Block,
@@ -286,7 +286,7 @@ def assemble_messages(
     """The messages one model request should see, with its evidence within ``allowance``.
 
     Finds the memory search results in ``messages`` (see :func:`memory_search_tool`), keeps
-    what :func:`recallpack.assemble` keeps and replaces each withheld result's content, in a
+    what :func:`recallpack.allowance.assemble` keeps and replaces each withheld result's content, in a
     copy, with ``marker`` (``{reason}`` is filled in). With ``retriever``, automatic recall for
     the new turn (``query``, else the last human message) takes what the allowance has left, and
     its block is added to the system message (a new one at the front if there is none).

@@ -7,11 +7,24 @@ It counts tokens only for the candidates it reaches, so its work follows what it
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 from urllib.parse import quote
 
 from recallpack.packing.candidate import Candidate, Provenance, coerce_candidate
-from recallpack.packing.errors import BudgetError, LaneError, PolicyError
+from recallpack.packing.errors import BudgetError, LaneError
+from recallpack.packing.limits import (
+    DEFAULT_MAX_TOKENS,
+    ELLIPSIS,
+    MAX_TOKENS_CEILING,
+    POLICIES,
+    Allowance,
+    Policy,
+    Remaining,
+    as_remaining,
+    check_max_items,
+    check_max_tokens,
+    check_policy,
+)
 from recallpack.packing.render import (
     TemplateSpec,
     header_text,
@@ -34,9 +47,6 @@ from recallpack.packing.result import (
 )
 from recallpack.packing.tokenizer import Tokenizer, TokenizerSpec, get_tokenizer
 
-if TYPE_CHECKING:  # allowance.py builds on this module's checks, so it is imported late
-    from recallpack.packing.allowance import Allowance, Remaining
-
 __all__ = [
     "pack",
     "recall",
@@ -52,44 +62,7 @@ __all__ = [
     "check_lane_budgets",
 ]
 
-Policy = Literal["prefix", "skip", "truncate"]
-POLICIES: tuple[str, ...] = ("prefix", "skip", "truncate")
-DEFAULT_MAX_TOKENS = 2048
-#: Seed 000: a caller may raise its budget up to here; past it only by raising the ceiling too.
-MAX_TOKENS_CEILING = 16384
-ELLIPSIS = "…"
 _PRECHECK_CHARS = 65_536
-
-
-def check_max_tokens(value: object, ceiling: int = MAX_TOKENS_CEILING, field: str = "max_tokens") -> int:
-    """``value`` as a valid token budget, or a BudgetError saying what is allowed."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BudgetError(
-            f"{field}={value!r} must be an int between 1 and {ceiling}, "
-            f"got {type(value).__name__}"
-        )
-    if value < 1:
-        raise BudgetError(f"{field}={value} must be at least 1 (the budget is in tokens)")
-    if value > ceiling:
-        raise BudgetError(
-            f"{field}={value} is over the ceiling of {ceiling}; pass "
-            f"max_tokens_ceiling={value} as well if one request should really take that much"
-        )
-    return value
-
-
-def check_max_items(value: object, field: str = "max_items") -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BudgetError(f"{field}={value!r} must be None (no cap) or an int of at least 1")
-    return value
-
-
-def check_policy(value: object) -> Policy:
-    if value not in POLICIES:
-        raise PolicyError(f"policy={value!r} is not a policy; use one of: {', '.join(POLICIES)}")
-    return value  # type: ignore[return-value]
 
 
 def check_lane_budgets(value: Mapping[Any, int] | None) -> dict[Provenance, int]:
@@ -210,8 +183,6 @@ def build_result(
     if allowance is not None:
         # Both bounds hold at once. What is left may be zero, which no caller may pass as its
         # own budget, so it goes to the walk directly: nothing fits and each drop says why.
-        from recallpack.packing.allowance import as_remaining
-
         left = as_remaining(allowance)
         max_tokens = left.tokens if max_tokens is None else min(max_tokens, left.tokens)
         items_cap = left.items if items_cap is None else min(items_cap, left.items)

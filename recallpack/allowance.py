@@ -22,11 +22,11 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from recallpack.packing.budget import MAX_TOKENS_CEILING, check_max_tokens
 from recallpack.packing.candidate import ValueEnum
 from recallpack.packing.errors import BudgetError, ReceiptError
+from recallpack.packing.limits import Allowance, Remaining, as_remaining
 from recallpack.packing.result import RecallResult
 from recallpack.packing.tokenizer import TokenizerSpec, get_tokenizer
 
@@ -52,86 +52,6 @@ __all__ = [
 #: Marks a receipt once it has been turned into a plain mapping (a checkpoint, JSON), so an
 #: adapter can tell a receipt from any other tool artifact without guessing from its fields.
 RECEIPT_KIND: Final = "recallpack.receipt/v1"
-
-
-class Allowance(BaseModel):
-    """What all the evidence in one model request may add up to, corrections aside.
-
-    ``max_blocks`` bounds how many retained search blocks a request may carry (the seed keeps
-    four), so many small searches cannot crowd the context with headers and repeats.
-
-    >>> Allowance().max_items, Allowance().max_tokens, Allowance().max_blocks
-    (20, 2000, 4)
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    #: Same meaning as the core's: a caller raises it on purpose to allow more per request.
-    max_tokens_ceiling: int = Field(MAX_TOKENS_CEILING, repr=False)
-    max_items: int = 20
-    max_tokens: int = 2000
-    max_blocks: int = 4
-
-    def __init__(self, **data: Any) -> None:
-        # Validation errors become the core's BudgetError, with the core's messages.
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            causes = [e.get("ctx", {}).get("error") for e in exc.errors()]
-            known = next((c for c in causes if isinstance(c, BudgetError)), None)
-            if known is not None:
-                raise known from None
-            where = ".".join(str(p) for p in exc.errors()[0]["loc"])
-            raise BudgetError(f"invalid Allowance: {where}: {exc.errors()[0]['msg']}") from None
-
-    @field_validator("max_tokens_ceiling", mode="before")
-    @classmethod
-    def _ceiling(cls, value: object) -> int:
-        return check_max_tokens(value, ceiling=1 << 62, field="max_tokens_ceiling")
-
-    @field_validator("max_items", "max_blocks", mode="before")
-    @classmethod
-    def _positive_cap(cls, value: object, info: ValidationInfo) -> int:
-        # Unlike a recall's max_items, an allowance's caps have no "None means no cap".
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise BudgetError(f"{info.field_name}={value!r} must be an int of at least 1")
-        return value
-
-    @field_validator("max_tokens", mode="before")
-    @classmethod
-    def _token_budget(cls, value: object, info: ValidationInfo) -> int:
-        ceiling = info.data.get("max_tokens_ceiling", MAX_TOKENS_CEILING)
-        return check_max_tokens(value, ceiling)
-
-    def full(self) -> Remaining:
-        """The whole allowance, as what is left before anything was spent."""
-        return Remaining(items=self.max_items, tokens=self.max_tokens, blocks=self.max_blocks)
-
-
-class Remaining(BaseModel):
-    """What an allowance has left: each part may be zero. Pass it to ``recall(allowance=...)``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    items: int = Field(ge=0)
-    tokens: int = Field(ge=0)
-    blocks: int = Field(ge=0)
-
-    @property
-    def exhausted(self) -> bool:
-        """True when no optional evidence at all can be added."""
-        return self.items == 0 or self.tokens == 0
-
-
-def as_remaining(allowance: Allowance | Remaining) -> Remaining:
-    """An Allowance (nothing spent yet) or a Remaining, as a Remaining."""
-    if isinstance(allowance, Remaining):
-        return allowance
-    if isinstance(allowance, Allowance):
-        return allowance.full()
-    raise BudgetError(
-        f"allowance={allowance!r} must be a recallpack.Allowance or the Remaining an assembly returned"
-    )
 
 
 class Receipt(BaseModel):

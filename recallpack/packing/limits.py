@@ -1,0 +1,147 @@
+"""Constants, limits and their checks, and the allowance's value types.
+
+A leaf: it imports nothing of recallpack but the error classes, so every other module may
+import it without forming a cycle.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from recallpack.packing.errors import BudgetError, PolicyError
+
+__all__ = [
+    "Policy",
+    "POLICIES",
+    "DEFAULT_MAX_TOKENS",
+    "MAX_TOKENS_CEILING",
+    "ELLIPSIS",
+    "check_max_tokens",
+    "check_max_items",
+    "check_policy",
+    "Allowance",
+    "Remaining",
+    "as_remaining",
+]
+
+Policy = Literal["prefix", "skip", "truncate"]
+POLICIES: tuple[str, ...] = ("prefix", "skip", "truncate")
+DEFAULT_MAX_TOKENS = 2048
+#: A caller may raise its budget up to here; past it only by raising the ceiling too, so one
+#: request cannot swallow a whole context window by accident.
+MAX_TOKENS_CEILING = 16384
+#: Marks text that was cut out of an item.
+ELLIPSIS = "…"
+
+
+def check_max_tokens(value: object, ceiling: int = MAX_TOKENS_CEILING, field: str = "max_tokens") -> int:
+    """``value`` as a valid token budget, or a BudgetError saying what is allowed."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BudgetError(
+            f"{field}={value!r} must be an int between 1 and {ceiling}, got {type(value).__name__}"
+        )
+    if value < 1:
+        raise BudgetError(f"{field}={value} must be at least 1 (the budget is in tokens)")
+    if value > ceiling:
+        raise BudgetError(
+            f"{field}={value} is over the ceiling of {ceiling}; pass "
+            f"max_tokens_ceiling={value} as well if one request should really take that much"
+        )
+    return value
+
+
+def check_max_items(value: object, field: str = "max_items") -> int | None:
+    """``value`` as an item cap (None: no cap), or a BudgetError."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BudgetError(f"{field}={value!r} must be an int of at least 1, or None for no cap")
+    return value
+
+
+def check_policy(value: object) -> Policy:
+    if value not in POLICIES:
+        raise PolicyError(f"policy={value!r} is not a policy; use one of: {', '.join(POLICIES)}")
+    return value  # type: ignore[return-value]
+
+
+class Allowance(BaseModel):
+    """What all the evidence in one model request may add up to, corrections aside.
+
+    ``max_blocks`` bounds how many retained search blocks a request may carry (four by
+    default), so many small searches cannot crowd the context with headers and repeats.
+
+    >>> Allowance().max_items, Allowance().max_tokens, Allowance().max_blocks
+    (20, 2000, 4)
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: Same meaning as the packer's: a caller raises it on purpose to allow more per request.
+    max_tokens_ceiling: int = Field(MAX_TOKENS_CEILING, repr=False)
+    max_items: int = 20
+    max_tokens: int = 2000
+    max_blocks: int = 4
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            causes = [e.get("ctx", {}).get("error") for e in exc.errors()]
+            known = next((c for c in causes if isinstance(c, BudgetError)), None)
+            if known is not None:
+                raise known from None
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"])
+            raise BudgetError(f"invalid Allowance: {where}: {error['msg']}") from None
+
+    @field_validator("max_tokens_ceiling", mode="before")
+    @classmethod
+    def _ceiling(cls, value: object) -> int:
+        return check_max_tokens(value, ceiling=1 << 62, field="max_tokens_ceiling")
+
+    @field_validator("max_items", "max_blocks", mode="before")
+    @classmethod
+    def _positive_cap(cls, value: object, info: ValidationInfo) -> int:
+        # Unlike a recall's max_items, an allowance's caps have no "None means no cap".
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise BudgetError(f"{info.field_name}={value!r} must be an int of at least 1")
+        return value
+
+    @field_validator("max_tokens", mode="before")
+    @classmethod
+    def _token_budget(cls, value: object, info: ValidationInfo) -> int:
+        ceiling = info.data.get("max_tokens_ceiling", MAX_TOKENS_CEILING)
+        return check_max_tokens(value, ceiling)
+
+    def full(self) -> Remaining:
+        """The whole allowance, as what is left before anything was spent."""
+        return Remaining(items=self.max_items, tokens=self.max_tokens, blocks=self.max_blocks)
+
+
+class Remaining(BaseModel):
+    """What an allowance has left: each part may be zero. Pass it to ``recall(allowance=...)``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    items: int = Field(ge=0)
+    tokens: int = Field(ge=0)
+    blocks: int = Field(ge=0)
+
+    @property
+    def exhausted(self) -> bool:
+        """True when no optional evidence at all can be added."""
+        return self.items == 0 or self.tokens == 0
+
+
+def as_remaining(allowance: Allowance | Remaining) -> Remaining:
+    """An Allowance (nothing spent yet) or a Remaining, as a Remaining."""
+    if isinstance(allowance, Remaining):
+        return allowance
+    if isinstance(allowance, Allowance):
+        return allowance.full()
+    raise BudgetError(
+        f"allowance={allowance!r} must be a recallpack.Allowance or the Remaining an assembly returned"
+    )
