@@ -9,7 +9,6 @@ provenance and scopes, rendered as a Markdown block that says it is evidence, no
 1
 """
 
-from recallpack.packing.budget import pack, recall
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.errors import (
     BudgetError,
@@ -24,7 +23,9 @@ from recallpack.packing.errors import (
     TokenizerError,
     UpstreamError,
 )
+from recallpack.packing.fusion import Fused, fuse
 from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING, POLICIES, Policy
+from recallpack.packing.packer import Packer, pack, recall, recall_many
 from recallpack.packing.result import (
     Evidence,
     Outcome,
@@ -87,8 +88,12 @@ __all__ = [
     "Provenance",
     "Scope",
     "Reader",
+    "Packer",
     "pack",
     "recall",
+    "recall_many",
+    "fuse",
+    "Fused",
     "Policy",
     "POLICIES",
     "DEFAULT_MAX_TOKENS",

@@ -40,9 +40,9 @@ def test_docstring_examples_run() -> None:
     """The >>> examples in the public modules pass."""
     import doctest
 
-    from recallpack.packing import budget, candidate, result, tokenizer
+    from recallpack.packing import candidate, fusion, packer, result, tokenizer
 
-    for module in (recallpack, budget, candidate, result, tokenizer):
+    for module in (recallpack, packer, fusion, candidate, result, tokenizer):
         outcome = doctest.testmod(module)
         assert outcome.failed == 0 and (outcome.attempted > 0 or module is result), module
 

@@ -119,9 +119,17 @@ def test_reader_names_scopes_and_withholds_unknown_ones() -> None:
     assert result.report.items_withheld == 1
 
 
-def test_without_a_reader_scope_ids_render_as_given() -> None:
-    """With no reader nothing is withheld and ids are shown as they are."""
-    result = recall([Candidate(text="x", scope_ids=("team-a", "team-b"))])
+def test_without_a_reader_scoped_items_are_withheld() -> None:
+    """With no reader, an item that carries scopes is withheld (no_reader); unscoped ones show."""
+    result = recall([Candidate(text="x", scope_ids=("team-a", "team-b")), Candidate(text="y")])
+    assert [e.text for e in result.evidence] == ["y"]
+    assert result.trace[0].reason == "no_reader" and result.trace[0].outcome == "withheld"
+    assert result.report.items_withheld == 1
+
+
+def test_the_open_reader_shows_scope_ids_as_given() -> None:
+    """Reader.everyone() is the explicit choice to show every item, its scope ids as names."""
+    result = recall([Candidate(text="x", scope_ids=("team-a", "team-b"))], reader=Reader.everyone())
     assert result.evidence[0].scopes == ("team-a", "team-b")
     assert "`team-a ∩ team-b`" in result.to_markdown()
 
@@ -141,8 +149,9 @@ def test_resource_uri_needs_both_ids_and_is_percent_encoded() -> None:
 def test_dedupe_can_be_turned_off() -> None:
     """dedupe=False keeps identical candidates; the same text in other scopes is not a duplicate."""
     same = [Candidate(text="x"), Candidate(text="x"), Candidate(text="x", scope_ids=("s",))]
-    assert len(recall(same).evidence) == 2
-    assert len(recall(same, dedupe=False).evidence) == 3
+    reader = Reader(id="s")
+    assert len(recall(same, reader=reader).evidence) == 2
+    assert len(recall(same, reader=reader, dedupe=False).evidence) == 3
 
 
 def test_truncate_policy_marks_the_cut() -> None:
@@ -168,9 +177,12 @@ def test_budget_too_small_for_the_header_keeps_nothing() -> None:
 
 
 def test_several_megabytes_at_the_head() -> None:
-    """A multi-megabyte first candidate is dropped (prefix) or cut (truncate) within budget."""
+    """A multi-megabyte first candidate is cut by the floor (or dropped without it) within budget."""
     huge = Candidate(text="lorem ipsum dolor sit amet " * 200_000)
-    assert recall([huge, *corpus(3)], max_tokens=500).evidence == ()
+    assert recall([huge, *corpus(3)], max_tokens=500, floor=False).evidence == ()
+    floored = recall([huge, *corpus(3)], max_tokens=500)
+    assert floored.report.floor_applied and len(floored.evidence) == 1
+    assert count_tokens(floored.to_markdown()) <= 500
     cut = recall([huge, *corpus(3)], max_tokens=500, policy="truncate")
     assert len(cut.evidence) == 1 and count_tokens(cut.to_markdown()) <= 500
     skipped = recall([huge, *corpus(3)], max_tokens=500, policy="skip")
@@ -178,9 +190,9 @@ def test_several_megabytes_at_the_head() -> None:
 
 
 def test_lane_budgets_reject_unknown_provenance() -> None:
-    """lane_budgets keys must be provenances, and the error lists them."""
-    with pytest.raises(LaneError, match="source, session, derived"):
-        recall([], lane_budgets={"facts": 100})
+    """lane_budgets keys must be lanes or provenances, and the error lists both."""
+    with pytest.raises(LaneError, match="sources, working_memory, facts.*source, session, derived"):
+        recall([], lane_budgets={"fact": 100})
     with pytest.raises(BudgetError, match="lane_budgets"):
         recall([], lane_budgets={"derived": -1})
 
@@ -188,7 +200,7 @@ def test_lane_budgets_reject_unknown_provenance() -> None:
 def test_missing_template_file_is_an_error(tmp_path) -> None:
     """A template path that does not exist names the path."""
     with pytest.raises(TemplateError, match="no such file"):
-        recall([], template=str(tmp_path / "nope.md.j2"))
+        recall([], template=tmp_path / "nope.md.j2")
 
 
 def test_custom_template_is_covered_by_the_budget() -> None:
@@ -251,14 +263,13 @@ def test_rendered_block_never_exceeds_the_budget(
     assert [c.provenance for c in kept] == [e.provenance for e in result.evidence]
 
 
-def test_recall_joined_budgets_the_joined_texts() -> None:
-    """recall_joined fits join(kept texts), for hosts that send texts rather than the block."""
-    from recallpack.packing.budget import recall_joined
+def test_join_budgets_the_joined_texts() -> None:
+    """join= fits join(kept texts), for hosts that send texts rather than the block."""
 
     def join(texts):
         return "\n\n".join(texts)
 
-    result = recall_joined(corpus(30), join=join, max_tokens=700)
+    result = recall(corpus(30), join=join, max_tokens=700)
     joined = join([e.text for e in result.evidence])
     assert 0 < count_tokens(joined) <= 700 == result.report.max_tokens
     assert result.report.tokens_used == count_tokens(joined)

@@ -96,28 +96,40 @@ def test_same_input_same_bytes() -> None:
 
 def test_backticks_in_scope_names_cannot_break_the_code_span() -> None:
     """A scope name holding a backtick is fenced with a longer run."""
-    block = recall([Candidate(text="x", scope_ids=("a`b",))]).to_markdown()
+    block = recall([Candidate(text="x", scope_ids=("a`b",))], reader=Reader.everyone()).to_markdown()
     assert "from scope `` a`b ``" in block
 
 
 def test_template_from_a_file(tmp_path) -> None:
-    """to_markdown takes a template path."""
+    """template= takes a pathlib.Path to a template file."""
     path = tmp_path / "mine.md.j2"
     path.write_text("{% for item in evidence %}* {{ item.text }}\n{% endfor %}")
-    assert recall([Candidate(text="a"), Candidate(text="b")]).to_markdown(path) == "* a\n* b\n"
+    assert recall([Candidate(text="a"), Candidate(text="b")], template=path).to_markdown() == "* a\n* b\n"
+
+
+def test_a_str_template_is_never_read_as_a_path() -> None:
+    """A str is always template source: a path-like string renders as itself, no file is opened."""
+    block = recall([Candidate(text="a")], template="/proc/self/environ").to_markdown()
+    assert block == "/proc/self/environ"
+
+
+def test_to_markdown_refuses_an_unmeasured_template() -> None:
+    """to_markdown(template=other) would return bytes nobody counted, so it is refused."""
+    with pytest.raises(TemplateError, match="pack again"):
+        recall([Candidate(text="a")]).to_markdown("{{ evidence }}")
 
 
 def test_template_cannot_reach_python_internals() -> None:
     """The sandbox refuses attribute tricks in a custom template."""
     evil = "{% for item in evidence %}{{ item.__class__.__mro__[1].__subclasses__() }}{% endfor %}"
     with pytest.raises(TemplateError):
-        recall([Candidate(text="a")]).to_markdown(evil)
+        recall([Candidate(text="a")], template=evil)
 
 
 def test_template_syntax_error_is_reported() -> None:
     """A broken template is a TemplateError with its line."""
     with pytest.raises(TemplateError, match="syntax error on line 1"):
-        recall([Candidate(text="a")]).to_markdown("{% for %}")
+        recall([Candidate(text="a")], template="{% for %}")
 
 
 scope_pairs = st.lists(st.tuples(st.text(max_size=12), st.text(max_size=20)), max_size=3)

@@ -106,7 +106,7 @@ def test_trace_html_escapes_row_values() -> None:
     """A lane string with markup in a trace entry is escaped in its row."""
     trace = Trace(
         [TraceEntry(rank=0, outcome="dropped", reason="empty", lane="<img src=x onerror=alert(1)>")],
-        [object()],
+        1,
         None,
     )
     html = trace._repr_html_()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any
@@ -10,7 +12,29 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from recallpack.packing.errors import CandidateError, LaneError
 
-__all__ = ["ValueEnum", "LaneKind", "Provenance", "Candidate", "coerce_lane", "coerce_candidate"]
+__all__ = [
+    "ValueEnum",
+    "LaneKind",
+    "Provenance",
+    "Candidate",
+    "coerce_lane",
+    "coerce_candidate",
+    "clean_text",
+]
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(value: str) -> str:
+    """``value`` with lone surrogates (what ``json.loads('"\\ud800"')`` gives) replaced by U+FFFD.
+
+    They cannot be encoded as UTF-8, so they would crash every counter, digest and writer
+    downstream; the replacement is what the model is shown and what is counted. A scan, and a
+    copy only when one is found.
+    """
+    if _LONE_SURROGATE.search(value) is None:
+        return value
+    return _LONE_SURROGATE.sub("\ufffd", value)
 
 
 class ValueEnum(str, Enum):
@@ -90,10 +114,16 @@ class Candidate(BaseModel):
     artifact_id: str | None = None
     artifact_content_id: str | None = None
     score: float | None = None
+    #: Where the item can be found again (a path, a URL, a page), shown on its resource line
+    #: when it has no artifact ids. Adapters fill it from what the host's loaders record.
+    citation: str | None = None
     metadata: Mapping[str, Any] = Field(default_factory=dict)
     #: "text" for anything that can be rendered; adapters set another modality (an image node,
     #: say) so the walk can drop it with reason ``no_text`` instead of calling it empty.
     modality: str = "text"
+    #: Set by adapters when the item's scope metadata is present but unreadable: the walk then
+    #: withholds it (reason ``malformed_scope``) rather than show it to everyone.
+    scope_error: str | None = None
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -108,6 +138,20 @@ class Candidate(BaseModel):
     def _text_is_str(cls, value: object) -> object:
         if not isinstance(value, str):
             raise ValueError(f"text must be a str, got {type(value).__name__} {value!r:.60}")
+        return clean_text(value)
+
+    @field_validator("artifact_id", "artifact_content_id", "citation", mode="before")
+    @classmethod
+    def _optional_text(cls, value: object) -> object:
+        return clean_text(value) if isinstance(value, str) else value
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _finite_score(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError("score must be a number or None, got a bool")
+        if isinstance(value, (int, float)) and not math.isfinite(value):
+            raise ValueError(f"score={value!r} must be a finite number or None")
         return value
 
     @field_validator("lane", mode="before")
@@ -119,8 +163,17 @@ class Candidate(BaseModel):
     @classmethod
     def _scope_ids_tuple(cls, value: object) -> object:
         if isinstance(value, str):
-            return (value,)
-        return value
+            value = (value,)
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(
+                f"scope_ids must be a list of scope id strings, got {type(value).__name__}"
+            )
+        for scope_id in value:
+            if not isinstance(scope_id, str) or not scope_id.strip():
+                raise ValueError(
+                    f"scope_ids holds {scope_id!r}; every scope id must be a non-empty str"
+                )
+        return tuple(clean_text(scope_id) for scope_id in value)
 
     @property
     def provenance(self) -> Provenance:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, overload
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from recallpack.packing.candidate import Candidate, LaneKind, Provenance, ValueEnum
-from recallpack.packing.render import TemplateSpec, load_template, render
-
-if TYPE_CHECKING:
-    from recallpack.packing.tokenizer import TokenizerSpec
+from recallpack.packing.candidate import Candidate, Provenance, ValueEnum
+from recallpack.packing.errors import TemplateError
+from recallpack.packing.report_html import report_html, trace_html
 
 __all__ = [
     "Scope",
@@ -48,17 +47,33 @@ class Reader(BaseModel):
     ('private', 'book-club')
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str | None = None
     scopes: Mapping[str, Scope] = Field(default_factory=dict)
+    #: True only for :meth:`everyone`: every scope is readable (scope ids become their names).
+    open: bool = False
+
+    @classmethod
+    def everyone(cls) -> Reader:
+        """The explicitly open reader: every item is shown, whatever its scopes.
+
+        Without any reader, items that carry scopes are withheld; choose this on purpose when
+        the evidence is not per user (a public corpus, an offline evaluation).
+        """
+        return cls(open=True)
 
     def scope_for(self, scope_id: str) -> Scope | None:
         if scope_id == self.id:
             return Scope(name=PRIVATE)
-        return self.scopes.get(scope_id)
+        found = self.scopes.get(scope_id)
+        if found is None and self.open:
+            return Scope(name=scope_id)
+        return found
 
     def can_read(self, scope_ids: Sequence[str]) -> bool:
+        if self.open:
+            return True
         return all(scope_id == self.id or scope_id in self.scopes for scope_id in scope_ids)
 
     def scope_names(self, scope_ids: Sequence[str]) -> tuple[str, ...]:
@@ -100,6 +115,8 @@ class Reason(ValueEnum):
     OVER_LANE_BUDGET = "over_lane_budget"
     DUPLICATE = "duplicate"
     UNREADABLE = "unreadable"
+    NO_READER = "no_reader"
+    MALFORMED_SCOPE = "malformed_scope"
     EMPTY = "empty"
     NO_TEXT = "no_text"
 
@@ -116,7 +133,12 @@ class TraceEntry(BaseModel):
     score: float | None = None
     tokens: int | None = Field(None, description="What it cost, when the walk counted it.")
     reached: bool = Field(True, description="False for candidates after the walk ended.")
-    truncated: bool = Field(False, description="Selected, but cut to fit (policy truncate).")
+    truncated: bool = Field(False, description="Selected, but cut to fit (the floor or truncate).")
+    cut: str | None = Field(None, description="How a truncated item was cut: 'head' or 'focus'.")
+    kept_spans: tuple[tuple[int, int], ...] = Field(
+        (), description="Character ranges of the original text a cut kept."
+    )
+    preview: str = Field("", description="The first characters of the candidate's text.")
 
 
 class Trace(Sequence[TraceEntry]):
@@ -124,21 +146,17 @@ class Trace(Sequence[TraceEntry]):
 
     Candidates after the walk ended were never looked at (that is what keeps the packer's work
     in proportion to what it keeps); their entries are made on access, with the reason that
-    ended the walk.
+    ended the walk, and carry no lane, score or preview. The trace holds its own compact
+    records, never the caller's candidates, so nothing dropped stays alive through a result.
     """
 
-    def __init__(
-        self,
-        entries: Sequence[TraceEntry],
-        candidates: Sequence[object],
-        tail_reason: Reason | None,
-    ) -> None:
+    def __init__(self, entries: Sequence[TraceEntry], total: int, tail_reason: Reason | None) -> None:
         self._entries = tuple(entries)
-        self._candidates = candidates
+        self._total = total
         self._tail_reason = tail_reason
 
     def __len__(self) -> int:
-        return len(self._candidates)
+        return self._total
 
     @overload
     def __getitem__(self, index: int) -> TraceEntry: ...
@@ -160,23 +178,11 @@ class Trace(Sequence[TraceEntry]):
         for index in range(len(self._entries), len(self)):
             yield self._unreached(index)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Trace, (self._entries, self._total, self._tail_reason))
+
     def _unreached(self, index: int) -> TraceEntry:
-        raw = self._candidates[index]
-        if isinstance(raw, Candidate):
-            lane: object = raw.lane
-            score: object = raw.score
-        elif isinstance(raw, Mapping):
-            lane, score = raw.get("lane"), raw.get("score")
-        else:
-            lane = score = None
-        return TraceEntry(
-            rank=index,
-            outcome=Outcome.DROPPED,
-            reason=self._tail_reason,
-            lane=lane.value if isinstance(lane, LaneKind) else (str(lane) if lane else None),
-            score=score if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
-            reached=False,
-        )
+        return TraceEntry(rank=index, outcome=Outcome.DROPPED, reason=self._tail_reason, reached=False)
 
     @property
     def reached(self) -> int:
@@ -191,8 +197,6 @@ class Trace(Sequence[TraceEntry]):
         return f"<Trace {len(self)} candidates, {self.reached} reached>"
 
     def _repr_html_(self) -> str:
-        from recallpack.packing.report_html import trace_html
-
         return trace_html(self)
 
 
@@ -211,24 +215,50 @@ class PackReport(BaseModel):
     policy: str
     truncated: bool = False
     reasons: dict[str, int] = Field(default_factory=dict)
+    floor_applied: bool = Field(
+        False, description="Nothing fitted whole, so the top readable match was kept, cut to fit."
+    )
+    cut: str | None = Field(None, description="How the cut item was cut: 'head' or 'focus'.")
+    largest_dropped_chars: int = Field(
+        0, description="Characters in the largest candidate the walk reached and dropped for size."
+    )
+
+    @property
+    def over_budget(self) -> int:
+        """Candidates not kept because they did not fit (the tail the walk never reached included)."""
+        return self.reasons.get("over_budget", 0) + self.reasons.get("over_lane_budget", 0)
 
     def _repr_html_(self) -> str:
-        from recallpack.packing.report_html import report_html
-
         return report_html(self)
 
     def summary(self) -> str:
-        """One line: what was kept of what, in how many tokens."""
+        """What was kept of what, in how many tokens, and in words why the rest was not."""
         why = ", ".join(f"{count} {reason}" for reason, count in sorted(self.reasons.items()))
         budget = f"/{self.max_tokens}" if self.max_tokens is not None else ""
-        return (
+        line = (
             f"kept {self.items_selected} of {self.candidates} in {self.tokens_used}{budget} tokens "
             f"({self.tokenizer_used}, {self.policy})" + (f"; not kept: {why}" if why else "")
         )
+        if self.floor_applied:
+            line += (
+                f". No match fitted whole, so the top one was kept, cut to fit ({self.cut} cut)"
+            )
+        if self.largest_dropped_chars:
+            line += f". The largest item dropped for size has {self.largest_dropped_chars:,} characters"
+        return line
+
+
+#: Set by recallpack.packing.packer when it is imported: the deprecated
+#: RecallResult.from_candidates builds through the Packer without importing it (no cycle).
+RESULT_BUILDERS: list[Callable[..., RecallResult]] = []
 
 
 class RecallResult:
-    """The evidence a caller sees, the report, and the trace of every candidate."""
+    """The evidence a caller sees, the rendered block, the report, and the trace of every candidate.
+
+    The block is rendered once, by the packer, and those exact bytes were measured: what
+    ``to_markdown()`` returns is what fits the budget (and what a receipt binds to).
+    """
 
     def __init__(
         self,
@@ -237,13 +267,15 @@ class RecallResult:
         report: PackReport,
         trace: Trace,
         *,
-        template: TemplateSpec = None,
+        markdown: str | Callable[[], str],
+        selected_ranks: Sequence[int] = (),
     ) -> None:
         self.evidence: tuple[Evidence, ...] = tuple(evidence)
         self.shared_scopes: tuple[Scope, ...] = tuple(shared_scopes)
         self.report = report
         self.trace = trace
-        self._template = template
+        self._markdown = markdown
+        self._selected_ranks = tuple(selected_ranks)
 
     @classmethod
     def from_candidates(
@@ -251,33 +283,40 @@ class RecallResult:
         candidates: Sequence[Candidate | Mapping[str, Any]],
         reader: Reader | None = None,
         *,
-        tokenizer: TokenizerSpec = None,
-        resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE,
+        tokenizer: Any = None,
+        resource_uri_template: str | None = None,
     ) -> RecallResult:
-        """Everything readable, in order, with no budget (seed 000's boundary)."""
-        from recallpack.packing.budget import build_result
-
-        return build_result(
-            candidates,
-            max_tokens=None,
-            tokenizer=tokenizer,
-            reader=reader,
-            resource_uri_template=resource_uri_template,
+        """Deprecated: use ``recallpack.recall(candidates, max_tokens=..., reader=...)``."""
+        warnings.warn(
+            "RecallResult.from_candidates is deprecated; use recallpack.recall(candidates, "
+            "reader=...) or Packer(...).recall(candidates), which apply a budget",
+            DeprecationWarning,
+            stacklevel=2,
         )
+        settings: dict[str, Any] = {"reader": reader, "tokenizer": tokenizer}
+        if resource_uri_template is not None:
+            settings["resource_uri_template"] = resource_uri_template
+        return RESULT_BUILDERS[0](candidates, **settings)
 
     @property
     def selected_ranks(self) -> tuple[int, ...]:
         """Input positions of the kept candidates, in the order of ``evidence``."""
-        return tuple(e.rank for e in self.trace[: self.trace.reached] if e.outcome is Outcome.SELECTED)
+        return self._selected_ranks
 
-    def to_markdown(self, template: TemplateSpec = None) -> str:
-        """The evidence block; ``""`` when nothing was kept."""
-        chosen = load_template(template if template is not None else self._template)
-        return render(
-            chosen,
-            [e.model_dump() for e in self.evidence],
-            [s.model_dump() for s in self.shared_scopes],
-        )
+    def to_markdown(self, template: object = None) -> str:
+        """The evidence block that was measured; ``""`` when nothing was kept.
+
+        A different template would give different bytes that nobody counted, so it is refused:
+        pack again with ``template=`` to get a block in another shape.
+        """
+        if template is not None:
+            raise TemplateError(
+                "to_markdown(template=...) would return a block nobody measured; pack again "
+                "with recall(..., template=...) (or Packer(template=...)) instead"
+            )
+        if callable(self._markdown):
+            self._markdown = self._markdown()
+        return self._markdown
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -286,8 +325,15 @@ class RecallResult:
             "report": self.report.model_dump(mode="json"),
         }
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_markdown"] = self.to_markdown()  # a pickle carries bytes, not a closure
+        return state
+
     def _repr_markdown_(self) -> str:
-        return self.to_markdown() or "*(no evidence)*"
+        # A notebook renders Markdown with its raw HTML live; evidence is never markup.
+        block = self.to_markdown().replace("&", "&amp;").replace("<", "&lt;")
+        return block or "*(no evidence)*"
 
     def __len__(self) -> int:
         return len(self.evidence)

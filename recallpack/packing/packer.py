@@ -1,0 +1,555 @@
+"""The Packer: every packing setting, validated once, with its tokenizer and template resolved.
+
+Adapters and the module-level :func:`recall` / :func:`pack` all go through a Packer, so a
+setting is defined here once and every host takes it by the same name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal
+
+import jinja2
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from recallpack.packing.candidate import Candidate, LaneKind, Provenance
+from recallpack.packing.errors import (
+    BudgetError,
+    CandidateError,
+    ConfigError,
+    LaneError,
+    PolicyError,
+    RecallpackError,
+    TemplateError,
+    TokenizerError,
+)
+from recallpack.packing.limits import (
+    DEFAULT_MAX_TOKENS,
+    ELLIPSIS,
+    MAX_TOKENS_CEILING,
+    Allowance,
+    Policy,
+    Remaining,
+    as_remaining,
+    check_max_tokens,
+    check_policy,
+)
+from recallpack.packing.render import OUTPUT_CHARS_PER_TOKEN, OUTPUT_SLACK_CHARS, load_template, render
+from recallpack.packing.result import (
+    DEFAULT_RESOURCE_URI_TEMPLATE,
+    RESULT_BUILDERS,
+    PackReport,
+    Reader,
+    Reason,
+    RecallResult,
+    Trace,
+)
+from recallpack.packing.tokenizer import Tokenizer, get_tokenizer
+from recallpack.packing.walk import BlockCost, CostModel, Cutter, JoinedCost, Walk, WalkSettings
+
+__all__ = ["Packer", "recall", "pack", "recall_many", "CutMode", "DEFAULT_CITATION_KEYS", "unknown_setting"]
+
+CutMode = Literal["auto", "head", "focus"]
+#: Metadata keys a citation is read from, in order: LangChain loaders record ``source`` (a path
+#: or URL); LlamaIndex readers record ``file_path``, ``url`` and ``file_name``.
+DEFAULT_CITATION_KEYS: tuple[str, ...] = ("source", "file_path", "url", "file_name")
+_WITHHELD = frozenset({Reason.UNREADABLE.value, Reason.NO_READER.value, Reason.MALFORMED_SCOPE.value})
+#: Which error a bad value of each setting raises (the rest: ConfigError).
+_ERROR_OF_FIELD: dict[str, type[RecallpackError]] = {
+    "max_tokens": BudgetError,
+    "max_items": BudgetError,
+    "max_tokens_ceiling": BudgetError,
+    "lane_budgets": BudgetError,
+    "policy": PolicyError,
+    "tokenizer": TokenizerError,
+    "template": TemplateError,
+}
+
+
+class Packer(BaseModel):
+    """How to pack: a token budget, caps, a policy, who reads, and how the block looks.
+
+    Built once (every setting is checked here, before any candidate), then used for any number
+    of calls; per call, :meth:`recall` takes overrides of the same names.
+
+    >>> packer = Packer(max_tokens=64, tokenizer="chars")
+    >>> packer.recall([Candidate(text="Alice works at Initech.")]).report.items_selected
+    1
+    >>> Packer(max_token=64)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    recallpack.packing.errors.ConfigError: Packer got an unknown setting 'max_token'; did you mean ...
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    max_tokens: int = Field(DEFAULT_MAX_TOKENS, strict=True, ge=1)
+    """The token budget for what the model is shown: the whole rendered block by default."""
+    max_items: int | None = Field(None, strict=True, ge=1)
+    """At most this many items, whatever room the budget leaves (None: no cap)."""
+    policy: Policy = "prefix"
+    """An item that does not fit: ``prefix`` ends the walk, ``skip`` passes over it,
+    ``truncate`` cuts it to the room left and ends the walk."""
+    floor: bool = Field(True, strict=True)
+    """A match is never answered with nothing: if nothing fits whole, the top readable match is
+    kept, cut to the room. False gives the strict prefix."""
+    cut: CutMode = "auto"
+    """How an item is cut: ``head`` keeps its start, ``focus`` the passages that match the
+    query; ``auto`` is focus when the call gives a query, head otherwise."""
+    embed: Any = None
+    """For focus cuts: a LangChain Embeddings, a LlamaIndex embedding or a callable, used to
+    score the passages of the one item being cut (None: lexical scoring)."""
+    tokenizer: Any = None
+    """An encoding or model name, ``"chars"``, a Tokenizer, a ``str -> int`` (None: cl100k_base)."""
+    reader: Reader | None = None
+    """Who reads: items in scopes they do not hold are withheld. With no reader, items that carry
+    scopes are withheld too, unless this is ``Reader.everyone()``."""
+    lane_budgets: Mapping[str, int] | None = None
+    """Tokens per lane (``"facts"``) or per provenance (``"derived"``: all its lanes)."""
+    dedupe: bool = Field(True, strict=True)
+    """Drop an item whose text and scopes equal a kept one's."""
+    template: str | Path | None = None
+    """Template source (a str) or a template file (a Path); None: the default block."""
+    resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE
+    """The resource line for items with ``artifact_id`` and ``artifact_content_id``."""
+    citation_keys: tuple[str, ...] = DEFAULT_CITATION_KEYS
+    """Metadata keys a resource line is read from when an item has no artifact ids."""
+    join: Callable[[Sequence[str]], str] | None = None
+    """None: the model is shown the rendered block. A function: it is shown ``join(kept texts)``
+    instead (as a LlamaIndex synthesizer builds its context), and that is what is budgeted."""
+    max_tokens_ceiling: int = Field(MAX_TOKENS_CEILING, strict=True, ge=1)
+    """Raise it to allow a max_tokens above 16384."""
+
+    _tok: Tokenizer = PrivateAttr()
+    _compiled: jinja2.Template | None = PrivateAttr(default=None)
+    _budgets: dict[LaneKind | Provenance, int] = PrivateAttr(default_factory=dict)
+
+    def __init__(self, **settings: Any) -> None:
+        refuse_unknown(type(self).__name__, settings, self.settings_names())
+        try:
+            super().__init__(**settings)
+        except ValidationError as exc:
+            raise recallpack_error(type(self).__name__, exc) from None
+
+    @classmethod
+    def settings_names(cls) -> tuple[str, ...]:
+        """Every setting a Packer (and so every adapter) takes."""
+        return tuple(cls.model_fields)
+
+    @field_validator("template", mode="before")
+    @classmethod
+    def _template_kind(cls, value: object) -> object:
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise TemplateError(
+                f"template={value!r} must be template source (a str), a pathlib.Path to a "
+                "template file, or None for the default"
+            )
+        return value
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _policy(cls, value: object) -> object:
+        return check_policy(value)
+
+    @field_validator("citation_keys", mode="before")
+    @classmethod
+    def _keys(cls, value: object) -> object:
+        if isinstance(value, str):
+            return (value,)
+        return value
+
+    @model_validator(mode="after")
+    def _resolve(self) -> Packer:
+        check_max_tokens(self.max_tokens, self.max_tokens_ceiling)
+        self._tok = get_tokenizer(self.tokenizer)
+        self._compiled = None if self.template is None else load_template(self.template)
+        self._budgets = _lane_budgets(self.lane_budgets)
+        _check_uri_template(self.resource_uri_template)
+        if self.embed is not None and not callable(self.embed) and not _looks_like_embeddings(self.embed):
+            raise ConfigError(
+                f"embed={self.embed!r} must be a LangChain Embeddings, a LlamaIndex embedding, "
+                "or a callable list[str] -> list[list[float]]"
+            )
+        return self
+
+    # -- calls ----------------------------------------------------------------------------------
+
+    @property
+    def tokenizer_used(self) -> Tokenizer:
+        """The resolved tokenizer every call counts with."""
+        return self._tok
+
+    def replace(self, **overrides: Any) -> Packer:
+        """A Packer with some settings changed, validated like a new one.
+
+        A configured reader cannot be lifted: an override of ``reader`` is refused unless no
+        reader was configured (open a packer up on purpose with ``Reader.everyone()``).
+        """
+        refuse_unknown(type(self).__name__, overrides, self.settings_names())
+        if "reader" in overrides and self.reader is not None and overrides["reader"] != self.reader:
+            raise ConfigError(
+                "reader is configured, and a per-call reader cannot replace it (that could "
+                "lift its scopes); build another Packer or retriever for another reader"
+            )
+        if not overrides:
+            return self
+        settings = {name: getattr(self, name) for name in self.settings_names()}
+        replaced = type(self)(**{**settings, **overrides})
+        if "tokenizer" not in overrides:
+            replaced._tok = self._tok  # keeps a callable tokenizer's count cache across calls
+        return replaced
+
+    def recall(
+        self,
+        candidates: Iterable[Candidate | Mapping[str, Any]],
+        *,
+        query: str | None = None,
+        allowance: Allowance | Remaining | None = None,
+        **overrides: Any,
+    ) -> RecallResult:
+        """Pack ``candidates`` (in merit order) into evidence that fits ``max_tokens``.
+
+        ``query`` lets a cut keep the passages that answer it; ``allowance`` (an Allowance or
+        the Remaining an assembly left) caps the block further; ``overrides`` change settings
+        for this call only.
+        """
+        packer = self.replace(**overrides) if overrides else self
+        return packer._recall(candidates, query=query, allowance=allowance)
+
+    def pack(self, candidates: Iterable[Candidate | Mapping[str, Any]]) -> list[Candidate]:
+        """The kept candidates themselves (a cut one with its cut text), in order."""
+        listed = _as_list(candidates)
+        result = self._recall(listed)
+        ranks = result.selected_ranks
+        kept = []
+        for rank, evidence in zip(ranks, result.evidence):
+            item = listed[rank]
+            candidate = item if isinstance(item, Candidate) else Candidate(**item)
+            if evidence.truncated:
+                candidate = candidate.model_copy(update={"text": evidence.text})
+            kept.append(candidate)
+        return kept
+
+    def recall_many(
+        self,
+        candidate_lists: Iterable[Iterable[Candidate | Mapping[str, Any]]],
+        *,
+        queries: Sequence[str | None] | None = None,
+        max_workers: int | None = None,
+    ) -> list[RecallResult]:
+        """Pack many independent lists at once, on every core; the same results as a loop."""
+        lists = [_as_list(c) for c in candidate_lists]
+        if queries is not None and len(queries) != len(lists):
+            raise ConfigError(f"queries has {len(queries)} entries for {len(lists)} candidate lists")
+        asked = queries if queries is not None else [None] * len(lists)
+        workers = max_workers or os.cpu_count() or 1
+        if workers <= 1 or len(lists) < 2:
+            return [self._recall(c, query=q) for c, q in zip(lists, asked)]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(lambda pair: self._recall(pair[0], query=pair[1]), zip(lists, asked)))
+
+    # -- one packing ----------------------------------------------------------------------------
+
+    def _recall(
+        self,
+        candidates: Iterable[Candidate | Mapping[str, Any]],
+        *,
+        query: str | None = None,
+        allowance: Allowance | Remaining | None = None,
+        unbounded: bool = False,
+    ) -> RecallResult:
+        listed = _as_list(candidates)
+        max_tokens: int | None = None if unbounded else self.max_tokens
+        max_items = self.max_items
+        if allowance is not None:
+            # Both bounds hold at once. What is left may be zero, which no caller may pass as
+            # its own budget, so it goes to the walk directly: nothing fits, each drop says why.
+            left = as_remaining(allowance)
+            max_tokens = left.tokens if max_tokens is None else min(max_tokens, left.tokens)
+            max_items = left.items if max_items is None else min(max_items, left.items)
+        settings = WalkSettings(
+            max_tokens=max_tokens,
+            max_items=max_items,
+            policy=self.policy,
+            floor=self.floor,
+            reader=self.reader,
+            lane_budgets=self._budgets,
+            dedupe=self.dedupe,
+            resource_uri_template=self.resource_uri_template,
+            citation_keys=self.citation_keys,
+        )
+        cost: CostModel = BlockCost(self._tok) if self.join is None else JoinedCost(self._tok, self.join)
+        walk = Walk(listed, settings, cost, self._cutter(query))
+        walk.run()
+        used, markdown = self._measure(walk, max_tokens)
+        # Per-item counts are nearly always exact; this makes the bound a guarantee whatever
+        # the template or join: the last item is cut shorter or given back until the whole fits.
+        while max_tokens is not None and used > max_tokens and walk.kept:
+            if not walk.recut_last(used - max_tokens) and walk.kept and walk.kept[-1].cut is None:
+                walk.give_back_last()
+            used, markdown = self._measure(walk, max_tokens)
+        return self._result(walk, listed, used, markdown, max_tokens)
+
+    def _measure(self, walk: Walk, max_tokens: int | None) -> tuple[int, str | Callable[[], str]]:
+        """The exact token count of what the model is shown, and the block (rendered once)."""
+        if self.join is not None:
+            return walk.cost.measure(walk), lambda: self._render(walk, None)
+        text = self._render(walk, max_tokens)
+        if self._compiled is None and self._tok.splits_at_line_starts:
+            return walk.cost.measure(walk), text
+        return (self._tok.count(text) if text else 0), text
+
+    def _render(self, walk: Walk, max_tokens: int | None) -> str:
+        if self._compiled is None:
+            return walk.default_block()
+        bound = None if max_tokens is None else max_tokens * OUTPUT_CHARS_PER_TOKEN + OUTPUT_SLACK_CHARS
+        return render(
+            self._compiled,
+            [e.model_dump() for e in walk.evidence()],
+            [s.model_dump() for s in walk.shared_scopes()],
+            max_chars=bound,
+        )
+
+    def _result(
+        self, walk: Walk, listed: Sequence[Any], used: int, markdown: str | Callable[[], str],
+        max_tokens: int | None,
+    ) -> RecallResult:
+        reasons = dict(walk.reasons)
+        tail = len(listed) - len(walk.entries)
+        if tail:
+            assert walk.tail_reason is not None
+            reasons[walk.tail_reason.value] = reasons.get(walk.tail_reason.value, 0) + tail
+        withheld = sum(count for reason, count in reasons.items() if reason in _WITHHELD)
+        cut_kinds = [k.cut.kind for k in walk.kept if k.cut is not None]
+        report = PackReport(
+            max_tokens=max_tokens,
+            tokens_used=used,
+            candidates=len(listed),
+            items_selected=len(walk.kept),
+            items_dropped=len(listed) - len(walk.kept) - withheld,
+            items_withheld=withheld,
+            tokenizer_used=self._tok.name,
+            policy=self.policy,
+            truncated=bool(cut_kinds),
+            reasons=reasons,
+            floor_applied=walk.floor_applied and bool(walk.kept),
+            cut=cut_kinds[0] if cut_kinds else None,
+            largest_dropped_chars=max(walk.dropped_sizes.values(), default=0),
+        )
+        return RecallResult(
+            walk.evidence(),
+            walk.shared_scopes(),
+            report,
+            Trace(walk.entries, len(listed), walk.tail_reason),
+            markdown=markdown,
+            selected_ranks=[k.rank for k in walk.kept],
+        )
+
+    def _cutter(self, query: str | None) -> Cutter:
+        if query is not None and not isinstance(query, str):
+            raise ConfigError(f"query={query!r} must be a str or None")
+        if self.cut == "focus" and not query:
+            raise ConfigError("cut='focus' needs the query: pass recall(..., query=...) or use cut='auto'")
+        tok = self._tok
+
+        def head(text: str, max_tokens: int) -> _Cut | None:
+            kept = tok.truncate(text, max_tokens - tok.count(ELLIPSIS)).rstrip()
+            if not kept:
+                return None
+            return _Cut(kept + ELLIPSIS, ((0, len(kept)),), "head")
+
+        return head
+
+
+class _Cut:
+    __slots__ = ("text", "spans", "kind")
+
+    def __init__(self, text: str, spans: tuple[tuple[int, int], ...], kind: str) -> None:
+        self.text = text
+        self.spans = spans
+        self.kind = kind
+
+
+# -- validation ---------------------------------------------------------------------------------
+
+
+def unknown_setting(owner: str, key: str, valid: Iterable[str]) -> ConfigError:
+    """The error for a keyword nobody takes, naming the closest valid one."""
+    names = sorted(set(valid))
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; valid settings: {', '.join(names)}"
+    return ConfigError(f"{owner} got an unknown setting {key!r}{hint}")
+
+
+def refuse_unknown(owner: str, given: Mapping[str, Any], valid: Iterable[str]) -> None:
+    valid = set(valid)
+    for key in given:
+        if key not in valid:
+            raise unknown_setting(owner, key, valid)
+
+
+def recallpack_error(owner: str, exc: ValidationError) -> RecallpackError:
+    """One ValidationError as the recallpack error of its field, saying what is allowed."""
+    errors = exc.errors()
+    for error in errors:
+        cause = error.get("ctx", {}).get("error")
+        if isinstance(cause, RecallpackError):
+            return cause
+    error = errors[0]
+    field = str(error["loc"][0]) if error["loc"] else "settings"
+    where = ".".join(str(p) for p in error["loc"]) or field
+    value = error.get("input")
+    kind = error["type"]
+    ctx = error.get("ctx", {})
+    if kind in ("greater_than_equal",):
+        fix = f"must be at least {ctx.get('ge')}"
+    elif kind in ("int_type", "int_parsing", "int_from_float"):
+        fix = "must be an int" + (" (or None for no cap)" if field == "max_items" else "")
+    elif kind == "bool_type":
+        fix = "must be True or False"
+    elif kind == "literal_error":
+        fix = f"must be one of {ctx.get('expected')}"
+    else:
+        fix = error["msg"]
+    return _ERROR_OF_FIELD.get(field, ConfigError)(f"{owner}: {where}={value!r:.80} {fix}")
+
+
+def _lane_budgets(value: Mapping[str, int] | None) -> dict[LaneKind | Provenance, int]:
+    if not value:
+        return {}
+    budgets: dict[LaneKind | Provenance, int] = {}
+    for key, budget in value.items():
+        name = key.value if isinstance(key, (LaneKind, Provenance)) else key
+        target: LaneKind | Provenance
+        if name in {lane.value for lane in LaneKind}:
+            target = LaneKind(name)
+        elif name in {p.value for p in Provenance}:
+            target = Provenance(name)
+        else:
+            lanes = ", ".join(lane.value for lane in LaneKind)
+            provenances = ", ".join(p.value for p in Provenance)
+            raise LaneError(
+                f"lane_budgets has key {key!r}, which is neither a lane ({lanes}) nor a "
+                f"provenance ({provenances})"
+            )
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise BudgetError(f"lane_budgets[{key!r}]={budget!r} must be an int of at least 0")
+        budgets[target] = budget
+    return budgets
+
+
+def _check_uri_template(template: str) -> None:
+    try:
+        template.format(artifact_id="a", artifact_content_id="b")
+    except (KeyError, IndexError, ValueError, AttributeError) as exc:
+        raise ConfigError(
+            f"resource_uri_template={template!r} cannot be filled ({type(exc).__name__}: {exc}); "
+            "use {artifact_id} and {artifact_content_id} as its only fields"
+        ) from None
+
+
+def _looks_like_embeddings(value: object) -> bool:
+    return all(hasattr(value, name) for name in ("embed_query", "embed_documents")) or all(
+        hasattr(value, name) for name in ("get_query_embedding", "get_text_embedding_batch")
+    )
+
+
+def _as_list(candidates: object) -> Sequence[Any]:
+    # A list or tuple is used as is: copying 100,000 references is work the walk need not do.
+    if isinstance(candidates, (list, tuple)):
+        return candidates
+    textual = isinstance(candidates, (str, bytes, Mapping))
+    if candidates is None or textual or not isinstance(candidates, Iterable):
+        raise CandidateError(
+            f"candidates must be a list (or any iterable) of Candidate objects or mappings, "
+            f"got {type(candidates).__name__}"
+        )
+    return list(candidates)
+
+
+# -- the module-level functions users know ------------------------------------------------------
+
+_CACHE: dict[tuple[tuple[str, Any], ...], Packer] = {}
+_CACHE_SIZE = 64
+
+
+def _packer(settings: Mapping[str, Any]) -> Packer:
+    """A Packer for ``settings``, reused when the same hashable settings come again."""
+    try:
+        key = tuple(sorted(settings.items()))
+        hash(key)
+    except TypeError:  # a callable tokenizer, a Reader with scopes: build one for this call
+        return Packer(**settings)
+    cached = _CACHE.get(key)
+    if cached is None:
+        cached = Packer(**settings)
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = cached
+    return cached
+
+
+def recall(
+    candidates: Iterable[Candidate | Mapping[str, Any]],
+    *,
+    query: str | None = None,
+    allowance: Allowance | Remaining | None = None,
+    **settings: Any,
+) -> RecallResult:
+    """Pack ``candidates`` into evidence whose rendered block fits ``max_tokens``.
+
+    Takes every :class:`Packer` setting by name. The budget covers the rendered Markdown,
+    header and labels included, counted with the same tokenizer.
+
+    >>> result = recall([Candidate(text="Alice works at Initech.")], max_tokens=64)
+    >>> result.report.items_selected, result.report.tokens_used <= 64
+    (1, True)
+    """
+    return _packer(settings)._recall(candidates, query=query, allowance=allowance)
+
+
+def pack(
+    candidates: Iterable[Candidate | Mapping[str, Any]],
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    **settings: Any,
+) -> list[Candidate]:
+    """The longest run of ``candidates`` (in order) whose tokens, plus one newline each, fit.
+
+    The simplest walk: each candidate costs its own tokens and the newline that joins it, and
+    the first that does not fit ends it.
+
+    >>> texts = ["a" * 2448, "b" * 1720, "c" * 3520, "d" * 760, "e" * 160]  # 612/430/880/190/40
+    >>> [c.text[0] for c in pack([Candidate(text=t) for t in texts], 2048, tokenizer="chars")]
+    ['a', 'b', 'c']
+    """
+    defaults: dict[str, Any] = {"join": "\n".join, "dedupe": False, "floor": False}
+    return _packer({**defaults, **settings, "max_tokens": max_tokens}).pack(candidates)
+
+
+def recall_many(
+    candidate_lists: Iterable[Iterable[Candidate | Mapping[str, Any]]],
+    *,
+    queries: Sequence[str | None] | None = None,
+    **settings: Any,
+) -> list[RecallResult]:
+    """:func:`recall` for many independent lists, on every core; the same results as a loop."""
+    return _packer(settings).recall_many(candidate_lists, queries=queries)
+
+
+def _unbounded(candidates: Sequence[Candidate | Mapping[str, Any]], **settings: Any) -> RecallResult:
+    return _packer(settings)._recall(candidates, unbounded=True)
+
+
+RESULT_BUILDERS.append(_unbounded)

@@ -1,0 +1,445 @@
+"""The walk: decide, in the order given, what fits the budget, and account for every candidate.
+
+Candidates arrive in merit order. The walk never reorders: it only decides where to stop (or,
+under ``skip``, what to pass over). It counts tokens only for the candidates it reaches, so its
+work follows what it keeps, not what it was handed.
+
+What an item costs depends on what the model is shown, and that is the one thing that differs
+between hosts, so it is a small strategy object: :class:`BlockCost` (the rendered Markdown
+block, header and labels included) or :class:`JoinedCost` (the kept texts joined, as a
+LlamaIndex synthesizer shows them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import quote
+
+from recallpack.packing.candidate import Candidate, LaneKind, Provenance, clean_text, coerce_candidate
+from recallpack.packing.limits import Policy
+from recallpack.packing.render import header_text, item_text
+from recallpack.packing.result import PRIVATE, Evidence, Outcome, Reader, Reason, Scope, TraceEntry
+from recallpack.packing.tokenizer import Tokenizer
+
+__all__ = ["Walk", "WalkSettings", "CostModel", "BlockCost", "JoinedCost", "CutResult", "Cutter"]
+
+_PRECHECK_CHARS = 65_536
+_PREVIEW_CHARS = 60
+_SIZE_REASONS = (Reason.OVER_BUDGET, Reason.OVER_LANE_BUDGET)
+
+
+class CutResult(Protocol):
+    """What a cutter returns: the kept text (elisions marked), the ranges it kept, how."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def spans(self) -> tuple[tuple[int, int], ...]: ...
+    @property
+    def kind(self) -> str: ...
+
+
+#: ``cutter(text, max_tokens)``: the best cut of ``text`` within ``max_tokens``, or None.
+Cutter = Callable[[str, int], "CutResult | None"]
+
+
+@dataclass(frozen=True)
+class WalkSettings:
+    """The validated settings one walk runs with (the Packer makes them)."""
+
+    max_tokens: int | None
+    max_items: int | None
+    policy: Policy
+    floor: bool
+    reader: Reader | None
+    lane_budgets: Mapping[LaneKind | Provenance, int]
+    dedupe: bool
+    resource_uri_template: str
+    citation_keys: tuple[str, ...]
+
+
+class Kept:
+    __slots__ = ("rank", "candidate", "evidence", "cost", "scopes", "cut")
+
+    def __init__(
+        self,
+        rank: int,
+        candidate: Candidate,
+        evidence: Evidence,
+        cost: int,
+        scopes: tuple[Scope, ...],
+        cut: CutResult | None,
+    ) -> None:
+        self.rank = rank
+        self.candidate = candidate
+        self.evidence = evidence
+        self.cost = cost
+        self.scopes = scopes
+        self.cut = cut
+
+
+class CostModel(Protocol):
+    """What one kept item adds to what the model is shown, and the exact count of the whole."""
+
+    def header_delta(self, walk: Walk, scopes: tuple[Scope, ...]) -> int: ...
+    def item(self, walk: Walk, label: str, scopes: Sequence[str], text: str, uri: str | None,
+             limit: int | None) -> int: ...
+    def measure(self, walk: Walk) -> int: ...
+
+
+class JoinedCost:
+    """Each item costs its tokens plus one for the separator; the whole is ``join(texts)``."""
+
+    def __init__(self, tokenizer: Tokenizer, join: Callable[[Sequence[str]], str]) -> None:
+        self.tok = tokenizer
+        self.join = join
+
+    def header_delta(self, walk: Walk, scopes: tuple[Scope, ...]) -> int:
+        return 0
+
+    def item(self, walk: Walk, label: str, scopes: Sequence[str], text: str, uri: str | None,
+             limit: int | None) -> int:
+        return self.tok.count_upto(text, (1 << 62) if limit is None else limit) + 1
+
+    def measure(self, walk: Walk) -> int:
+        return self.tok.count(self.join([k.evidence.text for k in walk.kept])) if walk.kept else 0
+
+
+class BlockCost:
+    """Each item costs what it adds to the rendered Markdown block, header growth included.
+
+    Items are costed as the default template renders them; the Packer then counts the block it
+    actually renders (whatever the template) and gives back until it fits.
+    """
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tok = tokenizer
+        self.header_cost = 0
+
+    def header_delta(self, walk: Walk, scopes: tuple[Scope, ...]) -> int:
+        new = [s for s in scopes if s.name != PRIVATE and s.name not in walk.scope_order]
+        if walk.kept and not new:
+            return 0
+        merged = {**walk.scope_order, **{s.name: s for s in new if s.name not in walk.scope_order}}
+        return self.header_of(merged.values()) - self.header_cost
+
+    def header_of(self, scopes: Any) -> int:
+        return self.tok.count(header_text([(s.name, s.description) for s in scopes]))
+
+    def item(self, walk: Walk, label: str, scopes: Sequence[str], text: str, uri: str | None,
+             limit: int | None) -> int:
+        limit = (1 << 62) if limit is None else limit
+        # A text far longer than the room is rejected on its own, before it is indented
+        # (copied): that keeps a huge text's cost bounded by the room, not by its length.
+        if len(text) > _PRECHECK_CHARS and self.tok.count_upto(text, limit) > limit:
+            return limit + 1
+        # The newline that joins it to the next item is part of its cost.
+        return self.tok.count_upto(item_text(label, scopes, text, uri) + "\n", limit)
+
+    def measure(self, walk: Walk) -> int:
+        if not walk.kept:
+            return 0
+        if self.tok.splits_at_line_starts:
+            # The block is header + items joined by newlines, split only at line starts, so the
+            # walk's own counts add up exactly: only the last item (no newline after it) is
+            # counted again.
+            last = walk.kept[-1].evidence
+            tail = self.tok.count(item_text(last.label, last.scopes, last.text, last.resource_uri))
+            return self.header_cost + sum(k.cost for k in walk.kept[:-1]) + tail
+        return self.tok.count(walk.default_block())
+
+
+class Walk:
+    """One walk over the candidates: call :meth:`run`, then read ``kept`` and ``entries``."""
+
+    def __init__(self, candidates: Sequence[Any], settings: WalkSettings, cost: CostModel,
+                 cutter: Cutter) -> None:
+        self.candidates = candidates
+        self.s = settings
+        self.cost = cost
+        self.cutter = cutter
+        self.kept: list[Kept] = []
+        self.entries: list[TraceEntry] = []
+        self.tail_reason: Reason | None = None
+        self.reasons: dict[str, int] = {}
+        self.used = 0
+        self.lane_used: dict[LaneKind | Provenance, int] = {}
+        self.full: set[LaneKind | Provenance] = set()
+        self.seen: dict[tuple[int, int, tuple[str, ...]], list[str]] = {}
+        self.scope_order: dict[str, Scope] = {}
+        self.floor_rank: int | None = None
+        self.floor_applied = False
+        self.dropped_sizes: dict[int, int] = {}  # rank -> characters, for drops by size
+
+    def run(self) -> None:
+        for rank in range(len(self.candidates)):
+            if not self._step(rank, coerce_candidate(self.candidates[rank], rank)):
+                break
+        if not self.kept and self.s.floor and self.floor_rank is not None:
+            self._floor()
+
+    def _gate(self, c: Candidate) -> tuple[Reason, Outcome] | None:
+        """Why ``c`` cannot be shown at all, whatever the room; None when it can."""
+        if c.modality != "text":
+            return Reason.NO_TEXT, Outcome.DROPPED
+        if not c.text or c.text.isspace():  # isspace() scans without copying the text
+            return Reason.EMPTY, Outcome.DROPPED
+        if c.scope_error is not None:
+            return Reason.MALFORMED_SCOPE, Outcome.WITHHELD
+        if self.s.reader is None:
+            if c.scope_ids:
+                return Reason.NO_READER, Outcome.WITHHELD
+        elif not self.s.reader.can_read(c.scope_ids):
+            return Reason.UNREADABLE, Outcome.WITHHELD
+        if self.s.dedupe and self._seen(c):
+            return Reason.DUPLICATE, Outcome.DROPPED
+        if any(key in self.full for key in self._lane_keys(c)):
+            return Reason.OVER_LANE_BUDGET, Outcome.DROPPED
+        return None
+
+    def _step(self, rank: int, c: Candidate) -> bool:
+        """Decide candidate ``rank``; False ends the walk (everything after it is the tail)."""
+        gate = self._gate(c)
+        if gate is not None:
+            return self._drop(rank, c, gate[0], gate[1])
+        if self.s.max_items is not None and len(self.kept) >= self.s.max_items:
+            return self._end(rank, c, Reason.OVER_ITEM_CAP)
+        scopes = self._scopes(c)
+        header = self.cost.header_delta(self, scopes)
+        room, lane_room = self._rooms(c, header)
+        limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
+        cost = self.cost.item(self, c.provenance.label, self._names(scopes), c.text, self._uri(c), limit)
+        fits_global = room is None or cost <= room
+        if fits_global and (lane_room is None or cost <= lane_room):
+            self._keep(rank, c, scopes, c.text, cost, header, None)
+            return True
+        if fits_global:  # only a lane's own budget is spent; the other lanes go on
+            self.full.update(k for k in self._lane_keys(c) if self._lane_left(k) < cost)
+            return self._drop(rank, c, Reason.OVER_LANE_BUDGET, tokens=cost)
+        assert room is not None
+        if self.s.policy == "skip":
+            self._drop(rank, c, Reason.OVER_BUDGET, tokens=cost)
+            if room > 0:
+                return True
+            self.tail_reason = Reason.OVER_BUDGET  # nothing more can fit: stop looking
+            return False
+        # A cut is made to the global room only; an item its own lane cannot hold is not cut.
+        cuttable = self.s.policy == "truncate" and room > 0 and (lane_room is None or lane_room >= room)
+        if cuttable and self._keep_cut(rank, c, scopes, header, room):
+            self.tail_reason = Reason.OVER_BUDGET
+            return False
+        return self._end(rank, c, Reason.OVER_BUDGET, tokens=cost)
+
+    def _floor(self) -> None:
+        """Nothing fitted whole: keep the top readable match, cut to the room it has."""
+        assert self.floor_rank is not None
+        rank = self.floor_rank
+        c = coerce_candidate(self.candidates[rank], rank)
+        scopes = self._scopes(c)
+        header = self.cost.header_delta(self, scopes)
+        room, lane_room = self._rooms(c, header)
+        limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
+        if limit is None or limit <= 0:
+            return
+        old = self.entries[rank]
+        self._count_reason(old.reason, -1)
+        if self._keep_cut(rank, c, scopes, header, limit, replace=True):
+            self.floor_applied = True
+            del self.dropped_sizes[rank]
+        else:
+            self._count_reason(old.reason, 1)
+
+    def _keep_cut(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], header: int, room: int,
+                  replace: bool = False) -> bool:
+        names, uri = self._names(scopes), self._uri(c)
+        overhead = self.cost.item(self, c.provenance.label, names, "", uri, None) - 1
+        target = room - max(overhead, 0)
+        while target > 0:
+            cut = self.cutter(c.text, target)
+            if cut is None:
+                return False
+            cost = self.cost.item(self, c.provenance.label, names, cut.text, uri, room)
+            if cost <= room:
+                self._keep(rank, c, scopes, cut.text, cost, header, cut, replace=replace)
+                return True
+            target -= max(1, cost - room)
+        return False
+
+    # -- bookkeeping ----------------------------------------------------------------------------
+
+    def _rooms(self, c: Candidate, header: int) -> tuple[int | None, int | None]:
+        room = None if self.s.max_tokens is None else self.s.max_tokens - self.used - header
+        lefts = [self._lane_left(k) for k in self._lane_keys(c)]
+        return room, (min(lefts) if lefts else None)
+
+    def _lane_keys(self, c: Candidate) -> list[LaneKind | Provenance]:
+        budgets = self.s.lane_budgets
+        return [k for k in (c.lane, c.provenance) if k in budgets] if budgets else []
+
+    def _lane_left(self, key: LaneKind | Provenance) -> int:
+        return self.s.lane_budgets[key] - self.lane_used.get(key, 0)
+
+    def _scopes(self, c: Candidate) -> tuple[Scope, ...]:
+        if self.s.reader is not None:
+            return self.s.reader.resolve(c.scope_ids)
+        return tuple(Scope(name=s) for s in c.scope_ids)
+
+    @staticmethod
+    def _names(scopes: tuple[Scope, ...]) -> tuple[str, ...]:
+        return tuple(s.name for s in scopes)
+
+    def _dedupe_key(self, c: Candidate) -> tuple[int, int, tuple[str, ...]]:
+        # hash() of a str is computed once and cached in the object: no copy of the text.
+        return hash(c.text), len(c.text), c.scope_ids
+
+    def _seen(self, c: Candidate) -> bool:
+        return c.text in self.seen.get(self._dedupe_key(c), ())
+
+    def _uri(self, c: Candidate) -> str | None:
+        if c.artifact_id and c.artifact_content_id:
+            return self.s.resource_uri_template.format(
+                artifact_id=quote(c.artifact_id, safe=""),
+                artifact_content_id=quote(c.artifact_content_id, safe=""),
+            )
+        if c.citation:
+            return c.citation
+        return citation_from(c.metadata, self.s.citation_keys)
+
+    def _keep(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], text: str, cost: int,
+              header: int, cut: CutResult | None, replace: bool = False) -> None:
+        evidence = Evidence(
+            provenance=c.provenance,
+            label=c.provenance.label,
+            text=text,
+            scopes=self._names(scopes),
+            resource_uri=self._uri(c),
+            token_count=cost,
+            truncated=cut is not None,
+        )
+        for scope in scopes:
+            if scope.name != PRIVATE:
+                self.scope_order.setdefault(scope.name, scope)
+        if isinstance(self.cost, BlockCost):
+            self.cost.header_cost += header
+        self.kept.append(Kept(rank, c, evidence, cost, scopes, cut))
+        self.used += cost + header
+        for key in self._lane_keys(c):
+            self.lane_used[key] = self.lane_used.get(key, 0) + cost
+        if self.s.dedupe:
+            self.seen.setdefault(self._dedupe_key(c), []).append(c.text)
+        entry = self._entry(rank, c, Outcome.SELECTED, None, cost, cut)
+        if replace:
+            self.entries[rank] = entry
+        else:
+            self.entries.append(entry)
+
+    def _drop(self, rank: int, c: Candidate, reason: Reason, outcome: Outcome = Outcome.DROPPED,
+              tokens: int | None = None) -> bool:
+        if reason in _SIZE_REASONS:
+            self.dropped_sizes[rank] = len(c.text)
+            if self.floor_rank is None:
+                self.floor_rank = rank
+        self._count_reason(reason, 1)
+        self.entries.append(self._entry(rank, c, outcome, reason, tokens, None))
+        return True
+
+    def _end(self, rank: int, c: Candidate, reason: Reason, tokens: int | None = None) -> bool:
+        self._drop(rank, c, reason, tokens=tokens)
+        self.tail_reason = reason
+        return False
+
+    def _count_reason(self, reason: Reason | None, delta: int) -> None:
+        if reason is not None:
+            self.reasons[reason.value] = self.reasons.get(reason.value, 0) + delta
+            if not self.reasons[reason.value]:
+                del self.reasons[reason.value]
+
+    @staticmethod
+    def _entry(rank: int, c: Candidate, outcome: Outcome, reason: Reason | None, tokens: int | None,
+               cut: CutResult | None) -> TraceEntry:
+        return TraceEntry(
+            rank=rank,
+            outcome=outcome,
+            reason=reason,
+            lane=c.lane.value,
+            score=c.score,
+            tokens=tokens,
+            truncated=cut is not None,
+            cut=None if cut is None else cut.kind,
+            kept_spans=() if cut is None else cut.spans,
+            preview=c.text[:_PREVIEW_CHARS],
+        )
+
+    # -- after the walk -------------------------------------------------------------------------
+
+    def give_back_last(self) -> None:
+        """Drop the last kept item after the block it ends came out over budget."""
+        last = self.kept.pop()
+        self.entries[last.rank] = self.entries[last.rank].model_copy(
+            update={"outcome": Outcome.DROPPED, "reason": Reason.OVER_BUDGET, "truncated": False,
+                    "cut": None, "kept_spans": ()}
+        )
+        self._count_reason(Reason.OVER_BUDGET, 1)
+        self.used -= last.cost
+        self.scope_order = {}
+        for kept in self.kept:
+            for scope in kept.scopes:
+                if scope.name != PRIVATE:
+                    self.scope_order.setdefault(scope.name, scope)
+        if isinstance(self.cost, BlockCost):
+            header = self.cost.header_of(self.scope_order.values()) if self.kept else 0
+            self.used += header - self.cost.header_cost
+            self.cost.header_cost = header
+
+    def recut_last(self, excess: int) -> bool:
+        """Cut the last kept item (already a cut) ``excess`` tokens shorter; False if it cannot be."""
+        last = self.kept[-1]
+        if last.cut is None:
+            return False
+        self.give_back_last()
+        self._count_reason(Reason.OVER_BUDGET, -1)
+        c = last.candidate
+        scopes = self._scopes(c)
+        header = self.cost.header_delta(self, scopes)
+        room = last.cost - excess
+        if room > 0 and self._keep_cut(last.rank, c, scopes, header, room, replace=True):
+            return True
+        self._count_reason(Reason.OVER_BUDGET, 1)
+        return False
+
+    def evidence(self) -> list[Evidence]:
+        return [k.evidence for k in self.kept]
+
+    def shared_scopes(self) -> list[Scope]:
+        return list(self.scope_order.values())
+
+    def default_block(self) -> str:
+        """The kept items as the default template renders them."""
+        if not self.kept:
+            return ""
+        scopes = [(s.name, s.description) for s in self.scope_order.values()]
+        items = [item_text(e.label, e.scopes, e.text, e.resource_uri) for e in self.evidence()]
+        return header_text(scopes) + "\n".join(items)
+
+
+def citation_from(metadata: Mapping[str, Any], keys: Sequence[str]) -> str | None:
+    """Where a host's loader says an item came from: the first of ``keys`` it recorded, with its
+    page when it has one (``page_label`` as the document prints it, else ``page`` counted from 0).
+    """
+    for key in keys:
+        value = metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            return clean_text(value.strip() + _page_of(metadata))
+    return None
+
+
+def _page_of(metadata: Mapping[str, Any]) -> str:
+    label = metadata.get("page_label")
+    if isinstance(label, (str, int)) and not isinstance(label, bool) and str(label).strip():
+        return f", page {str(label).strip()}"
+    page = metadata.get("page")
+    if isinstance(page, int) and not isinstance(page, bool) and page >= 0:
+        return f", page {page + 1}"
+    return ""
