@@ -20,8 +20,8 @@ from itertools import accumulate, count
 from typing import TypeVar
 
 from recallpack._bench.corpus import stdlib_docs
-from recallpack.packing.packer import recall
 from recallpack.packing.candidate import Candidate
+from recallpack.packing.packer import recall
 from recallpack.packing.tokenizer import TiktokenTokenizer, get_tokenizer, split_token_windows
 
 T = TypeVar("T")

@@ -8,9 +8,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
+from recallpack.packing.errors import CandidateError, RecallpackError
 from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING, POLICIES
 from recallpack.packing.packer import recall
-from recallpack.packing.errors import CandidateError, RecallpackError
 from recallpack.packing.tokenizer import DEFAULT_ENCODING, resolve_encoding
 
 __all__ = ["main"]

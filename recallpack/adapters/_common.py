@@ -1,152 +1,144 @@
-"""What both adapters share, so the same texts and metadata become the same candidates (and
-so the same bytes) whichever host they came through. Imports no host framework."""
+"""What both adapters share: one settings definition taken from the Packer, and the async gather.
+
+Every :class:`~recallpack.Packer` setting becomes a field of each adapter component, by the same
+name, through :data:`PackSettings`; a setting added to the Packer reaches both hosts with no
+adapter edit. Imports no host framework.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+import asyncio
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, model_validator
 
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
-from recallpack.packing.errors import CandidateError, ConfigError, LaneError
-from recallpack.packing.result import Evidence
+from recallpack.packing.errors import ConfigError
+from recallpack.packing.packer import Packer, recallpack_error, refuse_unknown
+from recallpack.packing.translate import UnknownLane, candidate_from, check_on_unknown_lane
 
-__all__ = [
-    "UnknownLane",
-    "EVIDENCE_METADATA_KEYS",
-    "candidate_from",
-    "evidence_metadata",
-    "reciprocal_rank_fusion",
-    "check_on_unknown_lane",
-    "fixed_lane",
-]
+__all__ = ["PackSettings", "PackerComponent", "HOST_DECIDES", "ITEM_SETTINGS", "gather_or_cancel"]
 
 T = TypeVar("T")
-UnknownLane = Literal["raise", "default"]
 
-#: Metadata keys recallpack adds to each kept document or node.
-EVIDENCE_METADATA_KEYS = ("provenance", "evidence_label", "scopes", "resource_uri", "token_count")
-#: Metadata keys recallpack reads from upstream items (besides the lane key).
-SCOPE_KEY = "scope_ids"
-ARTIFACT_KEY = "artifact_id"
-ARTIFACT_CONTENT_KEY = "artifact_content_id"
-
-
-def check_on_unknown_lane(value: object) -> UnknownLane:
-    if value not in ("raise", "default"):
-        raise ConfigError(f"on_unknown_lane={value!r} must be 'raise' or 'default'")
-    return value
-
-
-#: An item that already went through recallpack carries its provenance but no lane; any lane
-#: of that provenance renders the same label, so packing it again keeps its label.
-_LANE_OF_PROVENANCE = {
-    "source": LaneKind.SOURCES,
-    "session": LaneKind.WORKING_MEMORY,
-    "derived": LaneKind.FACTS,
+#: Packer settings a host decides itself, because they describe what its model is shown.
+HOST_DECIDES = frozenset({"join"})
+#: How an upstream item becomes a Candidate: the same three settings in both hosts.
+ITEM_SETTINGS: dict[str, tuple[Any, Any]] = {
+    "lane": (Any, Field(None, description="A fixed lane for every item; else metadata[lane_key].")),
+    "lane_key": (str, Field("lane", description="The metadata key that holds an item's lane.")),
+    "on_unknown_lane": (
+        Any,
+        Field("raise", description="A metadata lane that is not a lane: 'raise', or 'default' (sources)."),
+    ),
 }
 
 
-def fixed_lane(metadata: Mapping[str, Any], lane: LaneKind | None, lane_key: str) -> LaneKind | None:
-    """The lane to force for an item: ``lane`` when set, else the lane of a recallpack
-    provenance the item already carries, else None (``candidate_from`` reads ``lane_key``)."""
-    if lane is not None:
-        return lane
-    if metadata.get(lane_key) is None:
-        return _LANE_OF_PROVENANCE.get(str(metadata.get("provenance")))
-    return None
+class _Settings(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
 
-def candidate_from(
-    text: str,
-    metadata: Mapping[str, Any],
-    *,
-    position: int,
-    lane: LaneKind | str | None = None,
-    lane_key: str = "lane",
-    on_unknown_lane: UnknownLane = "raise",
-    default_lane: LaneKind = LaneKind.SOURCES,
-    score: float | None = None,
-    modality: str = "text",
-) -> Candidate:
-    """A Candidate from an upstream item's text and metadata.
+def _settings_model() -> type[BaseModel]:
+    """A model with one field per Packer setting (same name, default and description)."""
+    fields: dict[str, Any] = {
+        name: (Any, Field(info.default, description=info.description))
+        for name, info in Packer.model_fields.items()
+        if name not in HOST_DECIDES
+    }
+    return create_model("PackSettings", __base__=_Settings, **fields, **ITEM_SETTINGS)  # type: ignore[call-overload, no-any-return]
 
-    The lane is ``lane`` when given, else ``metadata[lane_key]``, else ``default_lane``. Scope ids
-    come from ``metadata["scope_ids"]`` (a str or a list), artifact ids from ``artifact_id`` and
-    ``artifact_content_id``.
-    """
-    if lane is not None:
-        kind = coerce_lane(lane)
-    elif lane_key in metadata and metadata[lane_key] is not None:
+
+if TYPE_CHECKING:
+    PackSettings = _Settings
+else:
+    PackSettings = _settings_model()
+
+
+class PackerComponent(PackSettings):
+    """The settings fields plus what every adapter component does with them: build one Packer
+    at construction (every check runs there, before any query), refuse unknown keywords, and
+    turn upstream items into Candidates."""
+
+    _packer: Packer = PrivateAttr()
+    _lane: LaneKind | None = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        refuse_unknown(type(self).__name__, data, [*type(self).model_fields, *self._aliases()])
         try:
-            kind = coerce_lane(metadata[lane_key], field=f"metadata[{lane_key!r}] of item {position}")
-        except LaneError:
-            if on_unknown_lane == "raise":
-                raise
-            kind = default_lane
-    else:
-        kind = default_lane
-    scope_ids = metadata.get(SCOPE_KEY) or ()
-    if isinstance(scope_ids, str):
-        scope_ids = (scope_ids,)
-    try:
-        return Candidate(
-            text=text,
-            lane=kind,
-            scope_ids=tuple(str(s) for s in scope_ids),
-            artifact_id=_optional_str(metadata.get(ARTIFACT_KEY)),
-            artifact_content_id=_optional_str(metadata.get(ARTIFACT_CONTENT_KEY)),
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise recallpack_error(type(self).__name__, exc) from None
+
+    @classmethod
+    def _aliases(cls) -> tuple[str, ...]:
+        return ()
+
+    @model_validator(mode="after")
+    def _build_packer(self) -> PackerComponent:
+        names = [n for n in Packer.settings_names() if n not in HOST_DECIDES]
+        host = self._host_settings()
+        self._packer = Packer(**{**{n: getattr(self, n) for n in names}, **host})
+        for name in names:  # hold the values as validated (a Reader from its dict form, say)
+            if name not in host:
+                self.__dict__[name] = getattr(self._packer, name)
+        lane = getattr(self, "lane")  # noqa: B009  (a generated field)
+        self._lane = None if lane is None else coerce_lane(lane)
+        check_on_unknown_lane(getattr(self, "on_unknown_lane"))  # noqa: B009
+        return self
+
+    def _host_settings(self) -> dict[str, Any]:
+        """Settings this host fixes (what its model is shown) or fills in (a default of its own)."""
+        return {}
+
+    @property
+    def packer(self) -> Packer:
+        """The validated Packer every call of this component packs with."""
+        return self._packer
+
+    def _candidate(
+        self,
+        text: str,
+        metadata: Mapping[str, Any],
+        position: int,
+        *,
+        lane: LaneKind | None = None,
+        score: float | None = None,
+        modality: str = "text",
+    ) -> Candidate:
+        return candidate_from(
+            text,
+            metadata,
+            position=position,
+            lane=lane if lane is not None else self._lane,
+            lane_key=getattr(self, "lane_key"),  # noqa: B009
+            on_unknown_lane=getattr(self, "on_unknown_lane"),  # noqa: B009
             score=score,
-            metadata=dict(metadata),
             modality=modality,
         )
-    except CandidateError as exc:
-        raise CandidateError(f"item {position}: {exc}") from exc
 
 
-def _optional_str(value: object) -> str | None:
-    return None if value is None else str(value)
+def item_settings(values: Mapping[str, Any]) -> tuple[LaneKind | None, str, UnknownLane]:
+    """The three item settings, checked, for components that are not pydantic models."""
+    lane = values.get("lane")
+    lane_key = values.get("lane_key", "lane")
+    if not isinstance(lane_key, str) or not lane_key:
+        raise ConfigError(f"lane_key={lane_key!r} must be a non-empty str (the metadata key of the lane)")
+    return (
+        None if lane is None else coerce_lane(lane),
+        lane_key,
+        check_on_unknown_lane(values.get("on_unknown_lane", "raise")),
+    )
 
 
-def evidence_metadata(evidence: Evidence) -> dict[str, Any]:
-    """The public fields recallpack adds to a kept item's metadata."""
-    return {
-        "provenance": evidence.provenance.value,
-        "evidence_label": evidence.label,
-        "scopes": list(evidence.scopes),
-        "resource_uri": evidence.resource_uri,
-        "token_count": evidence.token_count,
-    }
-
-
-def reciprocal_rank_fusion(
-    ranked: Mapping[str, Sequence[T]],
-    key: Callable[[T], Hashable],
-    *,
-    weights: Mapping[str, float] | None = None,
-    k: int = 60,
-) -> list[tuple[str, T, float]]:
-    """Fuse ranked lists by reciprocal rank fusion: ``sum(weight / (k + rank))`` per item.
-
-    Returns ``(lane, item, fused_score)`` best first. An item found by several lanes (equal
-    ``key``) counts once, under the lane that ranked it best; ties keep lane order, then rank.
-    """
-    weights = dict(weights or {})
-    unknown = set(weights) - set(ranked)
-    if unknown:
-        raise ConfigError(
-            f"weights has lanes {sorted(unknown)} that are not in the lanes given: {sorted(ranked)}"
-        )
-    scores: dict[Hashable, float] = {}
-    first: dict[Hashable, tuple[int, int, str, T]] = {}
-    best: dict[Hashable, float] = {}
-    for lane_order, (lane, items) in enumerate(ranked.items()):
-        weight = weights.get(lane, 1.0)
-        for rank, item in enumerate(items, start=1):
-            ident = key(item)
-            contribution = weight / (k + rank)
-            scores[ident] = scores.get(ident, 0.0) + contribution
-            if ident not in first or contribution > best[ident]:
-                first[ident] = (lane_order, rank, lane, item)
-                best[ident] = contribution
-    order = sorted(scores, key=lambda ident: (-scores[ident], first[ident][0], first[ident][1]))
-    return [(first[ident][2], first[ident][3], scores[ident]) for ident in order]
+async def gather_or_cancel(awaitables: Sequence[Awaitable[T]]) -> list[T]:
+    """Await all concurrently; if one fails (or the call is cancelled), cancel and await the
+    rest, so no lane keeps searching after the caller has its exception."""
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

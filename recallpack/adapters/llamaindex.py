@@ -11,9 +11,10 @@ Three ways in, each native to LlamaIndex:
   the LangChain adapter does, so both hosts give the same bytes for the same upstream items.
 - :class:`EvidenceQueryEngine` puts that rendered block itself into the prompt.
 
-The adapter hands the core only :class:`~recallpack.Candidate` objects, and never mutates the
-caller's nodes: kept nodes are copies carrying the five public evidence fields in metadata that
-is hidden from the LLM and embedding views.
+All three take every :class:`~recallpack.Packer` setting by name. They hand the core only
+Candidates, and never mutate the caller's nodes: kept nodes are copies carrying the five public
+evidence fields in metadata hidden from the LLM and embedding views. When the user set
+``Settings.tokenizer``, it is what counts, unless ``tokenizer=`` says otherwise.
 
 >>> from llama_index.core.schema import NodeWithScore, TextNode
 >>> nodes = [NodeWithScore(node=TextNode(text="Paris is the capital of France."), score=0.9)]
@@ -24,64 +25,40 @@ is hidden from the LLM and embedding views.
 
 from __future__ import annotations
 
-import asyncio
 import copy
+import functools
 import warnings
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, TypeVar, Union
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-import llama_index.core.instrumentation as instrument
-from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.base.response.schema import Response
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
-from llama_index.core.callbacks import CallbackManager
-from llama_index.core.instrumentation.events import BaseEvent
-from llama_index.core.llms import LLM
-from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.prompts import BasePromptTemplate
-from llama_index.core.prompts.default_prompt_selectors import DEFAULT_TEXT_QA_PROMPT_SEL
-from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
-from llama_index.core.query_engine import CustomQueryEngine
-from llama_index.core.schema import (
-    BaseNode,
-    ImageNode,
-    MetadataMode,
-    NodeWithScore,
-    QueryBundle,
-    QueryType,
-)
-from llama_index.core.settings import Settings
+from recallpack.adapters._extras import require
 
-from recallpack.adapters._common import (
-    EVIDENCE_METADATA_KEYS,
-    UnknownLane,
-    candidate_from,
-    check_on_unknown_lane,
-    evidence_metadata,
-    fixed_lane,
-    reciprocal_rank_fusion,
-)
-from recallpack.packing.budget import (
-    DEFAULT_MAX_TOKENS,
-    MAX_TOKENS_CEILING,
-    Policy,
-    check_lane_budgets,
-    check_max_items,
-    check_max_tokens,
-    check_policy,
-    recall,
-    recall_joined,
-)
-from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
-from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError
-from recallpack.packing.render import TemplateSpec, load_template
-from recallpack.packing.result import (
-    DEFAULT_RESOURCE_URI_TEMPLATE,
-    PackReport,
-    Reader,
-    RecallResult,
-)
-from recallpack.packing.tokenizer import Tokenizer, TokenizerSpec, get_tokenizer
+require("llama_index.core", extra="llamaindex", feature="recallpack.adapters.llamaindex")
+
+import llama_index.core  # noqa: E402
+import llama_index.core.instrumentation as instrument  # noqa: E402
+from llama_index.core.base.base_retriever import BaseRetriever  # noqa: E402
+from llama_index.core.base.response.schema import Response  # noqa: E402
+from llama_index.core.bridge.pydantic import Field, PrivateAttr  # noqa: E402
+from llama_index.core.instrumentation.events import BaseEvent  # noqa: E402
+from llama_index.core.llms import LLM  # noqa: E402
+from llama_index.core.postprocessor.types import BaseNodePostprocessor  # noqa: E402
+from llama_index.core.prompts import BasePromptTemplate  # noqa: E402
+from llama_index.core.prompts.default_prompt_selectors import DEFAULT_TEXT_QA_PROMPT_SEL  # noqa: E402
+from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType  # noqa: E402
+from llama_index.core.query_engine import CustomQueryEngine  # noqa: E402
+from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeWithScore, QueryBundle, QueryType  # noqa: E402
+from llama_index.core.settings import Settings  # noqa: E402
+
+from recallpack.adapters._common import PackerComponent, gather_or_cancel, item_settings  # noqa: E402
+from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane  # noqa: E402
+from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError  # noqa: E402
+from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse  # noqa: E402
+from recallpack.packing.limits import check_max_items  # noqa: E402
+from recallpack.packing.packer import Packer, refuse_unknown  # noqa: E402
+from recallpack.packing.result import PackReport, RecallResult  # noqa: E402
+from recallpack.packing.tokenizer import CallableTokenizer, Tokenizer  # noqa: E402
+from recallpack.packing.translate import EVIDENCE_METADATA_KEYS, candidate_from, evidence_metadata  # noqa: E402
 
 __all__ = [
     "BudgetPostprocessor",
@@ -93,7 +70,6 @@ __all__ = [
 
 # Re-exported without __all__, hence the ignore; this is how LlamaIndex's own modules get it.
 dispatcher = instrument.get_dispatcher(__name__)  # type: ignore[attr-defined]
-T = TypeVar("T")
 
 #: The response modes whose context view BudgetPostprocessor knows. All but simple_summarize
 #: build it as CompactAndRefine does (``PromptHelper.repack``): stripped node texts joined by a
@@ -129,49 +105,23 @@ class RecallPackedEvent(BaseEvent):
         return "RecallPackedEvent"
 
 
-# --- shared between the components -----------------------------------------------------------
-
-
-def _check_settings(
-    *,
-    max_tokens: object,
-    max_tokens_ceiling: object,
-    max_items: object,
-    policy: object,
-    tokenizer: object,
-    lane: object,
-    on_unknown_lane: object,
-    reader: object,
-) -> LaneKind | None:
-    """Raise the core's error for an invalid setting, before anything is built or fetched."""
-    if isinstance(max_tokens_ceiling, bool) or not isinstance(max_tokens_ceiling, int):
-        raise ConfigError(f"max_tokens_ceiling={max_tokens_ceiling!r} must be an int")
-    check_max_tokens(max_tokens, max_tokens_ceiling)
-    check_max_items(max_items)
-    check_policy(policy)
-    get_tokenizer(tokenizer)  # type: ignore[arg-type]  # an unknown name fails here, not mid-query
-    check_on_unknown_lane(on_unknown_lane)
-    if reader is not None and not isinstance(reader, Reader):
-        raise ConfigError(f"reader={reader!r} must be a recallpack.Reader or None")
-    return None if lane is None else coerce_lane(lane)
-
-
-def _reader(value: object) -> object:
-    """A Reader from its dict form (what to_dict wrote), so from_dict rebuilds it."""
-    if isinstance(value, Mapping):
-        try:
-            return Reader.model_validate(value)
-        except ValueError as exc:
-            raise ConfigError(f"reader={dict(value)!r} is not a valid Reader: {exc}") from None
-    return value
+def settings_tokenizer() -> Tokenizer | None:
+    """The tokenizer the user gave ``Settings.tokenizer``, or None when it is LlamaIndex's own
+    default (cl100k_base with special tokens allowed, which recallpack counts the same way)."""
+    user = llama_index.core.global_tokenizer
+    if user is None:
+        return None
+    if isinstance(user, functools.partial) and getattr(user.func, "__name__", "") == "encode":
+        encoding = getattr(user.func, "__self__", None)
+        if getattr(encoding, "name", None) == "cl100k_base":
+            return None
+    name = getattr(user, "__qualname__", type(user).__name__)
+    return CallableTokenizer(lambda text: len(user(text)), name=f"llama_index Settings.tokenizer ({name})")
 
 
 def _modality(node: BaseNode) -> str:
-    """The modality: "text" when the node has text of its own, else what it holds instead.
-
-    The core drops anything but "text" with reason ``no_text``; a node whose only content is
-    metadata has nothing to say either, so it counts as having no text too.
-    """
+    """"text" when the node has text of its own, else what it holds instead (the core drops
+    anything but text with reason ``no_text``; metadata alone says nothing either)."""
     if node.get_content(metadata_mode=MetadataMode.NONE).strip():
         return "text"
     if isinstance(node, ImageNode) or getattr(node, "image_resource", None) is not None:
@@ -183,13 +133,8 @@ def _modality(node: BaseNode) -> str:
 
 
 def _candidates(
-    nodes: Sequence[object],
-    *,
-    metadata_mode: MetadataMode,
-    lane: LaneKind | None,
-    lanes: Sequence[LaneKind | None] | None = None,
-    lane_key: str,
-    on_unknown_lane: UnknownLane,
+    nodes: Sequence[object], metadata_mode: MetadataMode, make: Callable[..., Candidate],
+    lanes: Sequence[LaneKind] | None = None,
 ) -> list[Candidate]:
     """One Candidate per node, in order; anything that is not a NodeWithScore is named."""
     candidates = []
@@ -199,21 +144,11 @@ def _candidates(
                 f"upstream item {position} is a {type(item).__name__}, not a NodeWithScore; "
                 "a LlamaIndex retriever must return NodeWithScore objects"
             )
-        node = item.node
-        modality = _modality(node)
-        text = node.get_content(metadata_mode=metadata_mode) if modality == "text" else ""
-        candidates.append(
-            candidate_from(
-                text,
-                node.metadata,
-                position=position,
-                lane=lanes[position] if lanes is not None else fixed_lane(node.metadata, lane, lane_key),
-                lane_key=lane_key,
-                on_unknown_lane=on_unknown_lane,
-                score=item.score,
-                modality=modality,
-            )
-        )
+        modality = _modality(item.node)
+        text = item.node.get_content(metadata_mode=metadata_mode) if modality == "text" else ""
+        lane = None if lanes is None else lanes[position]
+        made = make(text, item.node.metadata, position, lane=lane, score=item.score, modality=modality)
+        candidates.append(made)
     return candidates
 
 
@@ -225,7 +160,7 @@ def _kept_nodes(nodes: Sequence[NodeWithScore], result: RecallResult) -> list[No
     """Copies of the kept nodes, in evidence order, carrying the evidence fields.
 
     The fields go in metadata excluded from both the LLM and the embedding views, so nothing the
-    budget counted changes. A truncated node shows its cut text, and only that, in every view.
+    budget counted changes. A cut node shows its cut text, and only that, in every view.
     """
     kept = []
     for rank, evidence in zip(result.selected_ranks, result.evidence):
@@ -250,85 +185,48 @@ def _kept_nodes(nodes: Sequence[NodeWithScore], result: RecallResult) -> list[No
 # --- BudgetPostprocessor ---------------------------------------------------------------------
 
 
-class BudgetPostprocessor(BaseNodePostprocessor):
+class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
     """Keep the nodes, in rank order, whose content the LLM will see fits ``max_tokens``.
 
     Each node costs its content in ``metadata_mode`` (the LLM's view by default) plus the
     separator the synthesizer puts between nodes, and the context is then counted exactly as
     the engine's ``response_mode`` builds it (set the same value here: ``"compact"``, the
-    default and the context chat engine's, or ``"simple_summarize"``), so the context handed to
-    the LLM fits the budget. Scores and order are kept (a ``None`` score too: the walk never
-    reorders). Nodes without text are dropped with reason ``no_text``; :attr:`last_result` and
-    :meth:`pack_nodes` give the report.
-
-    Invalid settings raise the core's errors (``BudgetError``, ``PolicyError``, ...) here, at
-    construction, not at query time.
+    default and the context chat engine's, or ``"simple_summarize"``). Scores and order are
+    kept. Nodes without text are dropped with reason ``no_text``; :attr:`last_result` and
+    :meth:`pack_nodes` give the report. Invalid settings raise at construction.
     """
 
-    max_tokens: int = Field(
-        default=DEFAULT_MAX_TOKENS,
-        description="Token budget for the joined node contents the LLM is shown.",
-    )
-    max_items: int | None = Field(default=None, description="Keep at most this many nodes.")
-    policy: Literal["prefix", "skip", "truncate"] = Field(
-        default="prefix",
-        description="What the first node that does not fit does: end the walk (prefix), get "
-        "passed over (skip), or get cut to the room left (truncate).",
-    )
-    tokenizer: Union[str, Tokenizer, Callable[[str], int], None] = Field(
-        default=None,
-        description="Encoding or model name, 'chars', a Tokenizer or a str -> int callable; "
-        "None is cl100k_base. Only names survive to_dict/from_dict.",
-    )
-    lane: LaneKind | None = Field(
-        default=None, description="A fixed lane for every node; None reads it from lane_key."
-    )
-    lane_key: str = Field(default="lane", description="Node metadata key holding the lane.")
-    on_unknown_lane: Literal["raise", "default"] = Field(
-        default="raise", description="An unknown lane in metadata: raise, or use 'sources'."
-    )
-    reader: Reader | None = Field(
-        default=None, description="Who reads: nodes in scopes they do not hold are withheld."
-    )
-    dedupe: bool = Field(default=True, description="Drop a node whose text and scopes equal a kept one's.")
     metadata_mode: MetadataMode = Field(
         default=MetadataMode.LLM, description="The view of each node that is counted."
     )
     response_mode: str = Field(
         default="compact",
         description="The engine's response_mode, which decides how node texts are joined into "
-        "the context: a blank line (compact, the default, and the context chat engine) or "
-        "simple_summarize's quoted single-line form.",
-    )
-    max_tokens_ceiling: int = Field(
-        default=MAX_TOKENS_CEILING, description="Raise it to allow a max_tokens above 16384."
+        "the context: a blank line (compact, and the context chat engine) or simple_summarize's "
+        "quoted single-line form.",
     )
 
     _last_result: RecallResult | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
-        if "reader" in data:
-            data["reader"] = _reader(data["reader"])
-        lane = _check_settings(
-            max_tokens=data.get("max_tokens", DEFAULT_MAX_TOKENS),
-            max_tokens_ceiling=data.get("max_tokens_ceiling", MAX_TOKENS_CEILING),
-            max_items=data.get("max_items"),
-            policy=data.get("policy", "prefix"),
-            tokenizer=data.get("tokenizer"),
-            lane=data.get("lane"),
-            on_unknown_lane=data.get("on_unknown_lane", "raise"),
-            reader=data.get("reader"),
-        )
-        if lane is not None:
-            data["lane"] = lane
         mode = data.get("response_mode", "compact")
-        if mode not in RESPONSE_MODES:
+        if str(getattr(mode, "value", mode)) not in RESPONSE_MODES:
             raise ConfigError(
                 f"response_mode={mode!r} is not one BudgetPostprocessor can count for; "
                 f"use one of: {', '.join(RESPONSE_MODES)}"
             )
         data["response_mode"] = str(getattr(mode, "value", mode))
         super().__init__(**data)
+
+    def _host_settings(self) -> dict[str, Any]:
+        # A synthesizer shows the LLM the node texts joined, not recallpack's Markdown block, so
+        # the budget covers that context, built exactly as this response mode builds it.
+        simple = self.response_mode == "simple_summarize"
+        settings: dict[str, Any] = {"join": _simple_summarize_view if simple else _compact_view}
+        user = settings_tokenizer()
+        if getattr(self, "tokenizer") is None and user is not None:  # noqa: B009
+            settings["tokenizer"] = user
+        return settings
 
     @classmethod
     def class_name(cls) -> str:
@@ -340,74 +238,43 @@ class BudgetPostprocessor(BaseNodePostprocessor):
         return self._last_result
 
     @dispatcher.span
-    def pack_nodes(self, nodes: Sequence[NodeWithScore]) -> tuple[list[NodeWithScore], RecallResult]:
+    def pack_nodes(
+        self, nodes: Sequence[NodeWithScore], query: str | None = None
+    ) -> tuple[list[NodeWithScore], RecallResult]:
         """The kept node copies and the RecallResult (report and trace) of this one call."""
-        candidates = _candidates(
-            nodes,
-            metadata_mode=self.metadata_mode,
-            lane=self.lane,
-            lane_key=self.lane_key,
-            on_unknown_lane=self.on_unknown_lane,
-        )
-        # A synthesizer shows the LLM the node texts joined, not recallpack's Markdown block, so
-        # the budget covers that context, built exactly as this response mode builds it.
-        result = recall_joined(
-            candidates,
-            join=_simple_summarize_view if self.response_mode == "simple_summarize" else _compact_view,
-            max_tokens=self.max_tokens,
-            max_items=self.max_items,
-            policy=self.policy,
-            tokenizer=get_tokenizer(self.tokenizer),
-            reader=self.reader,
-            dedupe=self.dedupe,
-            max_tokens_ceiling=self.max_tokens_ceiling,
-        )
+        result = self.packer.recall(_candidates(nodes, self.metadata_mode, self._candidate), query=query)
         self._last_result = result
         dispatcher.event(RecallPackedEvent(report=result.report, component=self.class_name()))
         return _kept_nodes(nodes, result), result
 
     def _postprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        return self.pack_nodes(nodes)[0]
+        return self.pack_nodes(nodes, query_bundle.query_str if query_bundle else None)[0]
 
     async def _apostprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         # Packing is a short CPU walk over what was retrieved; a thread hop would cost more.
-        return self.pack_nodes(nodes)[0]
+        return self._postprocess_nodes(nodes, query_bundle)
 
 
 # --- BudgetedRetriever -----------------------------------------------------------------------
 
 
-def _node_key(item: NodeWithScore) -> tuple[str, tuple[str, ...]]:
-    """Identity for fusion: the node's own text and scope ids, what the core dedupes on and
-    what the LangChain adapter fuses on. The same node found by two lanes (or an equal copy
-    from another index) counts once."""
-    scopes = item.node.metadata.get("scope_ids") or ()
-    if isinstance(scopes, str):
-        scopes = (scopes,)
-    return item.node.get_content(metadata_mode=MetadataMode.NONE), tuple(str(s) for s in scopes)
-
-
 def _with_top_k(retriever: BaseRetriever, fetch_k: int | None, where: str) -> BaseRetriever:
-    """``retriever``, or a shallow copy of it asking for ``fetch_k`` results.
-
-    A copy rather than a mutation: the caller's retriever keeps its own top-k, whoever else uses
-    it. The copy shares the index, store and callbacks (nothing is duplicated but the setting).
-    """
+    """``retriever``, or a shallow copy of it asking for ``fetch_k`` results (the caller's
+    retriever keeps its own top-k; the copy shares the index, store and callbacks)."""
+    if not isinstance(retriever, BaseRetriever):
+        raise ConfigError(
+            f"{where}={retriever!r} must be a LlamaIndex BaseRetriever (for example index.as_retriever())"
+        )
     if fetch_k is None:
         return retriever
     if not hasattr(retriever, "similarity_top_k"):
-        # As in the LangChain adapter: not an error, the upstream just picks its own depth.
         warnings.warn(
-            f"fetch_k={fetch_k} cannot be forwarded to {where} ({type(retriever).__name__}): it "
-            "has no similarity_top_k; it returns its own number of results",
+            f"fetch_k={fetch_k} cannot be forwarded to {where} ({type(retriever).__name__}): it has no "
+            "similarity_top_k; it returns its own number of results",
             RecallpackWarning,
             stacklevel=4,
         )
@@ -415,19 +282,6 @@ def _with_top_k(retriever: BaseRetriever, fetch_k: int | None, where: str) -> Ba
     copied = copy.copy(retriever)
     copied.similarity_top_k = fetch_k
     return copied
-
-
-async def _gather_or_cancel(awaitables: Sequence[Awaitable[T]]) -> list[T]:
-    """Await all concurrently; when one fails (or the call is cancelled), cancel and await the
-    rest, so no lane keeps searching after the caller has its exception."""
-    tasks = [asyncio.ensure_future(a) for a in awaitables]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
 
 
 class BudgetedRetriever(BaseRetriever):
@@ -438,72 +292,29 @@ class BudgetedRetriever(BaseRetriever):
     :class:`~recallpack.RecallResult` of the same packing, whose ``to_markdown()`` block fits
     ``max_tokens``. Each node's text is read in ``metadata_mode`` (``NONE`` by default: the
     node's own text, which is what a LangChain Document's page_content holds, so both adapters
-    give the same bytes).
+    give the same bytes). Takes every Packer setting by name.
 
-    ``fetch_k`` is the search depth (seed 002): how many nodes to ask the upstream for. It is set
-    on a shallow copy of the upstream (its ``similarity_top_k``); the retriever passed in is left
-    as it was. An upstream without ``similarity_top_k`` keeps its own depth, with a warning.
-    :meth:`from_lanes` fuses several retrievers by reciprocal rank fusion.
+    ``fetch_k`` is the search depth: how many nodes to ask the upstream for, set on a shallow
+    copy of the upstream (its ``similarity_top_k``). :meth:`from_lanes` fuses several retrievers.
     """
 
-    def __init__(
-        self,
-        retriever: BaseRetriever,
-        *,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        max_items: int | None = None,
-        fetch_k: int | None = None,
-        policy: Policy = "prefix",
-        tokenizer: TokenizerSpec = None,
-        lane: LaneKind | str | None = None,
-        lane_key: str = "lane",
-        on_unknown_lane: UnknownLane = "raise",
-        reader: Reader | None = None,
-        dedupe: bool = True,
-        lane_budgets: Mapping[str, int] | None = None,
-        metadata_mode: MetadataMode = MetadataMode.NONE,
-        template: TemplateSpec = None,
-        resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE,
-        max_tokens_ceiling: int = MAX_TOKENS_CEILING,
-        callback_manager: CallbackManager | None = None,
-    ) -> None:
-        self._lane = _check_settings(
-            max_tokens=max_tokens,
-            max_tokens_ceiling=max_tokens_ceiling,
-            max_items=max_items,
-            policy=policy,
-            tokenizer=tokenizer,
-            lane=lane,
-            on_unknown_lane=on_unknown_lane,
-            reader=reader,
-        )
-        check_max_items(fetch_k, field="fetch_k")
-        check_lane_budgets(lane_budgets)
-        load_template(template)  # a missing template file fails here, not mid-query
-        if not isinstance(retriever, BaseRetriever):
-            raise ConfigError(
-                f"retriever={retriever!r} must be a LlamaIndex BaseRetriever "
-                "(for example index.as_retriever())"
-            )
-        self.max_tokens = max_tokens
-        self.max_items = max_items
-        self.fetch_k = fetch_k
-        self.policy: Policy = policy
-        self.tokenizer = tokenizer
-        self.lane_key = lane_key
-        self.on_unknown_lane: UnknownLane = on_unknown_lane
-        self.reader = reader
-        self.dedupe = dedupe
-        self.lane_budgets = dict(lane_budgets) if lane_budgets else None
-        self.metadata_mode = metadata_mode
-        self.template = template
-        self.resource_uri_template = resource_uri_template
-        self.max_tokens_ceiling = max_tokens_ceiling
-        self._upstream = _with_top_k(retriever, fetch_k, "the retriever")
+    _OWN = ("fetch_k", "lane", "lane_key", "on_unknown_lane", "metadata_mode", "callback_manager")
+
+    def __init__(self, retriever: BaseRetriever, **settings: Any) -> None:
+        owner = type(self).__name__
+        refuse_unknown(owner, settings, [*self._OWN, *(n for n in Packer.settings_names() if n != "join")])
+        own = {k: settings.pop(k) for k in self._OWN if k in settings}
+        self._lane, self.lane_key, self.on_unknown_lane = item_settings(own)
+        self.fetch_k = check_max_items(own.get("fetch_k"), "fetch_k")
+        self.metadata_mode = own.get("metadata_mode", MetadataMode.NONE)
+        if "tokenizer" not in settings and settings_tokenizer() is not None:
+            settings["tokenizer"] = settings_tokenizer()
+        self.packer = Packer(**settings)
+        self._upstream = _with_top_k(retriever, self.fetch_k, "retriever")
         self._lanes: dict[LaneKind, BaseRetriever] | None = None
-        self._weights: dict[str, float] | None = None
-        self._rrf_k = 60
-        super().__init__(callback_manager=callback_manager)
+        self._weights: dict[LaneKind, float] = {}
+        self._rrf_k = DEFAULT_RRF_K
+        super().__init__(callback_manager=own.get("callback_manager"))
 
     @classmethod
     def from_lanes(
@@ -511,120 +322,84 @@ class BudgetedRetriever(BaseRetriever):
         lanes: Mapping[LaneKind | str, BaseRetriever],
         *,
         weights: Mapping[LaneKind | str, float] | None = None,
-        rrf_k: int = 60,
-        **kwargs: Any,
+        rrf_k: int = DEFAULT_RRF_K,
+        **settings: Any,
     ) -> BudgetedRetriever:
         """Several retrievers, one per lane kind, fused by reciprocal rank fusion, then packed.
 
         Each lane's nodes take that lane; a node found by several lanes (the same content) counts
-        once, under the lane that ranked it best, and its score becomes the fused score.
-        ``aretrieve`` calls the lanes concurrently.
+        once, under the lane that ranked it best, with the fused score. ``aretrieve`` calls the
+        lanes concurrently.
         """
         if not lanes:
             raise ConfigError("from_lanes needs at least one lane, e.g. {'sources': retriever}")
-        if "lane" in kwargs:
+        if "lane" in settings:
             raise ConfigError("from_lanes takes each lane from its key; do not pass lane=")
-        fetch_k = kwargs.get("fetch_k")
-        check_max_items(fetch_k, field="fetch_k")
         resolved: dict[LaneKind, BaseRetriever] = {}
         for name, retriever in lanes.items():
             kind = coerce_lane(name, field="lane name")
             if kind in resolved:
                 raise ConfigError(f"lane {kind.value!r} is given twice")
-            if not isinstance(retriever, BaseRetriever):
-                raise ConfigError(f"lanes[{name!r}]={retriever!r} must be a LlamaIndex BaseRetriever")
-            resolved[kind] = _with_top_k(retriever, fetch_k, f"lane {kind.value!r}")
-        fused_weights = {
-            coerce_lane(k, field="weights key").value: float(v) for k, v in (weights or {}).items()
-        }
-        unknown = set(fused_weights) - {kind.value for kind in resolved}
-        if unknown:
-            raise ConfigError(f"weights has lanes {sorted(unknown)} that are not among the lanes given")
-        if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 1:
-            raise ConfigError(f"rrf_k={rrf_k!r} must be an int of at least 1 (60 is usual)")
-        first = next(iter(resolved.values()))
-        kwargs.pop("fetch_k", None)
-        built = cls(first, **kwargs)
-        built.fetch_k = fetch_k
+            resolved[kind] = _with_top_k(retriever, settings.get("fetch_k"), f"lanes[{kind.value!r}]")
+        built = cls(next(iter(resolved.values())), **settings)
         built._lanes = resolved
-        built._weights = fused_weights or None
-        built._rrf_k = rrf_k
+        built._weights = check_weights(dict(weights or {}), list(resolved))
+        built._rrf_k = check_rrf_k(rrf_k)
         return built
 
-    # -- fetching --------------------------------------------------------------------------------
+    # -- fetching and packing ---------------------------------------------------------------------
+
+    def _make(self, text: str, metadata: Mapping[str, Any], position: int, **kwargs: Any) -> Candidate:
+        lane = kwargs.pop("lane", None) or self._lane
+        return candidate_from(
+            text, metadata, position=position, lane=lane, lane_key=self.lane_key,
+            on_unknown_lane=self.on_unknown_lane, **kwargs,
+        )
 
     def _fuse(
-        self, ranked: Mapping[str, Sequence[NodeWithScore]]
-    ) -> tuple[list[NodeWithScore], list[LaneKind | None]]:
-        for name, items in ranked.items():
-            for position, item in enumerate(items):
-                if not isinstance(item, NodeWithScore):
-                    raise UpstreamError(
-                        f"lane {name!r} item {position} is a {type(item).__name__}, not a NodeWithScore"
-                    )
-        fused = reciprocal_rank_fusion(ranked, _node_key, weights=self._weights, k=self._rrf_k)
-        nodes = [NodeWithScore(node=item.node, score=score) for _, item, score in fused]
-        return nodes, [LaneKind(lane) for lane, _, _ in fused]
+        self, ranked: Mapping[LaneKind, Sequence[NodeWithScore]]
+    ) -> tuple[list[NodeWithScore], list[LaneKind]]:
+        per_lane = {lane: _candidates(nodes, MetadataMode.NONE, self._make, [lane] * len(nodes))
+                    for lane, nodes in ranked.items()}  # fmt: skip
+        fused = fuse(per_lane, weights=self._weights, k=self._rrf_k)
+        nodes = [NodeWithScore(node=ranked[f.lane][f.index].node, score=f.candidate.score) for f in fused]
+        return nodes, [f.lane for f in fused]
 
-    def _fetch(self, query_bundle: QueryBundle) -> tuple[list[NodeWithScore], list[LaneKind | None] | None]:
+    def _fetch(self, bundle: QueryBundle) -> tuple[list[NodeWithScore], list[LaneKind] | None]:
         if self._lanes is None:
-            return list(self._upstream.retrieve(query_bundle)), None
-        ranked = {kind.value: r.retrieve(query_bundle) for kind, r in self._lanes.items()}
-        return self._fuse(ranked)
+            return list(self._upstream.retrieve(bundle)), None
+        return self._fuse({kind: r.retrieve(bundle) for kind, r in self._lanes.items()})
 
-    async def _afetch(
-        self, query_bundle: QueryBundle
-    ) -> tuple[list[NodeWithScore], list[LaneKind | None] | None]:
+    async def _afetch(self, bundle: QueryBundle) -> tuple[list[NodeWithScore], list[LaneKind] | None]:
         if self._lanes is None:
-            return list(await self._upstream.aretrieve(query_bundle)), None
-        results = await _gather_or_cancel([r.aretrieve(query_bundle) for r in self._lanes.values()])
-        return self._fuse({kind.value: items for kind, items in zip(self._lanes, results)})
+            return list(await self._upstream.aretrieve(bundle)), None
+        results = await gather_or_cancel([r.aretrieve(bundle) for r in self._lanes.values()])
+        return self._fuse(dict(zip(self._lanes, results)))
 
     def _pack(
-        self, nodes: list[NodeWithScore], lanes: list[LaneKind | None] | None
+        self, bundle: QueryBundle, nodes: list[NodeWithScore], lanes: list[LaneKind] | None
     ) -> tuple[list[NodeWithScore], RecallResult]:
-        candidates = _candidates(
-            nodes,
-            metadata_mode=self.metadata_mode,
-            lane=self._lane,
-            lanes=lanes,
-            lane_key=self.lane_key,
-            on_unknown_lane=self.on_unknown_lane,
-        )
-        result = recall(
-            candidates,
-            max_tokens=self.max_tokens,
-            max_items=self.max_items,
-            policy=self.policy,
-            tokenizer=self.tokenizer,
-            reader=self.reader,
-            dedupe=self.dedupe,
-            lane_budgets=self.lane_budgets,
-            template=self.template,
-            resource_uri_template=self.resource_uri_template,
-            max_tokens_ceiling=self.max_tokens_ceiling,
-        )
+        candidates = _candidates(nodes, self.metadata_mode, self._make, lanes)
+        result = self.packer.recall(candidates, query=bundle.query_str or None)
         dispatcher.event(RecallPackedEvent(report=result.report, component=type(self).__name__))
         return _kept_nodes(nodes, result), result
 
-    # -- the public calls -----------------------------------------------------------------------
-
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self._pack(*self._fetch(query_bundle))[0]
+        return self._pack(query_bundle, *self._fetch(query_bundle))[0]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self._pack(*await self._afetch(query_bundle))[0]
+        return self._pack(query_bundle, *await self._afetch(query_bundle))[0]
 
     @dispatcher.span
     def retrieve_with_result(self, query: QueryType) -> tuple[list[NodeWithScore], RecallResult]:
         """The kept nodes and the RecallResult of one packing (what EvidenceQueryEngine uses)."""
         bundle = QueryBundle(query) if isinstance(query, str) else query
-        return self._pack(*self._fetch(bundle))
+        return self._pack(bundle, *self._fetch(bundle))
 
     @dispatcher.span
     async def aretrieve_with_result(self, query: QueryType) -> tuple[list[NodeWithScore], RecallResult]:
         bundle = QueryBundle(query) if isinstance(query, str) else query
-        return self._pack(*await self._afetch(bundle))
+        return self._pack(bundle, *await self._afetch(bundle))
 
     def recall(self, query: QueryType) -> RecallResult:
         """Retrieve and pack ``query``: evidence, report and trace; ``to_markdown()`` fits."""
@@ -634,15 +409,11 @@ class BudgetedRetriever(BaseRetriever):
         return (await self.aretrieve_with_result(query))[1]
 
     def as_query_engine(
-        self,
-        llm: LLM | None = None,
-        text_qa_template: BasePromptTemplate | None = None,
+        self, llm: LLM | None = None, text_qa_template: BasePromptTemplate | None = None
     ) -> EvidenceQueryEngine:
         """A query engine whose prompt holds this retriever's rendered evidence block."""
         return EvidenceQueryEngine(
-            retriever=self,
-            llm=llm,
-            text_qa_template=text_qa_template or DEFAULT_TEXT_QA_PROMPT_SEL,
+            retriever=self, llm=llm, text_qa_template=text_qa_template or DEFAULT_TEXT_QA_PROMPT_SEL
         )
 
 
@@ -680,11 +451,8 @@ class EvidenceQueryEngine(CustomQueryEngine):
         return {}
 
     def _response(self, answer: str, nodes: list[NodeWithScore], result: RecallResult) -> Response:
-        return Response(
-            response=answer,
-            source_nodes=nodes,
-            metadata={"recallpack_report": result.report.model_dump(mode="json")},
-        )
+        report = result.report.model_dump(mode="json")
+        return Response(response=answer, source_nodes=nodes, metadata={"recallpack_report": report})
 
     def custom_query(self, query_str: str) -> Response:
         nodes, result = self.retriever.retrieve_with_result(query_str)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError
@@ -26,7 +27,7 @@ class Fused:
 
 
 def check_weights(
-    weights: Mapping[object, object] | None, lanes: Sequence[LaneKind]
+    weights: Mapping[Any, Any] | None, lanes: Sequence[LaneKind]
 ) -> dict[LaneKind, float]:
     """Weights per lane as finite, positive floats; lanes not among ``lanes`` are refused.
 

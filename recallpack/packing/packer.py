@@ -93,7 +93,9 @@ class Packer(BaseModel):
     recallpack.packing.errors.ConfigError: Packer got an unknown setting 'max_token'; did you mean ...
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True
+    )
 
     max_tokens: int = Field(DEFAULT_MAX_TOKENS, strict=True, ge=1)
     """The token budget for what the model is shown: the whole rendered block by default."""

@@ -322,7 +322,7 @@ async def test_bad_per_call_values_raise_before_the_upstream_is_called(
         ({"lane": "episodic"}, LaneError),
         ({"on_unknown_lane": "guess"}, ConfigError),
         ({"tokenizer": 42}, ConfigError),
-        ({"template": "no/such/template.j2"}, ConfigError),
+        ({"template": Path("no/such/template.j2")}, ConfigError),
         ({"lane_budgets": {"episodic": 100}}, LaneError),
         ({"lane_budgets": {"source": -1}}, BudgetError),
         ({"reader": "u-7"}, ConfigError),
@@ -422,7 +422,7 @@ def test_metadata_is_kept_and_extended_and_upstream_documents_are_not_mutated() 
     assert first.metadata["scopes"] == []
     assert first.metadata["token_count"] > 0
     assert second.metadata["evidence_label"] == "Derived memory"
-    assert second.metadata["resource_uri"] is None
+    assert second.metadata["resource_uri"] == "notes.txt"  # the loader's source is its citation
 
 
 def test_truncate_policy_cuts_the_page_content_of_the_copy_only() -> None:

@@ -1,0 +1,157 @@
+"""How a host's item (its text and metadata) becomes a Candidate, and a kept one gets its fields.
+
+Both adapters call these, so the same texts and metadata become the same candidates (and so the
+same bytes) whichever host they came through. Host-neutral: it imports no framework.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
+from recallpack.packing.errors import CandidateError, ConfigError, LaneError
+from recallpack.packing.result import Evidence
+
+__all__ = [
+    "UnknownLane",
+    "EVIDENCE_METADATA_KEYS",
+    "SCOPE_KEY",
+    "candidate_from",
+    "evidence_metadata",
+    "check_on_unknown_lane",
+    "scope_ids_from",
+    "score_from",
+]
+
+UnknownLane = Literal["raise", "default"]
+
+#: Metadata keys recallpack adds to each kept document or node.
+EVIDENCE_METADATA_KEYS = ("provenance", "evidence_label", "scopes", "resource_uri", "token_count")
+#: Metadata keys recallpack reads from upstream items (besides the lane key).
+SCOPE_KEY = "scope_ids"
+ARTIFACT_KEY = "artifact_id"
+ARTIFACT_CONTENT_KEY = "artifact_content_id"
+SCORE_KEYS = ("score", "relevance_score")
+
+#: An item that already went through recallpack carries its provenance but no lane; any lane
+#: of that provenance renders the same label, so packing it again keeps its label.
+_LANE_OF_PROVENANCE = {
+    "source": LaneKind.SOURCES,
+    "session": LaneKind.WORKING_MEMORY,
+    "derived": LaneKind.FACTS,
+}
+
+
+def check_on_unknown_lane(value: object) -> UnknownLane:
+    if value not in ("raise", "default"):
+        raise ConfigError(f"on_unknown_lane={value!r} must be 'raise' or 'default'")
+    return value
+
+
+def scope_ids_from(metadata: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
+    """The scope ids an item's metadata holds, and why they cannot be read if they cannot.
+
+    Absent means unscoped. Present, they must be one non-empty string or a non-empty list of
+    non-empty strings: anything else (``0``, ``""``, ``False``, ``[]``, ``None``, ``[1]``) is
+    reported, so the packer withholds the item instead of showing it to every reader.
+    """
+    if SCOPE_KEY not in metadata:
+        return (), None
+    value = metadata[SCOPE_KEY]
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, (list, tuple)) and value and all(isinstance(s, str) and s.strip() for s in value):
+        return tuple(value), None
+    return (), (
+        f"metadata[{SCOPE_KEY!r}]={value!r:.60} is not a non-empty list of non-empty scope id strings"
+    )
+
+
+def score_from(metadata: Mapping[str, Any]) -> float | None:
+    """A finite score an upstream recorded in metadata, if any."""
+    for key in SCORE_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+    return None
+
+
+def _lane(
+    metadata: Mapping[str, Any],
+    lane: LaneKind | str | None,
+    lane_key: str,
+    on_unknown_lane: UnknownLane,
+    position: int,
+) -> LaneKind:
+    if lane is not None:
+        return coerce_lane(lane)
+    named = metadata.get(lane_key)
+    if named is None:
+        return _LANE_OF_PROVENANCE.get(str(metadata.get("provenance")), LaneKind.SOURCES)
+    try:
+        return coerce_lane(named, field=f"metadata[{lane_key!r}] of item {position}")
+    except LaneError:
+        if on_unknown_lane == "raise":
+            raise
+        return LaneKind.SOURCES
+
+
+def candidate_from(
+    text: str,
+    metadata: Mapping[str, Any],
+    *,
+    position: int,
+    lane: LaneKind | str | None = None,
+    lane_key: str = "lane",
+    on_unknown_lane: UnknownLane = "raise",
+    score: float | None = None,
+    modality: str = "text",
+) -> Candidate:
+    """A Candidate from an upstream item's text and metadata.
+
+    The lane is ``lane`` when given, else ``metadata[lane_key]``, else the lane of a recallpack
+    provenance the item already carries, else ``sources``. Scope ids come from
+    ``metadata["scope_ids"]``, artifact ids from ``artifact_id`` and ``artifact_content_id``; a
+    citation is read from the metadata by the packer (its ``citation_keys``).
+    """
+    scope_ids, scope_error = scope_ids_from(metadata)
+    if score is not None and (isinstance(score, bool) or not math.isfinite(score)):
+        score = None
+    try:
+        return Candidate(
+            text=text,
+            lane=_lane(metadata, lane, lane_key, on_unknown_lane, position),
+            scope_ids=scope_ids,
+            scope_error=scope_error,
+            artifact_id=_optional_str(metadata.get(ARTIFACT_KEY)),
+            artifact_content_id=_optional_str(metadata.get(ARTIFACT_CONTENT_KEY)),
+            score=score,
+            metadata=metadata,
+            modality=modality,
+        )
+    except CandidateError as exc:
+        raise CandidateError(f"item {position}: {exc}") from exc
+
+
+def _optional_str(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def evidence_metadata(evidence: Evidence) -> dict[str, Any]:
+    """The public fields recallpack adds to a kept item's metadata."""
+    return {
+        "provenance": evidence.provenance.value,
+        "evidence_label": evidence.label,
+        "scopes": list(evidence.scopes),
+        "resource_uri": evidence.resource_uri,
+        "token_count": evidence.token_count,
+    }
+
+
+def kept_pairs(
+    items: Sequence[Any], ranks: Sequence[int], evidence: Sequence[Evidence]
+) -> list[tuple[Any, Evidence]]:
+    """Each kept upstream item with its evidence, in evidence order."""
+    return [(items[rank], e) for rank, e in zip(ranks, evidence)]
