@@ -26,16 +26,14 @@ evidence fields in metadata hidden from the LLM and embedding views. When the us
 from __future__ import annotations
 
 import copy
-import functools
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from recallpack.adapters._extras import require
 
 require("llama_index.core", extra="llamaindex", feature="recallpack.adapters.llamaindex")
 
-import llama_index.core  # noqa: E402
 import llama_index.core.instrumentation as instrument  # noqa: E402
 from llama_index.core.base.base_retriever import BaseRetriever  # noqa: E402
 from llama_index.core.base.response.schema import Response  # noqa: E402
@@ -47,18 +45,18 @@ from llama_index.core.prompts import BasePromptTemplate  # noqa: E402
 from llama_index.core.prompts.default_prompt_selectors import DEFAULT_TEXT_QA_PROMPT_SEL  # noqa: E402
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType  # noqa: E402
 from llama_index.core.query_engine import CustomQueryEngine  # noqa: E402
-from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeWithScore, QueryBundle, QueryType  # noqa: E402
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, QueryType  # noqa: E402
 from llama_index.core.settings import Settings  # noqa: E402
 
 from recallpack.adapters._common import PackerComponent, gather_or_cancel, item_settings  # noqa: E402
+from recallpack.adapters._llamaindex_nodes import kept_nodes, node_candidates, settings_tokenizer  # noqa: E402
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane  # noqa: E402
-from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError  # noqa: E402
+from recallpack.packing.errors import ConfigError, RecallpackWarning  # noqa: E402
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse  # noqa: E402
 from recallpack.packing.limits import check_max_items  # noqa: E402
 from recallpack.packing.packer import Packer, refuse_unknown  # noqa: E402
 from recallpack.packing.result import PackReport, RecallResult  # noqa: E402
-from recallpack.packing.tokenizer import CallableTokenizer, Tokenizer  # noqa: E402
-from recallpack.packing.translate import EVIDENCE_METADATA_KEYS, candidate_from, evidence_metadata  # noqa: E402
+from recallpack.packing.translate import candidate_from  # noqa: E402
 
 __all__ = [
     "BudgetPostprocessor",
@@ -103,83 +101,6 @@ class RecallPackedEvent(BaseEvent):
     @classmethod
     def class_name(cls) -> str:
         return "RecallPackedEvent"
-
-
-def settings_tokenizer() -> Tokenizer | None:
-    """The tokenizer the user gave ``Settings.tokenizer``, or None when it is LlamaIndex's own
-    default (cl100k_base with special tokens allowed, which recallpack counts the same way)."""
-    user = llama_index.core.global_tokenizer
-    if user is None:
-        return None
-    if isinstance(user, functools.partial) and getattr(user.func, "__name__", "") == "encode":
-        encoding = getattr(user.func, "__self__", None)
-        if getattr(encoding, "name", None) == "cl100k_base":
-            return None
-    name = getattr(user, "__qualname__", type(user).__name__)
-    return CallableTokenizer(lambda text: len(user(text)), name=f"llama_index Settings.tokenizer ({name})")
-
-
-def _modality(node: BaseNode) -> str:
-    """"text" when the node has text of its own, else what it holds instead (the core drops
-    anything but text with reason ``no_text``; metadata alone says nothing either)."""
-    if node.get_content(metadata_mode=MetadataMode.NONE).strip():
-        return "text"
-    if isinstance(node, ImageNode) or getattr(node, "image_resource", None) is not None:
-        return "image"
-    for kind in ("audio", "video"):
-        if getattr(node, f"{kind}_resource", None) is not None:
-            return kind
-    return "none"
-
-
-def _candidates(
-    nodes: Sequence[object], metadata_mode: MetadataMode, make: Callable[..., Candidate],
-    lanes: Sequence[LaneKind] | None = None,
-) -> list[Candidate]:
-    """One Candidate per node, in order; anything that is not a NodeWithScore is named."""
-    candidates = []
-    for position, item in enumerate(nodes):
-        if not isinstance(item, NodeWithScore):
-            raise UpstreamError(
-                f"upstream item {position} is a {type(item).__name__}, not a NodeWithScore; "
-                "a LlamaIndex retriever must return NodeWithScore objects"
-            )
-        modality = _modality(item.node)
-        text = item.node.get_content(metadata_mode=metadata_mode) if modality == "text" else ""
-        lane = None if lanes is None else lanes[position]
-        made = make(text, item.node.metadata, position, lane=lane, score=item.score, modality=modality)
-        candidates.append(made)
-    return candidates
-
-
-def _hidden(keys: Sequence[str]) -> list[str]:
-    return [*keys, *(k for k in EVIDENCE_METADATA_KEYS if k not in keys)]
-
-
-def _kept_nodes(nodes: Sequence[NodeWithScore], result: RecallResult) -> list[NodeWithScore]:
-    """Copies of the kept nodes, in evidence order, carrying the evidence fields.
-
-    The fields go in metadata excluded from both the LLM and the embedding views, so nothing the
-    budget counted changes. A cut node shows its cut text, and only that, in every view.
-    """
-    kept = []
-    for rank, evidence in zip(result.selected_ranks, result.evidence):
-        original = nodes[rank]
-        node = original.node
-        update: dict[str, Any] = {
-            "metadata": {**node.metadata, **evidence_metadata(evidence)},
-            "excluded_llm_metadata_keys": _hidden(node.excluded_llm_metadata_keys),
-            "excluded_embed_metadata_keys": _hidden(node.excluded_embed_metadata_keys),
-        }
-        if evidence.truncated and hasattr(node, "text_template"):
-            # The cut was made in the counted view, metadata header included; showing the cut
-            # text as the whole content keeps every view exactly what was counted.
-            update["text_template"] = "{content}"
-        copied = node.model_copy(update=update)
-        if evidence.truncated:
-            copied.set_content(evidence.text)
-        kept.append(NodeWithScore(node=copied, score=original.score))
-    return kept
 
 
 # --- BudgetPostprocessor ---------------------------------------------------------------------
@@ -242,10 +163,10 @@ class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
         self, nodes: Sequence[NodeWithScore], query: str | None = None
     ) -> tuple[list[NodeWithScore], RecallResult]:
         """The kept node copies and the RecallResult (report and trace) of this one call."""
-        result = self.packer.recall(_candidates(nodes, self.metadata_mode, self._candidate), query=query)
+        result = self.packer.recall(node_candidates(nodes, self.metadata_mode, self._candidate), query=query)
         self._last_result = result
         dispatcher.event(RecallPackedEvent(report=result.report, component=self.class_name()))
-        return _kept_nodes(nodes, result), result
+        return kept_nodes(nodes, result), result
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
@@ -359,7 +280,7 @@ class BudgetedRetriever(BaseRetriever):
     def _fuse(
         self, ranked: Mapping[LaneKind, Sequence[NodeWithScore]]
     ) -> tuple[list[NodeWithScore], list[LaneKind]]:
-        per_lane = {lane: _candidates(nodes, MetadataMode.NONE, self._make, [lane] * len(nodes))
+        per_lane = {lane: node_candidates(nodes, MetadataMode.NONE, self._make, [lane] * len(nodes))
                     for lane, nodes in ranked.items()}  # fmt: skip
         fused = fuse(per_lane, weights=self._weights, k=self._rrf_k)
         nodes = [NodeWithScore(node=ranked[f.lane][f.index].node, score=f.candidate.score) for f in fused]
@@ -379,10 +300,10 @@ class BudgetedRetriever(BaseRetriever):
     def _pack(
         self, bundle: QueryBundle, nodes: list[NodeWithScore], lanes: list[LaneKind] | None
     ) -> tuple[list[NodeWithScore], RecallResult]:
-        candidates = _candidates(nodes, self.metadata_mode, self._make, lanes)
+        candidates = node_candidates(nodes, self.metadata_mode, self._make, lanes)
         result = self.packer.recall(candidates, query=bundle.query_str or None)
         dispatcher.event(RecallPackedEvent(report=result.report, component=type(self).__name__))
-        return _kept_nodes(nodes, result), result
+        return kept_nodes(nodes, result), result
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._pack(query_bundle, *self._fetch(query_bundle))[0]

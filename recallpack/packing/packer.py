@@ -272,107 +272,121 @@ class Packer(BaseModel):
         allowance: Allowance | Remaining | None = None,
         unbounded: bool = False,
     ) -> RecallResult:
-        listed = _as_list(candidates)
-        max_tokens: int | None = None if unbounded else self.max_tokens
-        max_items = self.max_items
-        if allowance is not None:
-            # Both bounds hold at once. What is left may be zero, which no caller may pass as
-            # its own budget, so it goes to the walk directly: nothing fits, each drop says why.
-            left = as_remaining(allowance)
-            max_tokens = left.tokens if max_tokens is None else min(max_tokens, left.tokens)
-            max_items = left.items if max_items is None else min(max_items, left.items)
-        settings = WalkSettings(
-            max_tokens=max_tokens,
-            max_items=max_items,
-            policy=self.policy,
-            floor=self.floor,
-            reader=self.reader,
-            lane_budgets=self._budgets,
-            dedupe=self.dedupe,
-            resource_uri_template=self.resource_uri_template,
-            citation_keys=self.citation_keys,
-        )
-        cost: CostModel = BlockCost(self._tok) if self.join is None else JoinedCost(self._tok, self.join)
-        walk = Walk(listed, settings, cost, self._cutter(query))
-        walk.run()
-        used, markdown = self._measure(walk, max_tokens)
-        # Per-item counts are nearly always exact; this makes the bound a guarantee whatever
-        # the template or join: the last item is cut shorter or given back until the whole fits.
-        while max_tokens is not None and used > max_tokens and walk.kept:
-            if not walk.recut_last(used - max_tokens) and walk.kept and walk.kept[-1].cut is None:
-                walk.give_back_last()
-            used, markdown = self._measure(walk, max_tokens)
-        return self._result(walk, listed, used, markdown, max_tokens)
+        return _pack_once(self, candidates, query=query, allowance=allowance, unbounded=unbounded)
 
-    def _measure(self, walk: Walk, max_tokens: int | None) -> tuple[int, str | Callable[[], str]]:
-        """The exact token count of what the model is shown, and the block (rendered once)."""
-        if self.join is not None:
-            return walk.cost.measure(walk), lambda: self._render(walk, None)
-        text = self._render(walk, max_tokens)
-        if self._compiled is None and self._tok.splits_at_line_starts:
-            return walk.cost.measure(walk), text
-        return (self._tok.count(text) if text else 0), text
+def _pack_once(
+    packer: Packer,
+    candidates: Iterable[Candidate | Mapping[str, Any]],
+    *,
+    query: str | None = None,
+    allowance: Allowance | Remaining | None = None,
+    unbounded: bool = False,
+) -> RecallResult:
+    listed = _as_list(candidates)
+    max_tokens: int | None = None if unbounded else packer.max_tokens
+    max_items = packer.max_items
+    if allowance is not None:
+        # Both bounds hold at once. What is left may be zero, which no caller may pass as
+        # its own budget, so it goes to the walk directly: nothing fits, each drop says why.
+        left = as_remaining(allowance)
+        max_tokens = left.tokens if max_tokens is None else min(max_tokens, left.tokens)
+        max_items = left.items if max_items is None else min(max_items, left.items)
+    settings = WalkSettings(
+        max_tokens=max_tokens,
+        max_items=max_items,
+        policy=packer.policy,
+        floor=packer.floor,
+        reader=packer.reader,
+        lane_budgets=packer._budgets,
+        dedupe=packer.dedupe,
+        resource_uri_template=packer.resource_uri_template,
+        citation_keys=packer.citation_keys,
+    )
+    cost: CostModel = BlockCost(packer._tok) if packer.join is None else JoinedCost(packer._tok, packer.join)
+    walk = Walk(listed, settings, cost, _cutter(packer, query))
+    walk.run()
+    used, markdown = _measure(packer, walk, max_tokens)
+    # Per-item counts are nearly always exact; this makes the bound a guarantee whatever
+    # the template or join: the last item is cut shorter or given back until the whole fits.
+    while max_tokens is not None and used > max_tokens and walk.kept:
+        if not walk.recut_last(used - max_tokens) and walk.kept and walk.kept[-1].cut is None:
+            walk.give_back_last()
+        used, markdown = _measure(packer, walk, max_tokens)
+    return _result(packer, walk, listed, used, markdown, max_tokens)
 
-    def _render(self, walk: Walk, max_tokens: int | None) -> str:
-        if self._compiled is None:
-            return walk.default_block()
-        bound = None if max_tokens is None else max_tokens * OUTPUT_CHARS_PER_TOKEN + OUTPUT_SLACK_CHARS
-        return render(
-            self._compiled,
-            [e.model_dump() for e in walk.evidence()],
-            [s.model_dump() for s in walk.shared_scopes()],
-            max_chars=bound,
-        )
 
-    def _result(
-        self, walk: Walk, listed: Sequence[Any], used: int, markdown: str | Callable[[], str],
-        max_tokens: int | None,
-    ) -> RecallResult:
-        reasons = dict(walk.reasons)
-        tail = len(listed) - len(walk.entries)
-        if tail:
-            assert walk.tail_reason is not None
-            reasons[walk.tail_reason.value] = reasons.get(walk.tail_reason.value, 0) + tail
-        withheld = sum(count for reason, count in reasons.items() if reason in _WITHHELD)
-        cut_kinds = [k.cut.kind for k in walk.kept if k.cut is not None]
-        report = PackReport(
-            max_tokens=max_tokens,
-            tokens_used=used,
-            candidates=len(listed),
-            items_selected=len(walk.kept),
-            items_dropped=len(listed) - len(walk.kept) - withheld,
-            items_withheld=withheld,
-            tokenizer_used=self._tok.name,
-            policy=self.policy,
-            truncated=bool(cut_kinds),
-            reasons=reasons,
-            floor_applied=walk.floor_applied and bool(walk.kept),
-            cut=cut_kinds[0] if cut_kinds else None,
-            largest_dropped_chars=max(walk.dropped_sizes.values(), default=0),
-        )
-        return RecallResult(
-            walk.evidence(),
-            walk.shared_scopes(),
-            report,
-            Trace(walk.entries, len(listed), walk.tail_reason),
-            markdown=markdown,
-            selected_ranks=[k.rank for k in walk.kept],
-        )
+def _measure(packer: Packer, walk: Walk, max_tokens: int | None) -> tuple[int, str | Callable[[], str]]:
+    """The exact token count of what the model is shown, and the block (rendered once)."""
+    if packer.join is not None:
+        return walk.cost.measure(walk), lambda: _render(packer, walk, None)
+    text = _render(packer, walk, max_tokens)
+    if packer._compiled is None and packer._tok.splits_at_line_starts:
+        return walk.cost.measure(walk), text
+    return (packer._tok.count(text) if text else 0), text
 
-    def _cutter(self, query: str | None) -> Cutter:
-        if query is not None and not isinstance(query, str):
-            raise ConfigError(f"query={query!r} must be a str or None")
-        if self.cut == "focus" and not query:
-            raise ConfigError("cut='focus' needs the query: pass recall(..., query=...) or use cut='auto'")
-        tok = self._tok
 
-        def head(text: str, max_tokens: int) -> _Cut | None:
-            kept = tok.truncate(text, max_tokens - tok.count(ELLIPSIS)).rstrip()
-            if not kept:
-                return None
-            return _Cut(kept + ELLIPSIS, ((0, len(kept)),), "head")
+def _render(packer: Packer, walk: Walk, max_tokens: int | None) -> str:
+    if packer._compiled is None:
+        return walk.default_block()
+    bound = None if max_tokens is None else max_tokens * OUTPUT_CHARS_PER_TOKEN + OUTPUT_SLACK_CHARS
+    return render(
+        packer._compiled,
+        [e.model_dump() for e in walk.evidence()],
+        [s.model_dump() for s in walk.shared_scopes()],
+        max_chars=bound,
+    )
 
-        return head
+
+def _result(
+    packer: Packer, walk: Walk, listed: Sequence[Any], used: int, markdown: str | Callable[[], str],
+    max_tokens: int | None,
+) -> RecallResult:
+    reasons = dict(walk.reasons)
+    tail = len(listed) - len(walk.entries)
+    if tail:
+        assert walk.tail_reason is not None
+        reasons[walk.tail_reason.value] = reasons.get(walk.tail_reason.value, 0) + tail
+    withheld = sum(count for reason, count in reasons.items() if reason in _WITHHELD)
+    cut_kinds = [k.cut.kind for k in walk.kept if k.cut is not None]
+    report = PackReport(
+        max_tokens=max_tokens,
+        tokens_used=used,
+        candidates=len(listed),
+        items_selected=len(walk.kept),
+        items_dropped=len(listed) - len(walk.kept) - withheld,
+        items_withheld=withheld,
+        tokenizer_used=packer._tok.name,
+        policy=packer.policy,
+        truncated=bool(cut_kinds),
+        reasons=reasons,
+        floor_applied=walk.floor_applied and bool(walk.kept),
+        cut=cut_kinds[0] if cut_kinds else None,
+        largest_dropped_chars=max(walk.dropped_sizes.values(), default=0),
+    )
+    return RecallResult(
+        walk.evidence(),
+        walk.shared_scopes(),
+        report,
+        Trace(walk.entries, len(listed), walk.tail_reason),
+        markdown=markdown,
+        selected_ranks=[k.rank for k in walk.kept],
+    )
+
+
+def _cutter(packer: Packer, query: str | None) -> Cutter:
+    if query is not None and not isinstance(query, str):
+        raise ConfigError(f"query={query!r} must be a str or None")
+    if packer.cut == "focus" and not query:
+        raise ConfigError("cut='focus' needs the query: pass recall(..., query=...) or use cut='auto'")
+    tok = packer._tok
+
+    def head(text: str, max_tokens: int) -> _Cut | None:
+        kept = tok.truncate(text, max_tokens - tok.count(ELLIPSIS)).rstrip()
+        if not kept:
+            return None
+        return _Cut(kept + ELLIPSIS, ((0, len(kept)),), "head")
+
+    return head
 
 
 class _Cut:

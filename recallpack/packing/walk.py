@@ -151,8 +151,8 @@ class BlockCost:
         return self.tok.count(walk.default_block())
 
 
-class Walk:
-    """One walk over the candidates: call :meth:`run`, then read ``kept`` and ``entries``."""
+class Ledger:
+    """What one walk has decided so far: kept items, trace entries, reason tallies, lane use."""
 
     def __init__(self, candidates: Sequence[Any], settings: WalkSettings, cost: CostModel,
                  cutter: Cutter) -> None:
@@ -172,102 +172,6 @@ class Walk:
         self.floor_rank: int | None = None
         self.floor_applied = False
         self.dropped_sizes: dict[int, int] = {}  # rank -> characters, for drops by size
-
-    def run(self) -> None:
-        for rank in range(len(self.candidates)):
-            if not self._step(rank, coerce_candidate(self.candidates[rank], rank)):
-                break
-        if not self.kept and self.s.floor and self.floor_rank is not None:
-            self._floor()
-
-    def _gate(self, c: Candidate) -> tuple[Reason, Outcome] | None:
-        """Why ``c`` cannot be shown at all, whatever the room; None when it can."""
-        if c.modality != "text":
-            return Reason.NO_TEXT, Outcome.DROPPED
-        if not c.text or c.text.isspace():  # isspace() scans without copying the text
-            return Reason.EMPTY, Outcome.DROPPED
-        if c.scope_error is not None:
-            return Reason.MALFORMED_SCOPE, Outcome.WITHHELD
-        if self.s.reader is None:
-            if c.scope_ids:
-                return Reason.NO_READER, Outcome.WITHHELD
-        elif not self.s.reader.can_read(c.scope_ids):
-            return Reason.UNREADABLE, Outcome.WITHHELD
-        if self.s.dedupe and self._seen(c):
-            return Reason.DUPLICATE, Outcome.DROPPED
-        if any(key in self.full for key in self._lane_keys(c)):
-            return Reason.OVER_LANE_BUDGET, Outcome.DROPPED
-        return None
-
-    def _step(self, rank: int, c: Candidate) -> bool:
-        """Decide candidate ``rank``; False ends the walk (everything after it is the tail)."""
-        gate = self._gate(c)
-        if gate is not None:
-            return self._drop(rank, c, gate[0], gate[1])
-        if self.s.max_items is not None and len(self.kept) >= self.s.max_items:
-            return self._end(rank, c, Reason.OVER_ITEM_CAP)
-        scopes = self._scopes(c)
-        header = self.cost.header_delta(self, scopes)
-        room, lane_room = self._rooms(c, header)
-        limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
-        cost = self.cost.item(self, c.provenance.label, self._names(scopes), c.text, self._uri(c), limit)
-        fits_global = room is None or cost <= room
-        if fits_global and (lane_room is None or cost <= lane_room):
-            self._keep(rank, c, scopes, c.text, cost, header, None)
-            return True
-        if fits_global:  # only a lane's own budget is spent; the other lanes go on
-            self.full.update(k for k in self._lane_keys(c) if self._lane_left(k) < cost)
-            return self._drop(rank, c, Reason.OVER_LANE_BUDGET, tokens=cost)
-        assert room is not None
-        if self.s.policy == "skip":
-            self._drop(rank, c, Reason.OVER_BUDGET, tokens=cost)
-            if room > 0:
-                return True
-            self.tail_reason = Reason.OVER_BUDGET  # nothing more can fit: stop looking
-            return False
-        # A cut is made to the global room only; an item its own lane cannot hold is not cut.
-        cuttable = self.s.policy == "truncate" and room > 0 and (lane_room is None or lane_room >= room)
-        if cuttable and self._keep_cut(rank, c, scopes, header, room):
-            self.tail_reason = Reason.OVER_BUDGET
-            return False
-        return self._end(rank, c, Reason.OVER_BUDGET, tokens=cost)
-
-    def _floor(self) -> None:
-        """Nothing fitted whole: keep the top readable match, cut to the room it has."""
-        assert self.floor_rank is not None
-        rank = self.floor_rank
-        c = coerce_candidate(self.candidates[rank], rank)
-        scopes = self._scopes(c)
-        header = self.cost.header_delta(self, scopes)
-        room, lane_room = self._rooms(c, header)
-        limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
-        if limit is None or limit <= 0:
-            return
-        old = self.entries[rank]
-        self._count_reason(old.reason, -1)
-        if self._keep_cut(rank, c, scopes, header, limit, replace=True):
-            self.floor_applied = True
-            del self.dropped_sizes[rank]
-        else:
-            self._count_reason(old.reason, 1)
-
-    def _keep_cut(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], header: int, room: int,
-                  replace: bool = False) -> bool:
-        names, uri = self._names(scopes), self._uri(c)
-        overhead = self.cost.item(self, c.provenance.label, names, "", uri, None) - 1
-        target = room - max(overhead, 0)
-        while target > 0:
-            cut = self.cutter(c.text, target)
-            if cut is None:
-                return False
-            cost = self.cost.item(self, c.provenance.label, names, cut.text, uri, room)
-            if cost <= room:
-                self._keep(rank, c, scopes, cut.text, cost, header, cut, replace=replace)
-                return True
-            target -= max(1, cost - room)
-        return False
-
-    # -- bookkeeping ----------------------------------------------------------------------------
 
     def _rooms(self, c: Candidate, header: int) -> tuple[int | None, int | None]:
         room = None if self.s.max_tokens is None else self.s.max_tokens - self.used - header
@@ -372,8 +276,6 @@ class Walk:
             preview=c.text[:_PREVIEW_CHARS],
         )
 
-    # -- after the walk -------------------------------------------------------------------------
-
     def give_back_last(self) -> None:
         """Drop the last kept item after the block it ends came out over budget."""
         last = self.kept.pop()
@@ -393,6 +295,120 @@ class Walk:
             self.used += header - self.cost.header_cost
             self.cost.header_cost = header
 
+    def evidence(self) -> list[Evidence]:
+        return [k.evidence for k in self.kept]
+
+    def shared_scopes(self) -> list[Scope]:
+        return list(self.scope_order.values())
+
+    def default_block(self) -> str:
+        """The kept items as the default template renders them."""
+        if not self.kept:
+            return ""
+        scopes = [(s.name, s.description) for s in self.scope_order.values()]
+        items = [item_text(e.label, e.scopes, e.text, e.resource_uri) for e in self.evidence()]
+        return header_text(scopes) + "\n".join(items)
+
+
+
+
+class Walk(Ledger):
+    """One walk over the candidates: call :meth:`run`, then read ``kept`` and ``entries``."""
+
+    def run(self) -> None:
+        for rank in range(len(self.candidates)):
+            if not self._step(rank, coerce_candidate(self.candidates[rank], rank)):
+                break
+        if not self.kept and self.s.floor and self.floor_rank is not None:
+            self._floor()
+
+    def _gate(self, c: Candidate) -> tuple[Reason, Outcome] | None:
+        """Why ``c`` cannot be shown at all, whatever the room; None when it can."""
+        if c.modality != "text":
+            return Reason.NO_TEXT, Outcome.DROPPED
+        if not c.text or c.text.isspace():  # isspace() scans without copying the text
+            return Reason.EMPTY, Outcome.DROPPED
+        if c.scope_error is not None:
+            return Reason.MALFORMED_SCOPE, Outcome.WITHHELD
+        if self.s.reader is None:
+            if c.scope_ids:
+                return Reason.NO_READER, Outcome.WITHHELD
+        elif not self.s.reader.can_read(c.scope_ids):
+            return Reason.UNREADABLE, Outcome.WITHHELD
+        if self.s.dedupe and self._seen(c):
+            return Reason.DUPLICATE, Outcome.DROPPED
+        if any(key in self.full for key in self._lane_keys(c)):
+            return Reason.OVER_LANE_BUDGET, Outcome.DROPPED
+        return None
+
+    def _step(self, rank: int, c: Candidate) -> bool:
+        """Decide candidate ``rank``; False ends the walk (everything after it is the tail)."""
+        gate = self._gate(c)
+        if gate is not None:
+            return self._drop(rank, c, gate[0], gate[1])
+        if self.s.max_items is not None and len(self.kept) >= self.s.max_items:
+            return self._end(rank, c, Reason.OVER_ITEM_CAP)
+        scopes = self._scopes(c)
+        header = self.cost.header_delta(self, scopes)
+        room, lane_room = self._rooms(c, header)
+        limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
+        cost = self.cost.item(self, c.provenance.label, self._names(scopes), c.text, self._uri(c), limit)
+        fits_global = room is None or cost <= room
+        if fits_global and (lane_room is None or cost <= lane_room):
+            self._keep(rank, c, scopes, c.text, cost, header, None)
+            return True
+        if fits_global:  # only a lane's own budget is spent; the other lanes go on
+            self.full.update(k for k in self._lane_keys(c) if self._lane_left(k) < cost)
+            return self._drop(rank, c, Reason.OVER_LANE_BUDGET, tokens=cost)
+        assert room is not None
+        if self.s.policy == "skip":
+            self._drop(rank, c, Reason.OVER_BUDGET, tokens=cost)
+            if room > 0:
+                return True
+            self.tail_reason = Reason.OVER_BUDGET  # nothing more can fit: stop looking
+            return False
+        # A cut is made to the global room only; an item its own lane cannot hold is not cut.
+        cuttable = self.s.policy == "truncate" and room > 0 and (lane_room is None or lane_room >= room)
+        if cuttable and self._keep_cut(rank, c, scopes, header, room):
+            self.tail_reason = Reason.OVER_BUDGET
+            return False
+        return self._end(rank, c, Reason.OVER_BUDGET, tokens=cost)
+
+    def _floor(self) -> None:
+        """Nothing fitted whole: keep the top readable match, cut to the room it has."""
+        assert self.floor_rank is not None
+        rank = self.floor_rank
+        c = coerce_candidate(self.candidates[rank], rank)
+        scopes = self._scopes(c)
+        header = self.cost.header_delta(self, scopes)
+        room, lane_room = self._rooms(c, header)
+        limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
+        if limit is None or limit <= 0:
+            return
+        old = self.entries[rank]
+        self._count_reason(old.reason, -1)
+        if self._keep_cut(rank, c, scopes, header, limit, replace=True):
+            self.floor_applied = True
+            del self.dropped_sizes[rank]
+        else:
+            self._count_reason(old.reason, 1)
+
+    def _keep_cut(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], header: int, room: int,
+                  replace: bool = False) -> bool:
+        names, uri = self._names(scopes), self._uri(c)
+        overhead = self.cost.item(self, c.provenance.label, names, "", uri, None) - 1
+        target = room - max(overhead, 0)
+        while target > 0:
+            cut = self.cutter(c.text, target)
+            if cut is None:
+                return False
+            cost = self.cost.item(self, c.provenance.label, names, cut.text, uri, room)
+            if cost <= room:
+                self._keep(rank, c, scopes, cut.text, cost, header, cut, replace=replace)
+                return True
+            target -= max(1, cost - room)
+        return False
+
     def recut_last(self, excess: int) -> bool:
         """Cut the last kept item (already a cut) ``excess`` tokens shorter; False if it cannot be."""
         last = self.kept[-1]
@@ -408,20 +424,6 @@ class Walk:
             return True
         self._count_reason(Reason.OVER_BUDGET, 1)
         return False
-
-    def evidence(self) -> list[Evidence]:
-        return [k.evidence for k in self.kept]
-
-    def shared_scopes(self) -> list[Scope]:
-        return list(self.scope_order.values())
-
-    def default_block(self) -> str:
-        """The kept items as the default template renders them."""
-        if not self.kept:
-            return ""
-        scopes = [(s.name, s.description) for s in self.scope_order.values()]
-        items = [item_text(e.label, e.scopes, e.text, e.resource_uri) for e in self.evidence()]
-        return header_text(scopes) + "\n".join(items)
 
 
 def citation_from(metadata: Mapping[str, Any], keys: Sequence[str]) -> str | None:

@@ -1,0 +1,202 @@
+"""The shape of the package: no import cycles, small parts, one settings definition for all hosts."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+from recallpack import Packer
+
+PACKAGE = Path(__file__).resolve().parents[1] / "recallpack"
+MAX_FUNCTION_LINES = 80
+MAX_CLASS_LINES = 200
+MAX_ADAPTER_LINES = 450
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST, modules: dict[str, Path]) -> set[str]:
+    """Every recallpack module imported anywhere in ``tree`` (inside functions too), except under
+    ``if TYPE_CHECKING:``, which is typing, not a dependency."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("recallpack"):
+            for alias in node.names:
+                child = f"{node.module}.{alias.name}"
+                found.add(child if child in modules else node.module)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def test_no_import_cycle_inside_the_package() -> None:
+    """No two modules of recallpack import each other, directly or through others, lazily or not."""
+    modules = _modules()
+    graph = {name: _imports(ast.parse(path.read_text()), modules) - {name} for name, path in modules.items()}
+    # The package __init__ files re-export; an edge into a package is not an edge back from it.
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def walk(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if nxt in ("recallpack", "recallpack.packing", "recallpack.adapters"):
+                continue
+            if state.get(nxt) == 1:
+                cycles.append([*stack[stack.index(nxt):], nxt])
+            elif nxt not in state:
+                walk(nxt, [*stack, nxt])
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            walk(name, [name])
+    assert cycles == []
+
+
+def _sizes() -> list[tuple[str, str, int]]:
+    sizes = []
+    for name, path in _modules().items():
+        if "bench" in name:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                kind = "class" if isinstance(node, ast.ClassDef) else "function"
+                assert node.end_lineno is not None
+                sizes.append((f"{name}.{node.name}", kind, node.end_lineno - node.lineno + 1))
+    return sizes
+
+
+def test_functions_and_classes_stay_small() -> None:
+    """No function over 80 lines and no class over 200 outside the bench."""
+    too_big = [
+        (where, lines)
+        for where, kind, lines in _sizes()
+        if lines > (MAX_CLASS_LINES if kind == "class" else MAX_FUNCTION_LINES)
+    ]
+    assert too_big == []
+
+
+def test_adapter_modules_stay_under_450_lines() -> None:
+    """Each module under recallpack/adapters/ is a translator, under 450 lines."""
+    long = {p.name: n for p in (PACKAGE / "adapters").glob("*.py") if (n := len(p.read_text().splitlines())) >= MAX_ADAPTER_LINES}
+    assert long == {}
+
+
+def test_the_core_imports_no_host_framework() -> None:
+    """Nothing under recallpack/packing imports langchain or llama_index, even lazily."""
+    for path in (PACKAGE / "packing").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            assert not [n for n in names if n.startswith(("langchain", "llama_index"))], path
+
+
+# -- one settings definition ----------------------------------------------------------------------
+
+#: A valid value other than the default, for each Packer setting (a new setting must add one
+#: here, and then it is checked in every host with no adapter edit).
+NON_DEFAULT = {
+    "max_tokens": 321,
+    "max_items": 3,
+    "policy": "skip",
+    "floor": False,
+    "cut": "head",
+    "embed": None,
+    "tokenizer": "chars",
+    "reader": None,
+    "lane_budgets": {"facts": 50},
+    "dedupe": False,
+    "template": "{% for item in evidence %}{{ item.text }}{% endfor %}",
+    "resource_uri_template": "mem://{artifact_id}/{artifact_content_id}",
+    "citation_keys": ("url",),
+    "max_tokens_ceiling": 20_000,
+}
+HOST_DECIDES = {"join"}
+
+
+def test_every_packer_setting_has_a_probe_value() -> None:
+    """The table above names every Packer setting (so the host checks below cover each one)."""
+    assert set(Packer.settings_names()) - HOST_DECIDES == set(NON_DEFAULT)
+
+
+def _hosts() -> list[object]:
+    langchain = pytest.importorskip("recallpack.adapters.langchain")
+    llamaindex = pytest.importorskip("recallpack.adapters.llamaindex")
+    from langchain_core.documents import Document
+    from langchain_core.runnables import RunnableLambda
+    from llama_index.core.retrievers import BaseRetriever as LlamaRetriever
+
+    class Empty(LlamaRetriever):
+        def _retrieve(self, query_bundle: object) -> list[object]:
+            return []
+
+    upstream = RunnableLambda(lambda q: [Document(page_content=q)])
+    return [
+        lambda **s: langchain.BudgetedRetriever(retriever=upstream, **s),
+        lambda **s: langchain.BudgetCompressor(**s),
+        lambda **s: langchain.EvidenceRenderer(**s),
+        lambda **s: llamaindex.BudgetPostprocessor(**s),
+        lambda **s: llamaindex.BudgetedRetriever(Empty(), **s),
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(NON_DEFAULT))
+def test_each_setting_reaches_the_packer_of_every_adapter(name: str) -> None:
+    """Every Packer setting is taken by name by every adapter component, with no adapter edit."""
+    value = NON_DEFAULT[name]
+    expected = getattr(Packer(**{name: value}), name)
+    for build in _hosts():
+        component = build(**{name: value})  # type: ignore[operator]
+        assert getattr(component.packer, name) == expected, (build, name)
+
+
+@pytest.mark.parametrize("typo", ["max_token", "readers", "polcy", "lane_budget"])
+def test_every_adapter_refuses_a_misspelled_setting(typo: str) -> None:
+    """A misspelled setting is refused by each adapter with the closest valid name."""
+    for build in _hosts():
+        with pytest.raises(Exception, match="did you mean") as caught:
+            build(**{typo: 1})  # type: ignore[operator]
+        from recallpack import ConfigError
+
+        assert isinstance(caught.value, ConfigError)
+
+
+def test_adapter_fields_are_generated_from_the_packer() -> None:
+    """The pydantic adapters' fields come from Packer.model_fields: same names and defaults."""
+    from recallpack.adapters._common import PackSettings
+
+    for name, info in Packer.model_fields.items():
+        if name in HOST_DECIDES:
+            continue
+        assert PackSettings.model_fields[name].default == info.default, name
+    assert "join" not in PackSettings.model_fields
+    assert inspect.isclass(PackSettings)
