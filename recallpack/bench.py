@@ -87,6 +87,18 @@ def core(repeat: int = 5) -> tuple[list[str], dict[str, tuple[float, float, bool
         head = Candidate(text=f"[{next(_run_ids)}] " + "lorem ipsum dolor sit amet " * 400_000)
         return [head, *_candidates(windows, 1_000)]
 
+    def kept_only(candidates: list[Candidate]) -> int:
+        # The least any exact packer must do: encode the texts it keeps and the one that ends it.
+        total = 0
+        for c in candidates:
+            total += len(tokenizer.encoding.encode_ordinary(c.text)) + 1
+            if total > MAX_TOKENS:
+                break
+        return total
+
+    ideal = _best_time(kept_only, [_candidates(windows, 1_000) for _ in range(repeat)])
+    kept_ratio = recall_time[1_000] / ideal
+    lines.append(f"  encoding only the kept texts of 1,000: {ideal * 1e3:.2f}ms (recall: {kept_ratio:.2f}x)")
     huge = _best_time(lambda c: recall(c, max_tokens=MAX_TOKENS), [huge_head() for _ in range(repeat)])
     lines.append(f"  10 MB text at the head of 1,000: {huge * 1e3:.2f}ms")
     scale = recall_time[100_000] / recall_time[1_000]
@@ -95,6 +107,9 @@ def core(repeat: int = 5) -> tuple[list[str], dict[str, tuple[float, float, bool
         "speedup over baseline at 1,000 (>= 50x)": (speedup_1k, 50.0, speedup_1k >= 50),
         "time at 100,000 / time at 1,000 (<= 2x)": (scale, 2.0, scale <= 2),
         "10 MB head / normal list of 1,000 (<= 5x)": (head_ratio, 5.0, head_ratio <= 5),
+        # The rendered block holds more tokens than the raw texts (labels, indentation), and its
+        # last item is counted again without its joining newline: that is most of the gap.
+        "recall / encoding only the kept texts (<= 2x)": (kept_ratio, 2.0, kept_ratio <= 2),
     }
     return lines, targets
 

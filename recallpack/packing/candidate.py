@@ -32,7 +32,7 @@ def clean_text(value: str) -> str:
     downstream; the replacement is what the model is shown and what is counted. A scan, and a
     copy only when one is found.
     """
-    if _LONE_SURROGATE.search(value) is None:
+    if value.isascii() or _LONE_SURROGATE.search(value) is None:
         return value
     return _LONE_SURROGATE.sub("\ufffd", value)
 

@@ -167,7 +167,7 @@ class Ledger:
         self.used = 0
         self.lane_used: dict[LaneKind | Provenance, int] = {}
         self.full: set[LaneKind | Provenance] = set()
-        self.seen: dict[tuple[int, int, tuple[str, ...]], list[str]] = {}
+        self.seen: dict[tuple[int, tuple[str, ...]], list[str]] = {}
         self.scope_order: dict[str, Scope] = {}
         self.floor_rank: int | None = None
         self.floor_applied = False
@@ -194,9 +194,10 @@ class Ledger:
     def _names(scopes: tuple[Scope, ...]) -> tuple[str, ...]:
         return tuple(s.name for s in scopes)
 
-    def _dedupe_key(self, c: Candidate) -> tuple[int, int, tuple[str, ...]]:
-        # hash() of a str is computed once and cached in the object: no copy of the text.
-        return hash(c.text), len(c.text), c.scope_ids
+    def _dedupe_key(self, c: Candidate) -> tuple[int, tuple[str, ...]]:
+        # By length, not by hash: hashing a 10 MB text reads all of it, while texts of another
+        # length can never be equal, and equal lengths are compared in place, without a copy.
+        return len(c.text), c.scope_ids
 
     def _seen(self, c: Candidate) -> bool:
         return c.text in self.seen.get(self._dedupe_key(c), ())
