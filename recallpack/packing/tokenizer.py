@@ -23,7 +23,6 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from recallpack.packing import encodings as shipped
@@ -512,7 +511,7 @@ def _tiktoken_cache_dir() -> str | None:
 
 def _bundled_cache_dir() -> str | None:
     """Where the vocabularies recallpack ships are; None turns that source off (tests do)."""
-    return str(resources.files(shipped))
+    return str(shipped.data_dir())
 
 
 def _read_cached(directory: str, url: str) -> bytes:

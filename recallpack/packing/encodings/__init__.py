@@ -23,6 +23,8 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
     import tiktoken
 
 __all__ = [
@@ -85,6 +87,11 @@ def sha256_matches(data: bytes, expected: str) -> bool:
     return hashlib.sha256(data).hexdigest() == expected
 
 
+def data_dir() -> Traversable:
+    """Where the shipped files are: this package, also when it is imported from a zip."""
+    return resources.files(__name__)
+
+
 def read_shipped(url: str) -> bytes:
     """The decompressed shipped file for ``url``, unchecked. ``SourceUnavailable`` when this
     package does not ship it; ``ValueError`` when it does not decompress."""
@@ -92,7 +99,7 @@ def read_shipped(url: str) -> bytes:
     if shipped is None:
         raise SourceUnavailable(url)
     try:
-        packed = resources.files(__name__).joinpath(shipped.resource).read_bytes()
+        packed = data_dir().joinpath(shipped.resource).read_bytes()
     except OSError as exc:  # a partial install: the package is there, the data file is not
         raise SourceUnavailable(f"{shipped.resource} is missing from this install ({exc})") from None
     try:
