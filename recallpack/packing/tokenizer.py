@@ -181,7 +181,7 @@ def _grapheme_floor(text: str, cut: int) -> int:
     if before < "\x7f" and after < "\x7f" and not (before == "\r" and after == "\n"):
         return cut  # between two ASCII characters other than CR LF there is always a boundary
     try:
-        import regex  # type: ignore[import-untyped]
+        import regex
     except ImportError:  # pragma: no cover - tiktoken depends on regex
         return cut
     floor = 0
@@ -382,9 +382,10 @@ class TiktokenTokenizer(Tokenizer):
         return max_tokens * self.max_token_bytes
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # An encoding this process resolved by name is sent as its name and re-resolved on
-        # arrival (to that process's shared instance), not as megabytes of ranks.
-        if _resolved.peek(self.encoding.name) is self or _is_resolved_encoding(self.encoding):
+        # An encoding known by name is sent as its name and re-resolved on arrival, to that
+        # process's shared instance, not as megabytes of ranks. An Encoding the caller built
+        # travels whole: its name may promise nothing.
+        if _is_resolved_encoding(self.encoding) or _is_tiktoken_registered(self.encoding):
             return (_shared_tiktoken, (self.encoding.name,))
         return (TiktokenTokenizer, (self.encoding, self.source))
 
@@ -392,6 +393,15 @@ class TiktokenTokenizer(Tokenizer):
 def _is_resolved_encoding(encoding: tiktoken.Encoding) -> bool:
     shared = _resolved.peek(encoding.name)
     return isinstance(shared, TiktokenTokenizer) and shared.encoding is encoding
+
+
+def _is_tiktoken_registered(encoding: tiktoken.Encoding) -> bool:
+    """``tiktoken.get_encoding(name)`` returned this very object (tiktoken's own pickling test)."""
+    try:
+        from tiktoken import registry
+    except ImportError:  # pragma: no cover
+        return False
+    return getattr(registry, "ENCODINGS", {}).get(encoding.name) is encoding
 
 
 _PIECE_MARGIN = 64
