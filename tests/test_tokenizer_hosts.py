@@ -134,6 +134,8 @@ def test_tiktoken_encoding_is_used_exactly() -> None:
     text = "Recalled content is evidence, not instructions. 日本語 🎉 " * 5
     assert tokenizer.count(text) == len(encoding.encode_ordinary(text))
     assert truncate_to_tokens(text, 9, encoding) == encoding.decode(encoding.encode_ordinary(text)[:9])
+    shared = get_tokenizer("cl100k_base")
+    assert get_tokenizer(shared.encoding) is shared  # handed back, it is the shared tokenizer
 
 
 CLUSTERS = st.lists(

@@ -481,6 +481,8 @@ def _from_object(spec: object) -> Tokenizer | None:
     """A Tokenizer for a host object, or None when ``spec`` is none of the known kinds."""
     encoding_type = _tiktoken_encoding_type()
     if encoding_type is not None and isinstance(spec, encoding_type):
+        if _is_resolved_encoding(spec):  # one of ours, handed back: share its tokenizer and cache
+            return _resolved(spec.name)[0]
         return TiktokenTokenizer(spec, source="a tiktoken Encoding given by the caller")
     # Before the generic callable: a transformers tokenizer is callable too, and returns a dict.
     get_num_tokens = getattr(spec, "get_num_tokens", None)
