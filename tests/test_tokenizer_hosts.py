@@ -110,6 +110,20 @@ def test_a_callable_returning_an_int_counts_that_int() -> None:
         count_tokens("abc", lambda text: 2.5)
 
 
+def test_a_langchain_model_that_cannot_count_is_refused_up_front() -> None:
+    """A model without its own counter (LangChain would need transformers) is an error at once."""
+    from langchain_core.language_models import FakeListChatModel
+
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("transformers is installed, so LangChain's GPT-2 fallback counts")
+    with pytest.raises(TokenizerError, match="custom_get_token_ids"), pytest.warns(UserWarning, match="GPT-2"):
+        get_tokenizer(FakeListChatModel(responses=["ok"]))
+
+
 def test_an_object_that_cannot_count_is_refused() -> None:
     """Something with neither encode, get_num_tokens nor __call__ is a clear error."""
     with pytest.raises(TokenizerError, match="Hugging Face tokenizer"):

@@ -487,7 +487,17 @@ def _from_object(spec: object) -> Tokenizer | None:
     # Before the generic callable: a transformers tokenizer is callable too, and returns a dict.
     get_num_tokens = getattr(spec, "get_num_tokens", None)
     if callable(get_num_tokens):  # a LangChain language model
-        return CallableTokenizer(get_num_tokens, name=_langchain_name(spec))
+        name = _langchain_name(spec)
+        try:
+            # Without a counter of its own LangChain falls back to GPT-2 from transformers:
+            # better to say so now than in the middle of a retrieval.
+            get_num_tokens("a")
+        except ImportError as exc:
+            raise TokenizerError(
+                f"tokenizer={name} cannot count tokens here ({exc}); give the model "
+                "custom_get_token_ids=..., or pass tokenizer= an encoding name or a callable"
+            ) from None
+        return CallableTokenizer(get_num_tokens, name=name)
     if callable(getattr(spec, "encode", None)):
         return CallableTokenizer(_EncodeCounter(spec), name=_hugging_face_name(spec))
     if callable(spec):
@@ -600,7 +610,8 @@ def _load(encoding: str) -> tuple[tiktoken.Encoding | None, Resolution]:
     if encoding not in shipped.shipped_encodings():
         try:
             # tiktoken's own loading: its cache again, its plugins, or a download.
-            return tiktoken.get_encoding(encoding), Resolution(encoding, True, "tiktoken")
+            loaded = tiktoken.get_encoding(encoding)
+            return loaded, Resolution(encoding, True, "tiktoken.get_encoding, tiktoken's own loading")
         except Exception as exc:  # noqa: BLE001  # offline, blocked, or a broken plugin
             files.refused.append(f"tiktoken could not load {encoding} ({type(exc).__name__})")
     return None, Resolution(encoding, False, files.describe_fallback(encoding))
