@@ -24,6 +24,17 @@ from recallpack import (
 
 from .conftest import make_tokenizer
 
+LLAMA_URLS = {name: tk.shipped.ENCODING_FILES[name][0] for name in ("cl100k_base", "o200k_base")}
+
+
+def llama_cache_bytes(name: str) -> bytes:
+    """The copy llama-index-core ships (a dev dependency): an independent source of the file."""
+    import llama_index.core
+
+    directory = os.path.join(os.path.dirname(llama_index.core.__file__), "_static", "tiktoken_cache")
+    with open(os.path.join(directory, tk._cache_key(LLAMA_URLS[name])), "rb") as handle:
+        return handle.read()
+
 TEXTS = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",)), max_size=300
 ) | st.sampled_from(["日本語のテキストです。", "👩‍👩‍👧 emoji 🎉", "e\u0301te\u0301", "a\r\nb\rc\n", "<|endoftext|> x"])
@@ -154,50 +165,53 @@ def test_window_arguments_are_validated(size: int, overlap: int) -> None:
 
 
 @pytest.fixture
-def no_caches(monkeypatch: pytest.MonkeyPatch, tmp_path):
-    """Neither tiktoken's cache nor llama-index-core's copy is there."""
+def no_sources(monkeypatch: pytest.MonkeyPatch, tmp_path):
+    """Neither tiktoken's cache nor recallpack's shipped copies are there."""
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(tk, "_bundled_cache_dir", lambda: None)
     monkeypatch.setattr(tk, "_fallback_warned", False)
     tk._resolved.cache_clear()
-    tk._tokenizer_for_name.cache_clear()
     yield
     tk._resolved.cache_clear()
-    tk._tokenizer_for_name.cache_clear()
 
 
-def test_fallback_is_the_heuristic_with_one_warning(no_caches: None) -> None:
-    """With no cache anywhere, counting falls back to chars and warns exactly once."""
+def test_fallback_is_the_byte_bound_with_one_warning(no_sources: None) -> None:
+    """With no copy anywhere, counting falls back to UTF-8 bytes, labelled, and warns exactly once."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         first = get_tokenizer("cl100k_base")
         second = get_tokenizer("o200k_base")
-        assert first.count("abcdefgh") == 2 and second.count("abcd") == 1
+        assert first.count("abcdefgh") == 8 and second.count("日本") == 6
     assert [w.category for w in caught] == [RecallpackWarning]
-    assert "fallback" in first.name and not first.exact
-    assert not resolve_encoding("cl100k_base").exact
+    assert "upper bound" in str(caught[0].message)
+    assert first.name == "bytes (upper bound for cl100k_base)" and not first.exact
+    resolution = resolve_encoding("cl100k_base")
+    assert not resolution.exact and "upper bound" in resolution.source
 
 
-def test_tiktoken_cache_dir_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A TIKTOKEN_CACHE_DIR holding the encoding is the first source used."""
-    bundled = tk._bundled_cache_dir()
-    assert bundled is not None
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", bundled)
+def test_tiktoken_cache_dir_is_honoured(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """A TIKTOKEN_CACHE_DIR holding the encoding's file is the first source used."""
+    (tmp_path / tk._cache_key(LLAMA_URLS["cl100k_base"])).write_bytes(llama_cache_bytes("cl100k_base"))
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     tk._resolved.cache_clear()
     try:
-        assert resolve_encoding("cl100k_base").source.startswith("tiktoken cache")
+        assert resolve_encoding("cl100k_base").source == f"tiktoken cache {tmp_path}"
+        assert resolve_encoding("o200k_base").source == "recallpack's shipped copy, SHA-256 verified"
     finally:
         tk._resolved.cache_clear()
 
 
-def test_bundled_load_restores_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    """Loading from llama-index-core's copy leaves TIKTOKEN_CACHE_DIR as it was, across threads."""
+def test_loading_leaves_the_environment_alone(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """Loading from the shipped copies, from four threads at once, never touches os.environ."""
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    before = dict(os.environ)
     tk._resolved.cache_clear()
     results: list[str] = []
+    seen: list[dict[str, str]] = []
 
     def load() -> None:
         results.append(resolve_encoding("o200k_base").source)
+        seen.append(dict(os.environ))
 
     threads = [threading.Thread(target=load) for _ in range(4)]
     for thread in threads:
@@ -205,8 +219,8 @@ def test_bundled_load_restores_the_environment(monkeypatch: pytest.MonkeyPatch, 
     for thread in threads:
         thread.join()
     tk._resolved.cache_clear()
-    assert os.environ["TIKTOKEN_CACHE_DIR"] == str(tmp_path)
-    assert results and all(source.startswith("llama-index-core") for source in results)
+    assert dict(os.environ) == before and all(env == before for env in seen)
+    assert results == ["recallpack's shipped copy, SHA-256 verified"] * 4
 
 
 PIECES = st.sampled_from(

@@ -1,29 +1,32 @@
 """Token counting that works offline, says which tokenizer counted, and never raises on text.
 
-Resolution of an encoding name, in order (seed 003, and no network ever):
+An encoding name resolves, in order, with no network for the encodings recallpack ships:
 
 1. tiktoken's own cache (``TIKTOKEN_CACHE_DIR``, else ``DATA_GYM_CACHE_DIR``, else the temp dir);
-2. the copies of cl100k_base and o200k_base that llama-index-core ships, when it is installed,
-   loaded with ``TIKTOKEN_CACHE_DIR`` pointed at them under a lock and restored afterwards;
-3. the deterministic ``ceil(len / 4)`` heuristic, with exactly one warning per process.
+2. the copies of cl100k_base and o200k_base shipped in ``recallpack.packing.encodings``;
+3. for an encoding not shipped, tiktoken's normal loading (its plugins, or a download);
+4. UTF-8 bytes, an upper bound for byte-level BPE, with exactly one warning per process.
+
+Every file is checked against the SHA-256 tiktoken expects for it; a copy that fails is
+reported in ``resolve_encoding(name).source`` and never used.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import importlib.util
 import os
 import tempfile
 import threading
 import warnings
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache, lru_cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
+from recallpack.packing import encodings as shipped
+from recallpack.packing.encodings import SourceUnavailable
 from recallpack.packing.errors import BudgetError, RecallpackWarning, TokenizerError
 
 if TYPE_CHECKING:
@@ -33,6 +36,7 @@ __all__ = [
     "Tokenizer",
     "TiktokenTokenizer",
     "HeuristicTokenizer",
+    "ByteTokenizer",
     "CallableTokenizer",
     "TokenizerSpec",
     "Resolution",
@@ -155,8 +159,39 @@ class Tokenizer(ABC):
                 hi = mid - 1
         return lo
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The count cache holds a lock and can hold megabytes: a copy starts with an empty one.
+        state = self.__dict__.copy()
+        state.pop("_cache", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._cache = _CountCache(_CACHE_CHARS)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+def _grapheme_floor(text: str, cut: int) -> int:
+    """The largest grapheme-cluster boundary of ``text`` at or before ``cut``."""
+    if cut <= 0 or cut >= len(text):
+        return max(0, min(cut, len(text)))
+    before, after = text[cut - 1], text[cut]
+    if before < "\x7f" and after < "\x7f" and not (before == "\r" and after == "\n"):
+        return cut  # between two ASCII characters other than CR LF there is always a boundary
+    try:
+        import regex
+    except ImportError:  # pragma: no cover - tiktoken depends on regex
+        return cut
+    floor = 0
+    # Boundaries depend on what precedes (a run of regional indicators pairs up from its start),
+    # so clusters are read from the beginning; the prefix is about to be counted anyway.
+    for match in regex.finditer(r"\X", text):
+        if match.end() > cut:
+            break
+        floor = match.end()
+    return floor
 
 
 class HeuristicTokenizer(Tokenizer):
@@ -185,36 +220,95 @@ class HeuristicTokenizer(Tokenizer):
         return [text[i : i + size] for i in starts]
 
 
+class ByteTokenizer(Tokenizer):
+    """UTF-8 bytes: never fewer than the tokens of a byte-level BPE such as cl100k_base or
+    o200k_base, whose every token covers at least one byte. The fallback when an encoding
+    cannot be loaded, so a budget it passes still holds under the real encoding."""
+
+    exact = False
+    splits_at_line_starts = True  # bytes add up across any split
+
+    def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
+        super().__init__()
+        self.encoding_name = encoding
+        self.name = f"bytes (upper bound for {encoding})"
+
+    def _count(self, text: str) -> int:
+        # surrogatepass: a lone surrogate takes 3 bytes, as the U+FFFD tiktoken replaces it with.
+        return len(text.encode("utf-8", "surrogatepass"))
+
+    def count(self, text: str) -> int:
+        return self._count(text)
+
+    def count_upto(self, text: str, limit: int) -> int:
+        return limit + 1 if len(text) > limit else self._count(text)  # a char is >= 1 byte
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        if max_tokens <= 0:
+            return ""
+        if self.count_upto(text, max_tokens) <= max_tokens:
+            return text
+        head = text[:max_tokens]
+        data = head.encode("utf-8", "surrogatepass")[:max_tokens]
+        cut = len(data.decode("utf-8", "ignore"))  # drops a character cut in the middle
+        # "ignore" also drops an encoded lone surrogate; back off until the bytes truly fit.
+        while cut and self._count(head[:cut]) > max_tokens:
+            cut -= 1
+        return text[: _grapheme_floor(text, cut)]
+
+    def _window_chars(self, max_tokens: int) -> int | None:
+        return max_tokens
+
+
 class CallableTokenizer(Tokenizer):
-    """Any ``str -> int`` function. Truncation searches character prefixes with it."""
+    """A callable ``str -> int`` (a count), or ``str -> list`` (tokens, as LlamaIndex's
+    ``Settings.tokenizer`` returns; the count is their number). Truncation searches
+    character prefixes with it and cuts only between grapheme clusters."""
 
     exact = True
 
-    def __init__(self, fn: Callable[[str], int], name: str | None = None) -> None:
+    def __init__(self, fn: Callable[[str], Any], name: str | None = None) -> None:
         super().__init__()
         self._fn = fn
-        self.name = name or f"callable:{getattr(fn, '__qualname__', type(fn).__name__)}"
+        self.name = name or f"callable:{_callable_name(fn)}"
 
     def _count(self, text: str) -> int:
         value = self._fn(text)
+        if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+            return len(value)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise TokenizerError(
-                f"tokenizer {self.name} returned {value!r} for a text; "
-                "a tokenizer callable must return a non-negative int"
+                f"tokenizer {self.name} returned {value!r} for a text; a tokenizer callable "
+                "must return a non-negative int or a list of tokens"
             )
         return value
 
     def truncate(self, text: str, max_tokens: int) -> str:
+        if max_tokens <= 0:
+            return ""
         if self.count(text) <= max_tokens:
             return text
-        lo, hi = 0, len(text)
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.count(text[:mid]) <= max_tokens:
-                lo = mid
+        # Invariant: text[:fits] counts at most max_tokens (or is empty), text[:over] more.
+        fits, over = 0, len(text)
+        # Grow the probe from max_tokens chars first, so a small cut of a huge text counts
+        # prefixes about as long as the cut, not halves of the whole text.
+        probe = max_tokens
+        while probe < over:
+            if self._count(text[:probe]) <= max_tokens:
+                fits, probe = probe, probe * 2
             else:
-                hi = mid - 1
-        return text[:lo]
+                over = probe
+        while over - fits > 1:
+            middle = (fits + over) // 2
+            if self._count(text[:middle]) <= max_tokens:
+                fits = middle
+            else:
+                over = middle
+        cut = _grapheme_floor(text, fits)
+        # A counter need not be monotonic: back off cluster by cluster until the cut fits.
+        while cut and self.count(text[:cut]) > max_tokens:
+            cut = _grapheme_floor(text, cut - 1)
+        return text[:cut]
 
 
 class TiktokenTokenizer(Tokenizer):
@@ -287,6 +381,28 @@ class TiktokenTokenizer(Tokenizer):
     def _window_chars(self, max_tokens: int) -> int | None:
         return max_tokens * self.max_token_bytes
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # An encoding known by name is sent as its name and re-resolved on arrival, to that
+        # process's shared instance, not as megabytes of ranks. An Encoding the caller built
+        # travels whole: its name may promise nothing.
+        if _is_resolved_encoding(self.encoding) or _is_tiktoken_registered(self.encoding):
+            return (_shared_tiktoken, (self.encoding.name,))
+        return (TiktokenTokenizer, (self.encoding, self.source))
+
+
+def _is_resolved_encoding(encoding: tiktoken.Encoding) -> bool:
+    shared = _resolved.peek(encoding.name)
+    return isinstance(shared, TiktokenTokenizer) and shared.encoding is encoding
+
+
+def _is_tiktoken_registered(encoding: tiktoken.Encoding) -> bool:
+    """``tiktoken.get_encoding(name)`` returned this very object (tiktoken's own pickling test)."""
+    try:
+        from tiktoken import registry
+    except ImportError:  # pragma: no cover
+        return False
+    return getattr(registry, "ENCODINGS", {}).get(encoding.name) is encoding
+
 
 _PIECE_MARGIN = 64
 _LINE_START_SPLITTING = frozenset({"cl100k_base", "o200k_base", "o200k_harmony"})
@@ -296,28 +412,108 @@ def _probe_chars(limit: int) -> int:
     return (limit + _PIECE_MARGIN) * 8
 
 
-TokenizerSpec = Union[str, Tokenizer, Callable[[str], int], None]
+class CountsTokens(Protocol):
+    """A LangChain language model, as far as counting goes."""
+
+    def get_num_tokens(self, text: str) -> int: ...
 
 
-# --- resolution -------------------------------------------------------------------------------
+class EncodesText(Protocol):
+    """A Hugging Face ``tokenizers.Tokenizer`` or ``transformers`` tokenizer, or a tiktoken
+    ``Encoding``, as far as counting goes."""
 
-_BLOB = "https://openaipublic.blob.core.windows.net/encodings/"
-# Where tiktoken itself fetches each file; its cache names files by the sha1 of these URLs.
-_ENCODING_FILES: dict[str, tuple[str, ...]] = {
-    "r50k_base": (_BLOB + "r50k_base.tiktoken",),
-    "p50k_base": (_BLOB + "p50k_base.tiktoken",),
-    "p50k_edit": (_BLOB + "p50k_base.tiktoken",),
-    "cl100k_base": (_BLOB + "cl100k_base.tiktoken",),
-    "o200k_base": (_BLOB + "o200k_base.tiktoken",),
-    "o200k_harmony": (_BLOB + "o200k_base.tiktoken",),
-}
-_ENV_LOCK = threading.Lock()
+    def encode(self, text: str, /, *args: Any, **kwargs: Any) -> Any: ...
+
+
+TokenizerSpec = Union[str, Tokenizer, CountsTokens, EncodesText, Callable[[str], Any], None]
+"""An encoding or model name, ``"chars"``, a Tokenizer, a tiktoken ``Encoding``, a LangChain
+language model, a Hugging Face tokenizer, a ``str -> int`` or ``str -> list`` callable, or None."""
+
+
+# --- the user's own tokenizers, recognised by duck typing ---------------------------------------
+
+
+class _EncodeCounter:
+    """Counts with a Hugging Face tokenizer: ``tokenizers.Tokenizer.encode`` returns an object
+    with ``.ids``, a ``transformers`` tokenizer's ``encode`` a list. Special tokens (BOS, CLS)
+    are left out: they frame a whole prompt, not each piece of evidence in it."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    def __call__(self, text: str) -> int:
+        encoded = self.tokenizer.encode(text, add_special_tokens=False)
+        return len(getattr(encoded, "ids", encoded))
+
+
+def _callable_name(fn: object) -> str:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return getattr(fn, "__qualname__", None) or type(fn).__qualname__
+
+
+def _hugging_face_name(tokenizer: Any) -> str:
+    path = getattr(tokenizer, "name_or_path", None)  # transformers
+    if isinstance(path, str) and path:
+        return f"huggingface:{path}"
+    model = getattr(tokenizer, "model", None)  # tokenizers.Tokenizer: WordLevel, BPE, Unigram ...
+    kind = f"({type(model).__name__})" if model is not None else ""
+    return f"huggingface:{type(tokenizer).__qualname__}{kind}"
+
+
+def _langchain_name(model: Any) -> str:
+    for attribute in ("model_name", "model"):
+        value = getattr(model, attribute, None)
+        if isinstance(value, str) and value:
+            return f"langchain:{type(model).__name__}({value})"
+    return f"langchain:{type(model).__name__}"
+
+
+def _tiktoken_encoding_type() -> type[Any] | None:
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    return tiktoken.Encoding
+
+
+def _from_object(spec: object) -> Tokenizer | None:
+    """A Tokenizer for a host object, or None when ``spec`` is none of the known kinds."""
+    encoding_type = _tiktoken_encoding_type()
+    if encoding_type is not None and isinstance(spec, encoding_type):
+        if _is_resolved_encoding(spec):  # one of ours, handed back: share its tokenizer and cache
+            return _resolved(spec.name)[0]
+        return TiktokenTokenizer(spec, source="a tiktoken Encoding given by the caller")
+    # Before the generic callable: a transformers tokenizer is callable too, and returns a dict.
+    get_num_tokens = getattr(spec, "get_num_tokens", None)
+    if callable(get_num_tokens):  # a LangChain language model
+        name = _langchain_name(spec)
+        try:
+            # Without a counter of its own LangChain falls back to GPT-2 from transformers:
+            # better to say so now than in the middle of a retrieval.
+            get_num_tokens("a")
+        except ImportError as exc:
+            raise TokenizerError(
+                f"tokenizer={name} cannot count tokens here ({exc}); give the model "
+                "custom_get_token_ids=..., or pass tokenizer= an encoding name or a callable"
+            ) from None
+        return CallableTokenizer(get_num_tokens, name=name)
+    if callable(getattr(spec, "encode", None)):
+        return CallableTokenizer(_EncodeCounter(spec), name=_hugging_face_name(spec))
+    if callable(spec):
+        return CallableTokenizer(spec)
+    return None
+
+
+# --- resolution of encoding names -----------------------------------------------------------------
+
+_SHIPPED_LABEL = "recallpack's shipped copy, SHA-256 verified"
 _fallback_warned = False
 
 
 @dataclass(frozen=True)
 class Resolution:
-    """How one encoding name resolved: exactly (and from where) or by the heuristic."""
+    """How one encoding name resolved: exactly (and from where) or by the fallback, and why."""
 
     encoding: str
     exact: bool
@@ -336,82 +532,146 @@ def _tiktoken_cache_dir() -> str | None:
 
 
 def _bundled_cache_dir() -> str | None:
-    """llama-index-core's shipped tiktoken cache, found without importing llama_index.core."""
-    # find_spec of the top-level namespace imports nothing; "llama_index.core" would import it.
+    """Where the vocabularies recallpack ships are; None turns that source off (tests do)."""
+    return str(shipped.data_dir())
+
+
+def _read_cached(directory: str, url: str) -> bytes:
+    path = os.path.join(directory, _cache_key(url))
     try:
-        spec = importlib.util.find_spec("llama_index")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / "core" / "_static" / "tiktoken_cache"
-        if candidate.is_dir():
-            return str(candidate)
-    return None
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        raise SourceUnavailable(path) from None
 
 
-def _has_files(directory: str | None, encoding: str) -> bool:
-    if directory is None or encoding not in _ENCODING_FILES:
-        return False
-    return all(
-        os.path.exists(os.path.join(directory, _cache_key(url))) for url in _ENCODING_FILES[encoding]
-    )
+class _FileSources:
+    """Reads an encoding's files from the first source holding a copy that passes tiktoken's
+    SHA-256 check, and remembers which source served it and which copies were refused."""
 
+    def __init__(self) -> None:
+        self.sources: list[tuple[str, Callable[[str], bytes]]] = []
+        cache = _tiktoken_cache_dir()
+        if cache is not None:
+            self.sources.append((f"tiktoken cache {cache}", functools.partial(_read_cached, cache)))
+        if _bundled_cache_dir() is not None:
+            self.sources.append((_SHIPPED_LABEL, shipped.read_shipped))
+        self.served: list[str] = []
+        self.refused: list[str] = []
 
-def _load_from(directory: str, encoding: str) -> tiktoken.Encoding:
-    import tiktoken
+    def load(self, url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        filename = url.rsplit("/", 1)[-1]
+        for label, read in self.sources:
+            try:
+                data = read(url)
+            except SourceUnavailable:
+                continue
+            except ValueError as exc:
+                self.refused.append(f"{label}: {exc}")
+                continue
+            shipped_file = shipped.SHIPPED_FILES.get(url)
+            expected = expected_hash or (shipped_file.sha256 if shipped_file else None)
+            if expected is not None and not shipped.sha256_matches(data, expected):
+                self.refused.append(
+                    f"{label}: {filename} fails the SHA-256 check tiktoken expects, not used"
+                )
+                continue
+            if label not in self.served:
+                self.served.append(label)
+            return shipped.parse_tiktoken_bpe(data, f"{label}/{filename}")
+        raise SourceUnavailable(url)
 
-    with _ENV_LOCK:
-        saved = os.environ.get("TIKTOKEN_CACHE_DIR")
-        os.environ["TIKTOKEN_CACHE_DIR"] = directory
-        try:
-            return tiktoken.get_encoding(encoding)
-        finally:
-            if saved is None:
-                del os.environ["TIKTOKEN_CACHE_DIR"]
-            else:
-                os.environ["TIKTOKEN_CACHE_DIR"] = saved
+    def describe_exact(self) -> str:
+        return "; ".join([" and ".join(self.served), *self.refused])
+
+    def describe_fallback(self, encoding: str) -> str:
+        reasons = self.refused or [
+            f"no copy of {encoding} in "
+            + (" or ".join(label for label, _ in self.sources) or "any source (all are off)")
+        ]
+        return "; ".join([*reasons, f"counting {_bound_label(encoding)}"])
 
 
 def _load(encoding: str) -> tuple[tiktoken.Encoding | None, Resolution]:
     try:
-        import tiktoken  # noqa: F401
+        import tiktoken
     except ImportError:
         return None, Resolution(encoding, False, "tiktoken is not installed")
-    own = _tiktoken_cache_dir()
-    if _has_files(own, encoding):
-        assert own is not None
+    files = _FileSources()
+    if encoding in shipped.ENCODING_FILES:
         try:
-            return _load_from(own, encoding), Resolution(encoding, True, f"tiktoken cache {own}")
-        except Exception:  # a corrupt cache file: try the next source  # noqa: BLE001
+            built = shipped.build_encoding(encoding, files.load)
+        except SourceUnavailable:
             pass
-    bundled = _bundled_cache_dir()
-    if _has_files(bundled, encoding):
-        assert bundled is not None
+        except Exception as exc:  # noqa: BLE001  # a tiktoken whose constructors differ: go on
+            files.refused.append(f"could not build {encoding} from its files ({exc!r})")
+        else:
+            return built, Resolution(encoding, True, files.describe_exact())
+    if encoding not in shipped.shipped_encodings():
         try:
-            return _load_from(bundled, encoding), Resolution(
-                encoding, True, f"llama-index-core bundled cache {bundled}"
-            )
-        except Exception:  # noqa: BLE001
-            pass
-    where = own or "(tiktoken cache disabled)"
-    return None, Resolution(
-        encoding,
-        False,
-        f"no cached {encoding} in {where}"
-        + ("" if bundled else " and llama-index-core is not installed")
-        + "; counting with the chars heuristic",
-    )
+            # tiktoken's own loading: its cache again, its plugins, or a download.
+            loaded = tiktoken.get_encoding(encoding)
+            return loaded, Resolution(encoding, True, "tiktoken.get_encoding, tiktoken's own loading")
+        except Exception as exc:  # noqa: BLE001  # offline, blocked, or a broken plugin
+            files.refused.append(f"tiktoken could not load {encoding} ({type(exc).__name__})")
+    return None, Resolution(encoding, False, files.describe_fallback(encoding))
 
 
-@cache
-def _resolved(encoding: str) -> tuple[Tokenizer, Resolution]:
+def _bound_label(encoding: str) -> str:
+    return f"UTF-8 bytes, an upper bound for {encoding}"
+
+
+class _Registry:
+    """One tokenizer per encoding per process, even when threads race to use it first
+    (``functools.cache`` would run the load in each racing thread and keep only the last)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+        self._done: dict[str, tuple[Tokenizer, Resolution]] = {}
+
+    def __call__(self, encoding: str) -> tuple[Tokenizer, Resolution]:
+        done = self._done.get(encoding)
+        if done is not None:
+            return done
+        with self._lock:
+            lock = self._locks.setdefault(encoding, threading.Lock())
+        with lock:  # per encoding: cl100k_base and o200k_base may load at the same time
+            done = self._done.get(encoding)
+            if done is None:
+                done = _build(encoding)
+                self._done[encoding] = done
+        return done
+
+    def peek(self, encoding: str) -> Tokenizer | None:
+        done = self._done.get(encoding)
+        return done[0] if done is not None else None
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._done.clear()
+
+
+def _build(encoding: str) -> tuple[Tokenizer, Resolution]:
     loaded, resolution = _load(encoding)
     if loaded is not None:
         return TiktokenTokenizer(loaded, resolution.source), resolution
     _warn_fallback(resolution)
-    return HeuristicTokenizer(f"chars (fallback for {encoding})"), resolution
+    return ByteTokenizer(encoding), resolution
+
+
+_resolved = _Registry()
+
+
+def _shared_tiktoken(encoding: str) -> Tokenizer:
+    """What an unpickled TiktokenTokenizer becomes: this process's own tokenizer for the name."""
+    tokenizer, resolution = _resolved(encoding)
+    if not tokenizer.exact:
+        raise TokenizerError(
+            f"a tokenizer counting {encoding} exactly was sent to a process where {encoding} "
+            f"does not resolve exactly ({resolution.source}); run `recallpack doctor` there"
+        )
+    return tokenizer
 
 
 def _warn_fallback(resolution: Resolution) -> None:
@@ -420,11 +680,12 @@ def _warn_fallback(resolution: Resolution) -> None:
         return
     _fallback_warned = True
     warnings.warn(
-        f"recallpack: {resolution.source}. Token counts are estimates. "
-        "Set TIKTOKEN_CACHE_DIR to a prewarmed cache or install llama-index-core; "
+        f"recallpack: {resolution.source}. Counts are an upper bound, so budgets still hold, "
+        "but blocks carry less than they could. Set TIKTOKEN_CACHE_DIR to a cache holding the "
+        "encoding, or reinstall recallpack (it ships cl100k_base and o200k_base); "
         "`recallpack doctor` shows what resolves.",
         RecallpackWarning,
-        stacklevel=4,
+        stacklevel=5,
     )
 
 
@@ -434,11 +695,12 @@ def _known_encodings() -> list[str]:
 
         return sorted(tiktoken.list_encoding_names())
     except ImportError:
-        return sorted(_ENCODING_FILES)
+        return sorted(shipped.ENCODING_FILES)
 
 
+@functools.lru_cache(maxsize=256)
 def _encoding_for(spec: str) -> str:
-    if spec in _ENCODING_FILES or spec in _known_encodings():
+    if spec in shipped.ENCODING_FILES or spec in _known_encodings():
         return spec
     try:
         import tiktoken
@@ -457,20 +719,32 @@ def resolve_encoding(spec: str) -> Resolution:
     return _resolved(_encoding_for(spec))[1]
 
 
-@lru_cache(maxsize=64)
+_CHARS = HeuristicTokenizer()
+
+
 def _tokenizer_for_name(spec: str) -> Tokenizer:
     if spec in ("chars", "heuristic"):
-        return HeuristicTokenizer()
+        return _CHARS
     return _resolved(_encoding_for(spec))[0]
 
 
 def get_tokenizer(spec: TokenizerSpec = None) -> Tokenizer:
-    """A tokenizer for an encoding name, a model name, ``"chars"``, or a callable ``str -> int``.
+    """A tokenizer for ``spec``, which may be:
 
-    ``None`` means cl100k_base. Instances are shared, so their count caches are too.
+    - an encoding name (``"cl100k_base"``, ``"o200k_base"``) or a model name (``"gpt-4o"``);
+      ``None`` means cl100k_base, and these instances are shared, count caches included;
+    - ``"chars"``: ``ceil(len / 4)``, an explicit estimate;
+    - a ``tiktoken.Encoding``; a LangChain language model (its ``get_num_tokens``);
+      a Hugging Face ``tokenizers.Tokenizer`` or ``transformers`` tokenizer (its ``encode``,
+      special tokens left out); a LlamaIndex-style callable ``str -> list`` (the list's length);
+      any callable ``str -> int``.
+
+    Its ``name`` is what results report as ``tokenizer_used``.
 
     >>> get_tokenizer("chars").count("four")
     1
+    >>> get_tokenizer(str.split).count("one two three")
+    3
     """
     if spec is None:
         return _tokenizer_for_name(DEFAULT_ENCODING)
@@ -478,11 +752,13 @@ def get_tokenizer(spec: TokenizerSpec = None) -> Tokenizer:
         return spec
     if isinstance(spec, str):
         return _tokenizer_for_name(spec.strip())
-    if callable(spec):
-        return CallableTokenizer(spec)
+    tokenizer = _from_object(spec)
+    if tokenizer is not None:
+        return tokenizer
     raise TokenizerError(
         f"tokenizer={spec!r} is not usable; pass an encoding name such as 'cl100k_base', "
-        "a model name, 'chars', a Tokenizer, or a callable str -> int"
+        "a model name, 'chars', a Tokenizer, a tiktoken Encoding, a LangChain language model, "
+        "a Hugging Face tokenizer, or a callable str -> int or str -> list"
     )
 
 
