@@ -29,7 +29,7 @@ import json
 import os
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -50,6 +50,8 @@ __all__ = [
     "RECEIPT_KIND",
     "KEY_ENV",
     "CONTEXT_FIELDS",
+    "ReceiptKey",
+    "ReceiptContext",
     "digest_of",
     "issue_receipt",
     "receipt_for",
@@ -60,6 +62,9 @@ __all__ = [
     "resolve_context",
     "as_remaining",
     "assemble",
+    "Recaller",
+    "recall_remaining",
+    "arecall_remaining",
 ]
 
 #: Marks a receipt once it has been turned into a plain mapping (a checkpoint, JSON), so an
@@ -74,8 +79,8 @@ CONTEXT_FIELDS: Final = ("owner", "session", "run")
 #: Shorter keys are guessable; 32 random bytes (``secrets.token_hex(32)``) is the usual choice.
 _MIN_KEY_BYTES: Final = 16
 
-Context = Mapping[str, str]
-Key = bytes | str
+ReceiptContext = Mapping[str, str]
+ReceiptKey = bytes | str
 
 
 def _utf8(text: str) -> bytes:
@@ -128,7 +133,9 @@ def resolve_context(context: object) -> dict[str, str]:
         if value is None:
             continue
         if not isinstance(value, str) or not value:
-            raise ConfigError(f"context[{name!r}]={value!r} must be a non-empty str (or None to leave it out)")
+            raise ConfigError(
+                f"context[{name!r}]={value!r} must be a non-empty str (or None to leave it out)"
+            )
         checked[name] = value
     return checked
 
@@ -208,7 +215,14 @@ def _check_count(value: object, field: str) -> int:
 
 
 def _issue(
-    data: bytes, *, items: object, tokens: int, tokenizer: str, correction: object, context: object, key: object
+    data: bytes,
+    *,
+    items: object,
+    tokens: int,
+    tokenizer: str,
+    correction: object,
+    context: object,
+    key: object,
 ) -> Receipt:
     if not isinstance(correction, bool):
         raise ReceiptError(f"correction={correction!r} must be True or False")
@@ -235,8 +249,8 @@ def issue_receipt(
     items: int,
     tokenizer: TokenizerSpec = None,
     correction: bool = False,
-    context: Context | None = None,
-    key: Key | None = None,
+    context: ReceiptContext | None = None,
+    key: ReceiptKey | None = None,
 ) -> Receipt:
     """A receipt for ``text`` as rendered, counting its tokens with ``tokenizer``.
 
@@ -261,8 +275,8 @@ def receipt_for(
     result: RecallResult,
     *,
     correction: bool = False,
-    context: Context | None = None,
-    key: Key | None = None,
+    context: ReceiptContext | None = None,
+    key: ReceiptKey | None = None,
 ) -> tuple[str, Receipt]:
     """The rendered block of ``result`` and its receipt (``context``, ``key`` as for
     :func:`issue_receipt`).
@@ -271,7 +285,9 @@ def receipt_for(
     renders with the result's own template), so nothing is counted twice.
     """
     if not isinstance(result, RecallResult):
-        raise ReceiptError(f"result must be a RecallResult (what recall() returns), got {type(result).__name__}")
+        raise ReceiptError(
+            f"result must be a RecallResult (what recall() returns), got {type(result).__name__}"
+        )
     text = result.to_markdown()
     receipt = _issue(
         _utf8(text),
@@ -335,6 +351,27 @@ class WithheldReason(ValueEnum):
     OVER_ITEMS = "over_items"
     OVER_TOKENS = "over_tokens"
 
+    @property
+    def text(self) -> str:
+        """The reason in words, for the omission marker a model sees instead of the block."""
+        return _REASON_TEXT[self]
+
+
+_OVER = "over this request's evidence allowance"
+_REASON_TEXT: Final = {
+    WithheldReason.NO_RECEIPT: "no receipt for its contents",
+    WithheldReason.LEGACY_RECEIPT: "an older receipt that no longer counts; search again",
+    WithheldReason.MALFORMED_RECEIPT: "no valid receipt for its contents",
+    WithheldReason.RECEIPT_MISMATCH: "its contents do not match its receipt",
+    WithheldReason.OTHER_CONTEXT: "issued for another owner, session or run",
+    WithheldReason.FAILED: "the search failed",
+    WithheldReason.FOREIGN: "not from a memory search tool",
+    WithheldReason.DUPLICATE: "the same result appears later in this conversation",
+    WithheldReason.OVER_BLOCKS: _OVER,
+    WithheldReason.OVER_ITEMS: _OVER,
+    WithheldReason.OVER_TOKENS: _OVER,
+}
+
 
 def _check(
     text: object, value: object, key: bytes | None, context: Mapping[str, str]
@@ -366,8 +403,8 @@ def verify(
     block_text: object,
     receipt: Receipt | Mapping[str, Any],
     *,
-    key: Key | None = None,
-    context: Context | None = None,
+    key: ReceiptKey | None = None,
+    context: ReceiptContext | None = None,
 ) -> bool:
     """True only when ``receipt`` was issued for exactly these bytes, unchanged, with this key,
     and (when ``context`` is given) for that owner/session/run.
@@ -458,8 +495,8 @@ def assemble(
     blocks: Iterable[Block],
     allowance: Allowance | None = None,
     *,
-    key: Key | None = None,
-    context: Context | None = None,
+    key: ReceiptKey | None = None,
+    context: ReceiptContext | None = None,
 ) -> Assembly:
     """Decide which of a conversation's evidence blocks (oldest first) one request may show.
 
@@ -544,3 +581,73 @@ def assemble(
             blocks=allowance.max_blocks - used_blocks,
         ),
     )
+
+
+# -- automatic recall within what is left ------------------------------------------------------
+
+
+class Recaller(Protocol):
+    """Anything that recalls for a query: an adapter's retriever (``BudgetedRetriever``), or any
+    object with ``recall(query, **overrides) -> RecallResult`` (and, optionally, ``arecall``)."""
+
+    def recall(self, query: str, **kwargs: Any) -> RecallResult: ...
+
+
+def _recaller(retriever: object) -> Recaller:
+    if not callable(getattr(retriever, "recall", None)):
+        raise ConfigError(
+            f"retriever={type(retriever).__name__} has no recall(query) -> RecallResult; wrap it in "
+            "a recallpack adapter (recallpack.adapters.langchain.BudgetedRetriever for LangChain)"
+        )
+    return retriever  # type: ignore[return-value]
+
+
+def _capped(retriever: object, overrides: dict[str, Any], room: Remaining) -> dict[str, Any]:
+    """``overrides`` with max_tokens/max_items lowered to ``room`` where the retriever's own
+    (or the overridden) values are larger. ``k`` is LangChain's name for max_items."""
+    if "k" in overrides:
+        overrides["max_items"] = overrides.pop("k")
+    for field, room_left in (("max_tokens", room.tokens), ("max_items", room.items)):
+        own = overrides.get(field, getattr(retriever, field, None))
+        overrides[field] = room_left if own is None else min(own, room_left)
+    return overrides
+
+
+async def _arecall(retriever: Recaller, query: str, kwargs: Mapping[str, Any]) -> RecallResult:
+    arecall = getattr(retriever, "arecall", None)
+    if arecall is None:
+        return retriever.recall(query, **kwargs)
+    result: RecallResult = await arecall(query, **kwargs)
+    return result
+
+
+def _room(retriever: object, query: object, remaining: object) -> Remaining | None:
+    _recaller(retriever)
+    if not isinstance(query, str):
+        raise ConfigError(f"query={query!r} must be a str")
+    room = as_remaining(remaining)  # type: ignore[arg-type]
+    return None if room.exhausted else room
+
+
+def recall_remaining(
+    retriever: Recaller | None, query: str, remaining: Remaining | Allowance, **overrides: Any
+) -> RecallResult | None:
+    """Automatic recall for ``query`` within the retriever's own budget and ``remaining``.
+
+    ``None`` when the allowance has nothing left: the retriever is not even called, since
+    nothing it found could be shown.
+    """
+    room = _room(retriever, query, remaining)
+    if room is None or retriever is None:
+        return None
+    return retriever.recall(query, **_capped(retriever, dict(overrides), room))
+
+
+async def arecall_remaining(
+    retriever: Recaller | None, query: str, remaining: Remaining | Allowance, **overrides: Any
+) -> RecallResult | None:
+    """:func:`recall_remaining` through the retriever's ``arecall`` when it has one."""
+    room = _room(retriever, query, remaining)
+    if room is None or retriever is None:
+        return None
+    return await _arecall(retriever, query, _capped(retriever, dict(overrides), room))

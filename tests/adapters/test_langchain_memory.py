@@ -28,15 +28,8 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool
 from pydantic import Field
 
-from recallpack import (
-    Allowance,
-    ConfigError,
-    RecallResult,
-    Receipt,
-    WithheldReason,
-    count_tokens,
-    verify,
-)
+from recallpack import ConfigError, RecallResult, count_tokens
+from recallpack.allowance import Allowance, Receipt, WithheldReason, verify
 from recallpack.adapters.langchain import BudgetedRetriever
 from recallpack.adapters.langchain_memory import (
     NO_MATCH,
