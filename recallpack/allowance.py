@@ -27,7 +27,7 @@ import hashlib
 import hmac
 import json
 import os
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
@@ -52,6 +52,7 @@ __all__ = [
     "CONTEXT_FIELDS",
     "ReceiptKey",
     "ReceiptContext",
+    "ContextSource",
     "digest_of",
     "issue_receipt",
     "receipt_for",
@@ -138,6 +139,26 @@ def resolve_context(context: object) -> dict[str, str]:
             )
         checked[name] = value
     return checked
+
+
+#: A context, or a function an adapter calls each time with what its host gives it (a LangChain
+#: tool's RunnableConfig, an agent's ModelRequest) to derive one: the session from a thread id.
+ContextSource = Mapping[str, str] | Callable[[Any], Mapping[str, str] | None] | None
+
+
+def _receipt_settings(key: object, context: object, per_call: bool) -> ContextSource:
+    """Checks ``key`` (or ``$RECALLPACK_RECEIPT_KEY``) and ``context`` where they are given."""
+    resolve_key(key)
+    if callable(context) and not isinstance(context, Mapping):
+        if not per_call:
+            raise ConfigError("context= must be a mapping here (owner/session/run), not a function")
+        return context
+    resolve_context(context)
+    return context  # type: ignore[return-value]
+
+
+def _context_for(context: ContextSource, source: object) -> Mapping[str, str] | None:
+    return context(source) if callable(context) and not isinstance(context, Mapping) else context
 
 
 class Receipt(BaseModel):
@@ -476,6 +497,12 @@ class Assembly(BaseModel):
         return None
 
 
+def _allowance(allowance: object) -> Allowance:
+    if allowance is not None and not isinstance(allowance, Allowance):
+        raise BudgetError(f"allowance={allowance!r} must be a recallpack.allowance.Allowance (or None)")
+    return allowance or Allowance()
+
+
 def _blocks(blocks: object) -> Sequence[Block]:
     if isinstance(blocks, (str, bytes)) or not isinstance(blocks, Iterable):
         raise ConfigError(f"blocks must be a list of recallpack Blocks, got {type(blocks).__name__}")
@@ -515,9 +542,7 @@ def assemble(
     >>> result.kept, [(w.index, w.reason.value) for w in result.withheld]
     ((2,), [(0, 'over_items'), (1, 'duplicate')])
     """
-    allowance = Allowance() if allowance is None else allowance
-    if not isinstance(allowance, Allowance):
-        raise BudgetError(f"allowance={allowance!r} must be a recallpack.Allowance")
+    allowance = _allowance(allowance)
     items = _blocks(blocks)
     secret, expected = resolve_key(key), resolve_context(context)
     kept: list[int] = []

@@ -1,30 +1,22 @@
 """One evidence allowance per model request, for LangChain conversations and agents (seed 001).
 
-An agent that searches its memory as a tool and also gets automatic recall each turn would
-otherwise show the model one full budget of evidence per search plus one for the automatic
-recall. Here they share one :class:`~recallpack.allowance.Allowance`:
-
-* :func:`memory_search_tool` makes the search tool: its result is the rendered evidence block,
-  its artifact the block's :class:`~recallpack.allowance.Receipt`, which the model never sees.
-* :func:`assemble_messages` (and the Runnable :func:`evidence_allowance`) finds the results of the
-  recall tools named in ``tool_names``, applies :func:`~recallpack.allowance.assemble`, and shows
-  the model a short omission marker instead of each withheld block: over the allowance, without
-  a valid receipt, failed, or another tool's result presenting a receipt. Call/result pairs
-  stay intact and the input messages are never changed (the model sees copies). Automatic
-  recall for the new turn gets what the allowance has left.
-* :class:`EvidenceAllowanceMiddleware` does this before every model call of ``create_agent``
-  (``langchain`` 1.x), on the request only: the agent's state keeps every result as it came.
-
-``key=`` (default ``$RECALLPACK_RECEIPT_KEY``) and ``context=`` (owner/session/run) go to the
-receipts (see :mod:`recallpack.allowance` and ``docs/security.md``). Needs the ``langchain``
-extra; ``import recallpack`` never imports this module.
+:func:`memory_search_tool` makes the search tool: its result is the rendered evidence block, its
+artifact the block's :class:`~recallpack.allowance.Receipt` (the model never sees it).
+:func:`assemble_messages` (the Runnable :func:`evidence_allowance`, the ``create_agent``
+:class:`EvidenceAllowanceMiddleware`) keeps the results of the recall tools named in
+``tool_names`` within one :class:`~recallpack.allowance.Allowance` and shows the model an
+omission marker instead of each withheld one: over the allowance, without a valid receipt,
+failed, or another tool's result presenting a receipt. Call/result pairs stay intact and the
+input is never changed (the model sees copies; an agent's state keeps every result). Automatic
+recall for the new turn gets what the allowance has left. ``key=`` and ``context=`` go to the
+receipts (``docs/security.md``). Needs the ``langchain`` extra.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,24 +30,26 @@ from recallpack.allowance import (
     Allowance,
     Assembly,
     Block,
+    ContextSource,
     Recaller,
     Receipt,
     ReceiptContext,
     ReceiptKey,
     Remaining,
+    _allowance,
     _arecall,
     _capped,
+    _context_for,
     _recaller,
+    _receipt_settings,
     arecall_remaining,
     assemble,
     issue_receipt,
     looks_like_receipt,
     recall_remaining,
     receipt_for,
-    resolve_context,
-    resolve_key,
 )
-from recallpack.packing.errors import BudgetError, ConfigError
+from recallpack.packing.errors import ConfigError
 from recallpack.packing.result import RecallResult
 from recallpack.packing.tokenizer import get_tokenizer
 
@@ -93,32 +87,6 @@ DEFAULT_MARKER = "[recallpack: search result omitted from this request ({reason}
 #: A search that kept nothing still answers, so the tool call gets a non-empty result.
 NO_MATCH = "No memory matched this query."
 
-#: A context, or a function that derives one per call (from the tool's RunnableConfig, or the
-#: middleware's ModelRequest): for example the session from ``config["configurable"]``.
-ContextSpec = Mapping[str, str] | Callable[[Any], Mapping[str, str] | None] | None
-
-
-def _allowance(allowance: object) -> Allowance:
-    if allowance is not None and not isinstance(allowance, Allowance):
-        raise BudgetError(f"allowance={allowance!r} must be a recallpack.allowance.Allowance")
-    return allowance or Allowance()
-
-
-def _receipt_settings(key: object, context: object, per_call: bool) -> ContextSpec:
-    """Checks ``key`` (or ``$RECALLPACK_RECEIPT_KEY``) and ``context`` where they are given."""
-    resolve_key(key)
-    if callable(context) and not isinstance(context, Mapping):
-        if not per_call:
-            raise ConfigError("context= must be a mapping here (owner/session/run), not a function")
-        return context  # type: ignore[return-value]
-    resolve_context(context)
-    return context  # type: ignore[return-value]
-
-
-def _context_for(context: ContextSpec, source: object) -> Mapping[str, str] | None:
-    return context(source) if callable(context) and not isinstance(context, Mapping) else context
-
-
 # -- the search tool ---------------------------------------------------------------------------
 
 
@@ -134,7 +102,7 @@ def memory_search_tool(
     allowance: Allowance | None = None,
     correction: bool = False,
     key: ReceiptKey | None = None,
-    context: ContextSpec = None,
+    context: ContextSource = None,
     **recall_overrides: Any,
 ) -> BaseTool:
     """A tool that searches ``retriever`` and returns the evidence block, its receipt as artifact.
@@ -201,13 +169,9 @@ def _takes_config(retriever: object) -> bool:
 
 @dataclass(frozen=True)
 class AssembledMessages:
-    """What one model request may show, and why.
-
-    ``messages`` are the model-visible messages: the input's own objects where nothing changed,
-    copies with a marker where a block is withheld, and automatic recall's block, if it ran, in
-    the system message. ``positions[i]`` is the message index of evidence block ``i`` of
-    ``assembly``; ``automatic`` is the automatic recall's result.
-    """
+    """What one model request may show (``messages``: the input's own objects, copies with a
+    marker where a block is withheld, automatic recall's block in the system message), and why.
+    ``positions[i]`` is the message index of ``assembly``'s block ``i``."""
 
     messages: list[BaseMessage]
     assembly: Assembly
@@ -219,25 +183,25 @@ class AssembledMessages:
         """What automatic recall may still take (before it ran)."""
         return self.assembly.remaining
 
-    def _with(self, automatic: RecallResult | None) -> AssembledMessages:
-        # The block joins a leading system message (a copy), or a new one at the front: a
-        # system message anywhere else is rejected by several chat APIs.
-        text, shown = _text_of(automatic), self.messages
+    def _placed(self) -> AssembledMessages:
+        # The automatic block joins a leading system message (a copy), or a new one at the
+        # front: a system message anywhere else is rejected by several chat APIs.
+        text, shown = self.automatic.to_markdown() if self.automatic else "", self.messages
         if text:
             lead = shown[0] if shown and isinstance(shown[0], SystemMessage) else None
             shown = [_system_with(lead, text), *shown[1 if lead else 0 :]]
-        return dataclasses.replace(self, messages=shown, automatic=automatic)
+        return dataclasses.replace(self, messages=shown)
 
 
 @dataclass(frozen=True)
 class _Rules:
-    """The settings of an assembly, checked once where they are given."""
+    """The settings of an assembly, checked once where they are given, and the assembly itself."""
 
     allowance: Allowance
     tool_names: frozenset[str]
     marker: str
     key: ReceiptKey | None
-    context: ContextSpec
+    context: ContextSource
     retriever: Recaller | None
 
     @classmethod
@@ -261,9 +225,7 @@ class _Rules:
         recaller = None if retriever is None else _recaller(retriever)
         return cls(_allowance(allowance), names, marker, key, context, recaller)  # type: ignore[arg-type]
 
-    def view(
-        self, messages: object, query: object = None, source: object = None
-    ) -> tuple[AssembledMessages, str]:
+    def view(self, messages: object, query: object, source: object) -> tuple[AssembledMessages, str]:
         """The assembled messages (no automatic recall yet) and the query for automatic recall."""
         if query is not None and not isinstance(query, str):
             raise ConfigError(f"query={query!r} must be a str (or None for the last human message)")
@@ -274,26 +236,25 @@ class _Rules:
         for entry in assembly.withheld:
             at = positions[entry.index]
             text = self.marker.format(reason=entry.reason.text, code=entry.reason.value)
-            # A copy that keeps tool_call_id, name, artifact and id: the call/result pair holds
-            # and the receipt still travels with the result.
+            # A copy keeping tool_call_id, name, artifact: the pair holds, the receipt travels.
             shown[at] = listed[at].model_copy(update={"content": text})
         turn = "" if self.retriever is None else (_query(shown) if query is None else query)
         return AssembledMessages(shown, assembly, tuple(positions)), turn
 
     def run(
-        self, messages: object, overrides: dict[str, Any], query: object = None, source: object = None
+        self, messages: object, overrides: dict[str, Any], query: object, source: object
     ) -> AssembledMessages:
+        """The assembled messages and automatic recall for the turn (not yet placed in them)."""
         view, turn = self.view(messages, query, source)
-        return view._with(
-            recall_remaining(self.retriever, turn, view.remaining, **overrides) if turn else None
-        )
+        auto = recall_remaining(self.retriever, turn, view.remaining, **overrides) if turn else None
+        return dataclasses.replace(view, automatic=auto)
 
     async def arun(
-        self, messages: object, overrides: dict[str, Any], query: object = None, source: object = None
+        self, messages: object, overrides: dict[str, Any], query: object, source: object
     ) -> AssembledMessages:
         view, turn = self.view(messages, query, source)
-        room = view.remaining
-        return view._with(await arecall_remaining(self.retriever, turn, room, **overrides) if turn else None)
+        auto = await arecall_remaining(self.retriever, turn, view.remaining, **overrides) if turn else None
+        return dataclasses.replace(view, automatic=auto)
 
 
 def _as_messages(value: object) -> list[BaseMessage]:
@@ -361,7 +322,7 @@ def assemble_messages(
     takes what the allowance has left, in the system message (a new one at the front if none).
     """
     rules = _Rules.make(allowance, tool_names, marker, key, context, retriever)
-    return rules.run(messages, recall_overrides, query)
+    return rules.run(messages, recall_overrides, query, None)._placed()
 
 
 async def aassemble_messages(
@@ -378,15 +339,11 @@ async def aassemble_messages(
 ) -> AssembledMessages:
     """:func:`assemble_messages`, with automatic recall through the retriever's ``arecall``."""
     rules = _Rules.make(allowance, tool_names, marker, key, context, retriever)
-    return await rules.arun(messages, recall_overrides, query)
+    return (await rules.arun(messages, recall_overrides, query, None))._placed()
 
 
 def _query(messages: Sequence[BaseMessage]) -> str:
     return next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), "")
-
-
-def _text_of(result: RecallResult | None) -> str:
-    return "" if result is None else result.to_markdown()
 
 
 def _system_with(system: SystemMessage | None, text: str) -> SystemMessage:
@@ -418,20 +375,19 @@ def evidence_allowance(
     """
     rules = _Rules.make(allowance, tool_names, marker, key, context, retriever)
 
-    async def arun(messages: Any) -> list[BaseMessage]:
-        return (await rules.arun(messages, recall_overrides)).messages
+    def run(messages: Any) -> list[BaseMessage]:
+        return rules.run(messages, recall_overrides, None, None)._placed().messages
 
-    return RunnableLambda(
-        lambda messages: rules.run(messages, recall_overrides).messages,
-        afunc=arun,
-        name="recallpack_evidence_allowance",
-    )
+    async def arun(messages: Any) -> list[BaseMessage]:
+        return (await rules.arun(messages, recall_overrides, None, None))._placed().messages
+
+    return RunnableLambda(run, afunc=arun, name="recallpack_evidence_allowance")
 
 
 # -- the agent middleware ----------------------------------------------------------------------
 
 if _AgentMiddlewareBase is not None:
-    from langchain.agents.middleware import ModelRequest, ModelResponse
+    from langchain.agents.middleware import ModelRequest
 
     class EvidenceAllowanceMiddleware(_AgentMiddlewareBase):  # type: ignore[misc,valid-type,unused-ignore]
         """Bounds the evidence of every model call of a ``create_agent`` agent to one allowance.
@@ -453,32 +409,31 @@ if _AgentMiddlewareBase is not None:
             tool_names: Collection[str | BaseTool] = (DEFAULT_TOOL_NAME,),
             marker: str = DEFAULT_MARKER,
             key: ReceiptKey | None = None,
-            context: ContextSpec = None,
+            context: ContextSource = None,
             **recall_overrides: Any,
         ) -> None:
             super().__init__()
             self.rules = _Rules.make(allowance, tool_names, marker, key, context, retriever, per_call=True)
             self.allowance = self.rules.allowance
-            self.recall_overrides = recall_overrides
+            self.overrides = recall_overrides
 
-        def _request(self, request: ModelRequest, view: AssembledMessages) -> ModelRequest:
+        def _request(self, request: ModelRequest, view: AssembledMessages) -> Any:
             # Automatic recall joins the request's own system message, not the message list.
-            text, lead = _text_of(view.automatic), view.messages[:1]
-            if not text:
-                return request.override(messages=view.messages)
-            shown = view.messages[1:] if lead and isinstance(lead[0], SystemMessage) else view.messages
-            return request.override(messages=shown, system_message=_system_with(request.system_message, text))
+            text, system = view.automatic.to_markdown() if view.automatic else "", request.system_message
+            messages: Any = view.messages
+            return request.override(
+                messages=messages, system_message=_system_with(system, text) if text else system
+            )
 
-        def wrap_model_call(
-            self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-        ) -> Any:
-            view = self.rules.run(list(request.messages), self.recall_overrides, source=request)
-            return handler(self._request(request, view))
+        def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
+            return handler(
+                self._request(request, self.rules.run(request.messages, self.overrides, None, request))
+            )
 
         async def awrap_model_call(
             self, request: ModelRequest, handler: Callable[[ModelRequest], Any]
         ) -> Any:
-            view = await self.rules.arun(list(request.messages), self.recall_overrides, source=request)
+            view = await self.rules.arun(request.messages, self.overrides, None, request)
             return await handler(self._request(request, view))
 
 else:  # pragma: no cover - exercised only without the langchain package
