@@ -206,6 +206,7 @@ class _Rules:
 
     @classmethod
     def make(cls, *args: object, per_call: bool = False) -> _Rules:
+        """From (allowance, tool_names, marker, key, context, retriever) as the caller gave them."""
         allowance, tool_names, marker, key, context, retriever = args
         if isinstance(tool_names, (str, BaseTool)):  # a lone name would be read as a set of letters
             tool_names = (tool_names,)
@@ -217,7 +218,7 @@ class _Rules:
             raise ConfigError(f"tool_names={tool_names!r} must name the recall tools (names or the tools)")
         try:
             str.format(marker, reason="", code="")  # type: ignore[arg-type]
-        except (TypeError, KeyError, IndexError, ValueError):
+        except (TypeError, KeyError, IndexError, ValueError, AttributeError):
             raise ConfigError(
                 f"marker={marker!r} must be a str with no fields but {{reason}} and {{code}}"
             ) from None
@@ -414,8 +415,8 @@ if _AgentMiddlewareBase is not None:
         ) -> None:
             super().__init__()
             self.rules = _Rules.make(allowance, tool_names, marker, key, context, retriever, per_call=True)
-            self.allowance = self.rules.allowance
-            self.overrides = recall_overrides
+            self.allowance, self.retriever, self.marker = self.rules.allowance, retriever, marker
+            self.tool_names, self.recall_overrides = tuple(sorted(self.rules.tool_names)), recall_overrides
 
         def _request(self, request: ModelRequest, view: AssembledMessages) -> Any:
             # Automatic recall joins the request's own system message, not the message list.
@@ -426,14 +427,13 @@ if _AgentMiddlewareBase is not None:
             )
 
         def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
-            return handler(
-                self._request(request, self.rules.run(request.messages, self.overrides, None, request))
-            )
+            view = self.rules.run(request.messages, self.recall_overrides, None, request)
+            return handler(self._request(request, view))
 
         async def awrap_model_call(
             self, request: ModelRequest, handler: Callable[[ModelRequest], Any]
         ) -> Any:
-            view = await self.rules.arun(request.messages, self.overrides, None, request)
+            view = await self.rules.arun(request.messages, self.recall_overrides, None, request)
             return await handler(self._request(request, view))
 
 else:  # pragma: no cover - exercised only without the langchain package
