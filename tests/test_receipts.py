@@ -255,3 +255,10 @@ def test_bad_context_names_the_key_and_the_closest_field() -> None:
     """A misspelled context key is refused, suggesting the field meant."""
     with pytest.raises(ConfigError, match=r"'sesion'.*did you mean 'session'"):
         issue_receipt(TEXT, items=1, context={"sesion": "s-1"})
+
+
+def test_every_withheld_reason_has_words_for_the_marker() -> None:
+    """Each reason a block can be withheld for has a short explanation a model can read."""
+    texts = {reason: reason.text for reason in WithheldReason}
+    assert all(isinstance(t, str) and 0 < len(t) < 80 for t in texts.values())
+    assert "another owner, session or run" in WithheldReason.OTHER_CONTEXT.text
