@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recallpack import BudgetError, Candidate, ReceiptError, count_tokens, recall
+from recallpack import BudgetError, Candidate, ConfigError, ReceiptError, count_tokens, recall
 from recallpack.allowance import (
+    RECEIPT_KIND,
     Allowance,
     Block,
     Receipt,
@@ -147,7 +148,7 @@ def test_verify_non_text_is_false() -> None:
 def test_verify_raises_on_malformed_receipt() -> None:
     """A malformed receipt raises ReceiptError rather than quietly failing to verify."""
     with pytest.raises(ReceiptError):
-        verify("text", {"kind": "recallpack.receipt/v1", "items": 1})
+        verify("text", {"kind": RECEIPT_KIND, "items": 1})
     with pytest.raises(ReceiptError):
         verify("text", "not a receipt")  # type: ignore[arg-type]
 
@@ -236,7 +237,7 @@ def test_legacy_blocks_without_receipt_are_withheld() -> None:
 def test_malformed_receipt_is_withheld_not_raised() -> None:
     """A receipt that is not well formed withholds its block; assembly itself never fails."""
     good = block_of(FACTS[0])
-    malformed = {"kind": "recallpack.receipt/v1", "items": -1}
+    malformed = {"kind": RECEIPT_KIND, "items": -1}
     result = assemble([Block(good.text, malformed), Block(good.text, 42)])
     assert result.kept == ()
     assert {w.reason for w in result.withheld} == {WithheldReason.MALFORMED_RECEIPT}
@@ -327,8 +328,8 @@ def test_replaying_the_same_conversation_gives_the_same_assembly() -> None:
 
 
 def test_assemble_rejects_things_that_are_not_blocks() -> None:
-    """Passing raw strings instead of Blocks is a programming error, reported at once."""
-    with pytest.raises(TypeError, match="blocks\\[0\\]"):
+    """Passing raw strings instead of Blocks is a recallpack error naming the position and the fix."""
+    with pytest.raises(ConfigError, match=r"blocks\[0\].*Block\(text, receipt\)"):
         assemble(["text"])  # type: ignore[list-item]
 
 

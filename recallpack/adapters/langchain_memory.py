@@ -1,39 +1,26 @@
 """One evidence allowance per model request, for LangChain conversations and agents (seed 001).
 
-An agent that can search its memory as a tool, and that also gets automatic recall for each
-turn, would otherwise show the model one full budget of evidence per search plus one for the
-automatic recall. Here they share one :class:`~recallpack.allowance.Allowance`:
-
-* :func:`memory_search_tool` makes the search tool. Its result is the rendered evidence block;
-  its artifact is the block's :class:`~recallpack.allowance.Receipt` (``response_format=
-  "content_and_artifact"``), which the model never sees and which binds the counts to the bytes.
-* :func:`assemble_messages` (and the Runnable :func:`evidence_allowance`) finds the tool's
-  results in a list of messages, applies :func:`~recallpack.allowance.assemble`, and shows the model a
-  short omission marker instead of each withheld block. The tool call and its result stay
-  paired, so the conversation is still valid for any chat model API, and the original message
-  objects are never changed: the model-visible ones are copies. Automatic recall for the new
-  turn then gets what the allowance has left.
-* :class:`EvidenceAllowanceMiddleware` (when the ``langchain`` 1.x agents are installed) does this
-  before every model call of ``create_agent``, on the request only: the agent's stored state
-  keeps every result as it came.
-
-Needs the ``langchain`` extra; ``import recallpack`` never imports this module.
+:func:`memory_search_tool` makes the search tool: its result is the rendered evidence block, its
+artifact the block's :class:`~recallpack.allowance.Receipt` (the model never sees it).
+:func:`assemble_messages` (the Runnable :func:`evidence_allowance`, the ``create_agent``
+:class:`EvidenceAllowanceMiddleware`) keeps the results of the recall tools named in
+``tool_names`` within one :class:`~recallpack.allowance.Allowance` and shows the model an
+omission marker instead of each withheld one: over the allowance, without a valid receipt,
+failed, or another tool's result presenting a receipt. Call/result pairs stay intact and the
+input is never changed (the model sees copies; an agent's state keeps every result). Automatic
+recall for the new turn gets what the allowance has left. ``key=`` and ``context=`` go to the
+receipts (``docs/security.md``). Needs the ``langchain`` extra.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool, StructuredTool
@@ -43,12 +30,23 @@ from recallpack.allowance import (
     Allowance,
     Assembly,
     Block,
+    ContextSource,
+    Recaller,
     Receipt,
+    ReceiptContext,
+    ReceiptKey,
     Remaining,
-    WithheldReason,
+    _allowance,
+    _arecall,
+    _capped,
+    _context_for,
+    _recaller,
+    _receipt_settings,
+    arecall_remaining,
     assemble,
     issue_receipt,
     looks_like_receipt,
+    recall_remaining,
     receipt_for,
 )
 from recallpack.packing.errors import ConfigError
@@ -89,23 +87,6 @@ DEFAULT_MARKER = "[recallpack: search result omitted from this request ({reason}
 #: A search that kept nothing still answers, so the tool call gets a non-empty result.
 NO_MATCH = "No memory matched this query."
 
-_REASON_TEXT = {
-    WithheldReason.DUPLICATE: "the same result appears later in this conversation",
-    WithheldReason.OVER_BLOCKS: "over this request's evidence allowance",
-    WithheldReason.OVER_ITEMS: "over this request's evidence allowance",
-    WithheldReason.OVER_TOKENS: "over this request's evidence allowance",
-    WithheldReason.NO_RECEIPT: "no receipt for its contents",
-    WithheldReason.MALFORMED_RECEIPT: "no valid receipt for its contents",
-    WithheldReason.RECEIPT_MISMATCH: "its contents do not match its receipt",
-}
-
-
-class Recaller(Protocol):
-    """What the tool and automatic recall need: ``BudgetedRetriever`` is one."""
-
-    def recall(self, query: str, **kwargs: Any) -> RecallResult: ...
-
-
 # -- the search tool ---------------------------------------------------------------------------
 
 
@@ -120,6 +101,8 @@ def memory_search_tool(
     description: str = DEFAULT_DESCRIPTION,
     allowance: Allowance | None = None,
     correction: bool = False,
+    key: ReceiptKey | None = None,
+    context: ContextSource = None,
     **recall_overrides: Any,
 ) -> BaseTool:
     """A tool that searches ``retriever`` and returns the evidence block, its receipt as artifact.
@@ -129,32 +112,38 @@ def memory_search_tool(
     call. Each block is packed within the retriever's own budget and within ``allowance``
     (default: ``Allowance()``), so that a single search can always fit a request's allowance.
     ``correction=True`` marks the tool's results as corrections, kept outside the allowance.
+    ``key`` and ``context`` (a mapping, or a function of the call's RunnableConfig) go into each
+    receipt. An assembly counts only the recall tools named in its ``tool_names``.
     """
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"name={name!r} must be a non-empty tool name")
-    if not callable(getattr(retriever, "recall", None)):
-        raise ConfigError(
-            f"retriever={type(retriever).__name__} has no recall(query) -> RecallResult; "
-            "wrap it in recallpack.adapters.langchain.BudgetedRetriever"
-        )
-    overrides = _capped(retriever, dict(recall_overrides), (allowance or Allowance()).full())
+    for field, value in (("name", name), ("description", description)):
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{field}={value!r} must be a non-empty str")
+    if not isinstance(correction, bool):
+        raise ConfigError(f"correction={correction!r} must be True or False")
+    context = _receipt_settings(key, context, per_call=True)
+    overrides = _capped(_recaller(retriever), dict(recall_overrides), _allowance(allowance).full())
     takes_config = _takes_config(retriever)
-    no_match = _receipted_no_match(retriever, correction)
+    tok = get_tokenizer(getattr(retriever, "tokenizer", None))
 
-    def finish(result: RecallResult) -> tuple[str, Receipt]:
-        text, receipt = receipt_for(result, correction=correction)
-        return (text, receipt) if text else no_match
+    def finish(result: RecallResult, config: RunnableConfig) -> tuple[str, Receipt]:
+        ctx = _context_for(context, config)
+        text, receipt = receipt_for(result, correction=correction, context=ctx, key=key)
+        # Counted with the retriever's own tokenizer, like its blocks, so the allowance adds
+        # like with like.
+        empty = (
+            NO_MATCH,
+            issue_receipt(NO_MATCH, items=0, tokenizer=tok, correction=correction, context=ctx, key=key),
+        )
+        return (text, receipt) if text else empty
+
+    def kwargs(config: RunnableConfig) -> dict[str, Any]:
+        return {"config": config, **overrides} if takes_config else overrides
 
     def search(query: str, config: RunnableConfig) -> tuple[str, Receipt]:
-        extra = {"config": config} if takes_config else {}
-        return finish(retriever.recall(query, **extra, **overrides))
+        return finish(retriever.recall(query, **kwargs(config)), config)
 
     async def asearch(query: str, config: RunnableConfig) -> tuple[str, Receipt]:
-        arecall = getattr(retriever, "arecall", None)
-        if arecall is None:
-            return search(query, config)
-        extra = {"config": config} if takes_config else {}
-        return finish(await arecall(query, **extra, **overrides))
+        return finish(await _arecall(retriever, query, kwargs(config)), config)
 
     return StructuredTool.from_function(
         func=search,
@@ -175,37 +164,14 @@ def _takes_config(retriever: object) -> bool:
         return False
 
 
-def _receipted_no_match(retriever: object, correction: bool) -> tuple[str, Receipt]:
-    # Counted with the retriever's own tokenizer, like its blocks, so the allowance adds like
-    # with like.
-    tok = get_tokenizer(getattr(retriever, "tokenizer", None))
-    return NO_MATCH, issue_receipt(NO_MATCH, items=0, tokenizer=tok, correction=correction)
-
-
-def _capped(retriever: object, overrides: dict[str, Any], room: Remaining) -> dict[str, Any]:
-    """``overrides`` with max_tokens/max_items lowered to ``room`` where the retriever's own
-    (or the overridden) values are larger. ``k`` is LangChain's name for max_items."""
-    if "k" in overrides:
-        overrides["max_items"] = overrides.pop("k")
-    own_tokens = overrides.get("max_tokens", getattr(retriever, "max_tokens", None))
-    own_items = overrides.get("max_items", getattr(retriever, "max_items", None))
-    overrides["max_tokens"] = room.tokens if own_tokens is None else min(own_tokens, room.tokens)
-    overrides["max_items"] = room.items if own_items is None else min(own_items, room.items)
-    return overrides
-
-
 # -- assembling a conversation -----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class AssembledMessages:
-    """What one model request may show, and why.
-
-    ``messages`` are the model-visible messages: the input's own objects where nothing changed,
-    copies with a marker where a block is withheld, and, when automatic recall ran, its block in
-    the system message. ``positions[i]`` is the message index of evidence block ``i`` of
-    ``assembly``. ``automatic`` is the automatic recall's result, if one ran.
-    """
+    """What one model request may show (``messages``: the input's own objects, copies with a
+    marker where a block is withheld, automatic recall's block in the system message), and why.
+    ``positions[i]`` is the message index of ``assembly``'s block ``i``."""
 
     messages: list[BaseMessage]
     assembly: Assembly
@@ -217,60 +183,123 @@ class AssembledMessages:
         """What automatic recall may still take (before it ran)."""
         return self.assembly.remaining
 
+    def _placed(self) -> AssembledMessages:
+        # The automatic block joins a leading system message (a copy), or a new one at the
+        # front: a system message anywhere else is rejected by several chat APIs.
+        text, shown = self.automatic.to_markdown() if self.automatic else "", self.messages
+        if text:
+            lead = shown[0] if shown and isinstance(shown[0], SystemMessage) else None
+            shown = [_system_with(lead, text), *shown[1 if lead else 0 :]]
+        return dataclasses.replace(self, messages=shown)
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """The settings of an assembly, checked once where they are given, and the assembly itself."""
+
+    allowance: Allowance
+    tool_names: frozenset[str]
+    marker: str
+    key: ReceiptKey | None
+    context: ContextSource
+    retriever: Recaller | None
+
+    @classmethod
+    def make(cls, *args: object, per_call: bool = False) -> _Rules:
+        """From (allowance, tool_names, marker, key, context, retriever) as the caller gave them."""
+        allowance, tool_names, marker, key, context, retriever = args
+        if isinstance(tool_names, (str, BaseTool)):  # a lone name would be read as a set of letters
+            tool_names = (tool_names,)
+        names = frozenset(
+            t.name if isinstance(t, BaseTool) else t
+            for t in (tool_names if isinstance(tool_names, Collection) else [0])
+        )
+        if not names or not all(isinstance(n, str) and n for n in names):
+            raise ConfigError(f"tool_names={tool_names!r} must name the recall tools (names or the tools)")
+        try:
+            str.format(marker, reason="", code="")  # type: ignore[arg-type]
+        except (TypeError, KeyError, IndexError, ValueError, AttributeError):
+            raise ConfigError(
+                f"marker={marker!r} must be a str with no fields but {{reason}} and {{code}}"
+            ) from None
+        context = _receipt_settings(key, context, per_call)
+        recaller = None if retriever is None else _recaller(retriever)
+        return cls(_allowance(allowance), names, marker, key, context, recaller)  # type: ignore[arg-type]
+
+    def view(self, messages: object, query: object, source: object) -> tuple[AssembledMessages, str]:
+        """The assembled messages (no automatic recall yet) and the query for automatic recall."""
+        if query is not None and not isinstance(query, str):
+            raise ConfigError(f"query={query!r} must be a str (or None for the last human message)")
+        listed = _as_messages(messages)
+        blocks, positions = _evidence_blocks(listed, self.tool_names)
+        assembly = assemble(blocks, self.allowance, key=self.key, context=_context_for(self.context, source))
+        shown = list(listed)  # a new list: the caller's list and messages stay as they were
+        for entry in assembly.withheld:
+            at = positions[entry.index]
+            text = self.marker.format(reason=entry.reason.text, code=entry.reason.value)
+            # A copy keeping tool_call_id, name, artifact: the pair holds, the receipt travels.
+            shown[at] = listed[at].model_copy(update={"content": text})
+        turn = "" if self.retriever is None else (_query(shown) if query is None else query)
+        return AssembledMessages(shown, assembly, tuple(positions)), turn
+
+    def run(
+        self, messages: object, overrides: dict[str, Any], query: object, source: object
+    ) -> AssembledMessages:
+        """The assembled messages and automatic recall for the turn (not yet placed in them)."""
+        view, turn = self.view(messages, query, source)
+        auto = recall_remaining(self.retriever, turn, view.remaining, **overrides) if turn else None
+        return dataclasses.replace(view, automatic=auto)
+
+    async def arun(
+        self, messages: object, overrides: dict[str, Any], query: object, source: object
+    ) -> AssembledMessages:
+        view, turn = self.view(messages, query, source)
+        auto = await arecall_remaining(self.retriever, turn, view.remaining, **overrides) if turn else None
+        return dataclasses.replace(view, automatic=auto)
+
 
 def _as_messages(value: object) -> list[BaseMessage]:
     if isinstance(value, PromptValue):
         return list(value.to_messages())
     if isinstance(value, dict) and "messages" in value:
         value = value["messages"]
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        messages = list(value)
-        for i, message in enumerate(messages):
-            if not isinstance(message, BaseMessage):
-                raise ConfigError(
-                    f"messages[{i}] is a {type(message).__name__}; expected a LangChain BaseMessage"
-                )
-        return messages
-    raise ConfigError(f"expected a list of messages (or a PromptValue), got {type(value).__name__}")
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        raise ConfigError(f"expected a list of messages (or a PromptValue), got {type(value).__name__}")
+    for i, message in enumerate(value):
+        if not isinstance(message, BaseMessage):
+            raise ConfigError(
+                f"messages[{i}] is a {type(message).__name__}; expected a LangChain BaseMessage"
+            )
+    return list(value)
 
 
 def _evidence_blocks(
-    messages: Sequence[BaseMessage], tool_names: Collection[str]
+    messages: Sequence[BaseMessage], tool_names: frozenset[str]
 ) -> tuple[list[Block], list[int]]:
-    """The search results among ``messages``, oldest first, with their message positions.
+    """The recall results among ``messages``, oldest first, with their message positions.
 
-    A result is this tool's when its ToolMessage (or the AI tool call it answers) has one of
-    ``tool_names``, or when its artifact is a receipt. A result without a receipt is legacy and
-    will be withheld. Error results are left alone: they carry no evidence, only the error.
+    A result is a recall tool's when the AI tool call it answers (and its own name, when it has
+    one) is in ``tool_names``: without a receipt it is legacy, and if it failed it is withheld.
+    Another tool's result that presents a receipt, or that answers a recall call under another
+    name, is foreign and withheld; any other result is left alone.
     """
     call_names: dict[str, str] = {}
     blocks: list[Block] = []
     positions: list[int] = []
     for index, message in enumerate(messages):
         if isinstance(message, AIMessage):
-            for call in message.tool_calls:
-                if call.get("id"):
-                    call_names[str(call["id"])] = call["name"]
+            call_names.update({str(c["id"]): c["name"] for c in message.tool_calls if c.get("id")})
+        if not isinstance(message, ToolMessage):
             continue
-        if not isinstance(message, ToolMessage) or message.status == "error":
-            continue
-        name = message.name or call_names.get(message.tool_call_id)
+        names = {n for n in (call_names.get(message.tool_call_id), message.name) if n}
         receipt = message.artifact if looks_like_receipt(message.artifact) else None
-        if receipt is None and name not in tool_names:
-            continue
-        blocks.append(Block(message.content, receipt, key=message.tool_call_id))
-        positions.append(index)
+        if names & tool_names or receipt is not None:
+            ours = len(names) == 1 and names <= tool_names
+            blocks.append(
+                Block(message.content, receipt, message.tool_call_id, message.status == "error", not ours)
+            )
+            positions.append(index)
     return blocks, positions
-
-
-def _marked(message: BaseMessage, reason: WithheldReason, marker: str) -> BaseMessage:
-    """A copy of ``message`` whose model-visible content is the omission marker.
-
-    Everything else (tool_call_id, name, artifact, id) is kept, so the call/result pair holds
-    and the receipt still travels with the result.
-    """
-    text = marker.format(reason=_REASON_TEXT[reason], code=reason.value)
-    return message.model_copy(update={"content": text})
 
 
 def assemble_messages(
@@ -279,27 +308,22 @@ def assemble_messages(
     *,
     retriever: Recaller | None = None,
     query: str | None = None,
-    tool_names: Collection[str] = (DEFAULT_TOOL_NAME,),
+    tool_names: Collection[str | BaseTool] = (DEFAULT_TOOL_NAME,),
     marker: str = DEFAULT_MARKER,
+    key: ReceiptKey | None = None,
+    context: ReceiptContext | None = None,
     **recall_overrides: Any,
 ) -> AssembledMessages:
     """The messages one model request should see, with its evidence within ``allowance``.
 
-    Finds the memory search results in ``messages`` (see :func:`memory_search_tool`), keeps
-    what :func:`recallpack.allowance.assemble` keeps and replaces each withheld result's content, in a
-    copy, with ``marker`` (``{reason}`` is filled in). With ``retriever``, automatic recall for
-    the new turn (``query``, else the last human message) takes what the allowance has left, and
-    its block is added to the system message (a new one at the front if there is none).
+    Finds the results of the recall tools in ``tool_names`` (names, or the tools), keeps what
+    :func:`recallpack.allowance.assemble` keeps (with ``key`` and ``context``) and replaces each
+    withheld result's content, in a copy, with ``marker`` (``{reason}`` is filled in). With
+    ``retriever``, automatic recall for the new turn (``query``, else the last human message)
+    takes what the allowance has left, in the system message (a new one at the front if none).
     """
-    allowance = Allowance() if allowance is None else allowance
-    shown, assembly, positions = _assemble(_as_messages(messages), allowance, tool_names, marker)
-    automatic = None
-    if retriever is not None:
-        turn = _query(shown) if query is None else query
-        if turn:
-            automatic = recall_remaining(retriever, turn, assembly.remaining, **recall_overrides)
-        shown = _with_system_text(shown, _text_of(automatic))
-    return AssembledMessages(shown, assembly, positions, automatic)
+    rules = _Rules.make(allowance, tool_names, marker, key, context, retriever)
+    return rules.run(messages, recall_overrides, query, None)._placed()
 
 
 async def aassemble_messages(
@@ -308,96 +332,28 @@ async def aassemble_messages(
     *,
     retriever: Recaller | None = None,
     query: str | None = None,
-    tool_names: Collection[str] = (DEFAULT_TOOL_NAME,),
+    tool_names: Collection[str | BaseTool] = (DEFAULT_TOOL_NAME,),
     marker: str = DEFAULT_MARKER,
+    key: ReceiptKey | None = None,
+    context: ReceiptContext | None = None,
     **recall_overrides: Any,
 ) -> AssembledMessages:
     """:func:`assemble_messages`, with automatic recall through the retriever's ``arecall``."""
-    allowance = Allowance() if allowance is None else allowance
-    shown, assembly, positions = _assemble(_as_messages(messages), allowance, tool_names, marker)
-    automatic = None
-    if retriever is not None:
-        turn = _query(shown) if query is None else query
-        if turn:
-            automatic = await arecall_remaining(retriever, turn, assembly.remaining, **recall_overrides)
-        shown = _with_system_text(shown, _text_of(automatic))
-    return AssembledMessages(shown, assembly, positions, automatic)
-
-
-def _assemble(
-    messages: list[BaseMessage],
-    allowance: Allowance,
-    tool_names: Collection[str],
-    marker: str,
-) -> tuple[list[BaseMessage], Assembly, tuple[int, ...]]:
-    if isinstance(tool_names, str):  # a lone name would be read as a set of letters
-        tool_names = (tool_names,)
-    blocks, positions = _evidence_blocks(messages, tool_names)
-    assembly = assemble(blocks, allowance)
-    shown = list(messages)  # a new list: the caller's list and messages stay as they were
-    for entry in assembly.withheld:
-        at = positions[entry.index]
-        shown[at] = _marked(messages[at], entry.reason, marker)
-    return shown, assembly, tuple(positions)
+    rules = _Rules.make(allowance, tool_names, marker, key, context, retriever)
+    return (await rules.arun(messages, recall_overrides, query, None))._placed()
 
 
 def _query(messages: Sequence[BaseMessage]) -> str:
-    for message in reversed(messages):
-        if isinstance(message, HumanMessage):
-            return message.text
-    return ""
-
-
-def _text_of(result: RecallResult | None) -> str:
-    return "" if result is None else result.to_markdown()
-
-
-def recall_remaining(
-    retriever: Recaller, query: str, remaining: Remaining | Allowance, **overrides: Any
-) -> RecallResult | None:
-    """Automatic recall for ``query`` within the retriever's own budget and ``remaining``.
-
-    ``None`` when the allowance has nothing left: the retriever is not even called, since
-    nothing it found could be shown.
-    """
-    room = remaining.full() if isinstance(remaining, Allowance) else remaining
-    if room.exhausted:
-        return None
-    return retriever.recall(query, **_capped(retriever, dict(overrides), room))
-
-
-async def arecall_remaining(
-    retriever: Recaller, query: str, remaining: Remaining | Allowance, **overrides: Any
-) -> RecallResult | None:
-    """:func:`recall_remaining` through the retriever's ``arecall`` when it has one."""
-    room = remaining.full() if isinstance(remaining, Allowance) else remaining
-    if room.exhausted:
-        return None
-    arecall: Callable[..., Awaitable[RecallResult]] | None = getattr(retriever, "arecall", None)
-    if arecall is None:
-        return retriever.recall(query, **_capped(retriever, dict(overrides), room))
-    return await arecall(query, **_capped(retriever, dict(overrides), room))
-
-
-def _with_system_text(messages: list[BaseMessage], text: str) -> list[BaseMessage]:
-    """``messages`` with ``text`` added to the leading system message (a copy), or in a new
-    one at the front: a system message anywhere else is rejected by several chat APIs."""
-    if not text:
-        return messages
-    if messages and isinstance(messages[0], SystemMessage):
-        return [_system_with(messages[0], text), *messages[1:]]
-    return [SystemMessage(content=text), *messages]
+    return next((m.text for m in reversed(messages) if isinstance(m, HumanMessage)), "")
 
 
 def _system_with(system: SystemMessage | None, text: str) -> SystemMessage:
-    if system is None:
-        return SystemMessage(content=text)
-    content = system.content
+    content = "" if system is None else system.content
     if isinstance(content, str):
         joined: Any = f"{content}\n\n{text}" if content else text
     else:
         joined = [*content, {"type": "text", "text": text}]
-    return system.model_copy(update={"content": joined})
+    return SystemMessage(content=joined) if system is None else system.model_copy(update={"content": joined})
 
 
 # -- a Runnable --------------------------------------------------------------------------------
@@ -407,36 +363,24 @@ def evidence_allowance(
     allowance: Allowance | None = None,
     *,
     retriever: Recaller | None = None,
-    tool_names: Collection[str] = (DEFAULT_TOOL_NAME,),
+    tool_names: Collection[str | BaseTool] = (DEFAULT_TOOL_NAME,),
     marker: str = DEFAULT_MARKER,
+    key: ReceiptKey | None = None,
+    context: ReceiptContext | None = None,
     **recall_overrides: Any,
 ) -> Runnable[Any, list[BaseMessage]]:
     """A Runnable from messages (or a PromptValue) to the messages the model should see.
 
     It is :func:`assemble_messages` as a chain step: ``prompt | evidence_allowance(...) |
-    model``.
+    model``. Its settings are checked here, not at the first call.
     """
+    rules = _Rules.make(allowance, tool_names, marker, key, context, retriever)
 
     def run(messages: Any) -> list[BaseMessage]:
-        return assemble_messages(
-            messages,
-            allowance,
-            retriever=retriever,
-            tool_names=tool_names,
-            marker=marker,
-            **recall_overrides,
-        ).messages
+        return rules.run(messages, recall_overrides, None, None)._placed().messages
 
     async def arun(messages: Any) -> list[BaseMessage]:
-        view = await aassemble_messages(
-            messages,
-            allowance,
-            retriever=retriever,
-            tool_names=tool_names,
-            marker=marker,
-            **recall_overrides,
-        )
-        return view.messages
+        return (await rules.arun(messages, recall_overrides, None, None))._placed().messages
 
     return RunnableLambda(run, afunc=arun, name="recallpack_evidence_allowance")
 
@@ -444,7 +388,7 @@ def evidence_allowance(
 # -- the agent middleware ----------------------------------------------------------------------
 
 if _AgentMiddlewareBase is not None:
-    from langchain.agents.middleware import ModelRequest, ModelResponse
+    from langchain.agents.middleware import ModelRequest
 
     class EvidenceAllowanceMiddleware(_AgentMiddlewareBase):  # type: ignore[misc,valid-type,unused-ignore]
         """Bounds the evidence of every model call of a ``create_agent`` agent to one allowance.
@@ -454,7 +398,8 @@ if _AgentMiddlewareBase is not None:
         model is sent: the agent's state keeps every search result as the tool returned it, and
         a later request, with more allowance left, can show an older result again. With
         ``retriever``, automatic recall for the turn's last human message takes what the
-        allowance has left, in the system message.
+        allowance has left, in the system message. ``context`` may be a function of the
+        ``ModelRequest`` (its state or runtime) returning the owner/session/run.
         """
 
         def __init__(
@@ -462,54 +407,34 @@ if _AgentMiddlewareBase is not None:
             allowance: Allowance | None = None,
             *,
             retriever: Recaller | None = None,
-            tool_names: Collection[str] = (DEFAULT_TOOL_NAME,),
+            tool_names: Collection[str | BaseTool] = (DEFAULT_TOOL_NAME,),
             marker: str = DEFAULT_MARKER,
+            key: ReceiptKey | None = None,
+            context: ContextSource = None,
             **recall_overrides: Any,
         ) -> None:
             super().__init__()
-            self.allowance = Allowance() if allowance is None else allowance
-            self.retriever = retriever
-            self.tool_names = (tool_names,) if isinstance(tool_names, str) else tuple(tool_names)
-            self.marker = marker
-            self.recall_overrides = recall_overrides
+            self.rules = _Rules.make(allowance, tool_names, marker, key, context, retriever, per_call=True)
+            self.allowance, self.retriever, self.marker = self.rules.allowance, retriever, marker
+            self.tool_names, self.recall_overrides = tuple(sorted(self.rules.tool_names)), recall_overrides
 
-        def _override(
-            self, request: ModelRequest, shown: list[BaseMessage], automatic: RecallResult | None
-        ) -> ModelRequest:
-            overrides: dict[str, Any] = {"messages": shown}
-            text = _text_of(automatic)
-            if text:
-                overrides["system_message"] = _system_with(request.system_message, text)
-            return request.override(**overrides)
-
-        def _assembled(self, request: ModelRequest) -> tuple[list[BaseMessage], str, Remaining]:
-            shown, assembly, _ = _assemble(
-                list(request.messages), self.allowance, self.tool_names, self.marker
+        def _request(self, request: ModelRequest, view: AssembledMessages) -> Any:
+            # Automatic recall joins the request's own system message, not the message list.
+            text, system = view.automatic.to_markdown() if view.automatic else "", request.system_message
+            messages: Any = view.messages
+            return request.override(
+                messages=messages, system_message=_system_with(system, text) if text else system
             )
-            query = _query(request.messages) if self.retriever is not None else ""
-            return shown, query, assembly.remaining
 
-        def wrap_model_call(
-            self,
-            request: ModelRequest,
-            handler: Callable[[ModelRequest], ModelResponse],
-        ) -> Any:
-            shown, query, remaining = self._assembled(request)
-            automatic = None
-            if self.retriever is not None and query:
-                automatic = recall_remaining(self.retriever, query, remaining, **self.recall_overrides)
-            return handler(self._override(request, shown, automatic))
+        def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
+            view = self.rules.run(request.messages, self.recall_overrides, None, request)
+            return handler(self._request(request, view))
 
         async def awrap_model_call(
-            self,
-            request: ModelRequest,
-            handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+            self, request: ModelRequest, handler: Callable[[ModelRequest], Any]
         ) -> Any:
-            shown, query, remaining = self._assembled(request)
-            automatic = None
-            if self.retriever is not None and query:
-                automatic = await arecall_remaining(self.retriever, query, remaining, **self.recall_overrides)
-            return await handler(self._override(request, shown, automatic))
+            view = await self.rules.arun(request.messages, self.recall_overrides, None, request)
+            return await handler(self._request(request, view))
 
 else:  # pragma: no cover - exercised only without the langchain package
 

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import copy
+import json
+import os
 import re
+import subprocess
+import sys
 import warnings
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +19,7 @@ pytest.importorskip("langchain_core")
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -25,18 +31,10 @@ from langchain_core.messages import (
 )
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableLambda
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import Field
 
-from recallpack import (
-    Allowance,
-    ConfigError,
-    RecallResult,
-    Receipt,
-    WithheldReason,
-    count_tokens,
-    verify,
-)
+from recallpack import ConfigError, RecallResult, count_tokens
 from recallpack.adapters.langchain import BudgetedRetriever
 from recallpack.adapters.langchain_memory import (
     NO_MATCH,
@@ -46,12 +44,15 @@ from recallpack.adapters.langchain_memory import (
     memory_search_tool,
     recall_remaining,
 )
+from recallpack.allowance import KEY_ENV, Allowance, Receipt, WithheldReason, issue_receipt, verify
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)  # langchain-community's sunset notice
     from langchain_community.retrievers import BM25Retriever
 
 TOK = "cl100k_base"
+ROOT = Path(__file__).resolve().parents[2]
+SURROGATE = json.loads('"\\ud800"')  # a lone surrogate: a valid str, not valid UTF-8
 NOTES = [
     "Alice works at Initech as a payments engineer and owns the refunds service.",
     "Alice moved from Paris to Berlin in March and now works on the Berlin team.",
@@ -562,3 +563,164 @@ def test_evidence_a_model_request_shows_never_exceeds_the_allowance(
     assert sum(count_tokens(t, TOK) for t in shown) <= allowance.max_tokens
     assert sum(items_in(t) for t in shown) <= allowance.max_items
     assert pairs_intact(view.messages) and len(view.messages) == len(messages) + bool(automatic)
+
+
+# -- fail closed: foreign, failed, other-context and keyed results ------------------------------
+
+BIG = "word " * 2400  # 2,401 tokens in cl100k_base
+
+
+def foreign_tool(name: str = "web_fetch") -> BaseTool:
+    """Not a recall tool: it returns 2,401 tokens with a receipt marking them a free correction."""
+
+    def fetch(query: str) -> tuple[str, Receipt]:
+        return BIG, issue_receipt(BIG, items=1, tokenizer=TOK, correction=True)
+
+    return StructuredTool.from_function(
+        func=fetch, name=name, description="Fetch a page.", response_format="content_and_artifact"
+    )
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["unkeyed", "keyed"])
+def test_another_tool_cannot_pass_a_big_correction_through(
+    keyed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A non-memory tool's 2,401-token "correction" receipt is withheld against an allowance of 200."""
+    if keyed:  # the foreign tool runs in the same process, so it can mint keyed receipts too
+        monkeypatch.setenv(KEY_ENV, "k" * 32)
+    fetched = call(foreign_tool(), "anything", "f1")
+    assert fetched.artifact.tokens == 2401 and verify(fetched.content, fetched.artifact)  # type: ignore[union-attr]
+    messages = [HumanMessage("hi"), asks(("anything", "f1"), name="web_fetch"), fetched]
+    view = assemble_messages(messages, Allowance(max_tokens=200))
+    assert view.assembly.reason(0) is WithheldReason.FOREIGN
+    assert view.assembly.corrections == () and view.assembly.tokens_used == 0
+    assert str(view.messages[2].content).startswith(MARKER) and "not from a memory search" in str(
+        view.messages[2].content
+    )
+    assert BIG not in [m.content for m in view.messages]
+
+
+def test_a_result_under_another_name_than_its_call_is_foreign() -> None:
+    """A result named like the recall tool answering another tool's call (or vice versa) is withheld."""
+    real = call(retriever().as_tool(), "Alice", "c1")
+    renamed = real.model_copy(update={"name": "weather"})
+    messages = [HumanMessage("hi"), asks(("Alice", "c1")), renamed]
+    assert assemble_messages(messages).assembly.reason(0) is WithheldReason.FOREIGN
+    posing = [HumanMessage("hi"), asks(("Alice", "c1"), name="weather"), real]
+    assert assemble_messages(posing).assembly.reason(0) is WithheldReason.FOREIGN
+
+
+def test_only_the_recall_tools_named_count() -> None:
+    """A recall tool under a custom name counts when named in tool_names (by name or the tool)."""
+    tool = retriever().as_tool(name="notes")
+    messages = [HumanMessage("hi"), asks(("Alice", "c1"), name="notes"), call(tool, "Alice", "c1")]
+    assert assemble_messages(messages).assembly.reason(0) is WithheldReason.FOREIGN
+    assert assemble_messages(messages, tool_names=["notes"]).assembly.kept == (0,)
+    assert assemble_messages(messages, tool_names=[tool]).assembly.kept == (0,)
+
+
+def test_a_failed_search_is_replaced_by_the_marker_and_not_counted() -> None:
+    """A recall result with status="error" is never shown and never counted, receipt or not."""
+    good = call(retriever().as_tool(), "Alice", "c2")
+    failed = ToolMessage(
+        content="Error: upstream timed out; partial: Alice's salary is 90k",
+        tool_call_id="c1",
+        name="memory_search",
+        status="error",
+        artifact=good.artifact,
+    )
+    messages = [HumanMessage("hi"), asks(("Alice", "c1"), ("Alice", "c2")), failed, good]
+    view = assemble_messages(messages)
+    assert view.assembly.reason(0) is WithheldReason.FAILED and view.assembly.kept == (1,)
+    assert "salary" not in str(view.messages[2].content) and "the search failed" in str(
+        view.messages[2].content
+    )
+    assert view.messages[2].status == "error" and view.assembly.items_used == good.artifact.items  # type: ignore[union-attr]
+
+
+def test_tool_binds_receipts_to_the_context_from_the_call() -> None:
+    """context= as a function of the RunnableConfig binds each receipt to its thread's session."""
+    tool = retriever().as_tool(context=lambda config: {"session": config["configurable"]["thread_id"]})
+    message = tool.invoke(
+        ToolCall(name="memory_search", args={"query": "Alice"}, id="c1", type="tool_call"),
+        {"configurable": {"thread_id": "t-1"}},
+    )
+    assert message.artifact.session == "t-1"
+    messages = [HumanMessage("hi"), asks(("Alice", "c1")), message]
+    assert assemble_messages(messages, context={"session": "t-1"}).assembly.kept == (0,)
+    other = assemble_messages(messages, context={"session": "t-2"})
+    assert other.assembly.reason(0) is WithheldReason.OTHER_CONTEXT
+    assert "another owner, session or run" in str(other.messages[2].content)
+
+
+def test_keyed_tool_and_assembly() -> None:
+    """A tool with key= issues keyed receipts: kept with that key, withheld with another or none."""
+    tool = retriever().as_tool(key="k" * 32)
+    messages = conversation(tool, "Alice")
+    assert messages[2].artifact.keyed  # type: ignore[attr-defined]
+    assert assemble_messages(messages, key="k" * 32).assembly.kept == (0,)
+    for key in ("o" * 32, None):
+        assert assemble_messages(messages, key=key).assembly.reason(0) is WithheldReason.RECEIPT_MISMATCH
+
+
+def test_memory_tool_survives_lone_surrogates() -> None:
+    """A document whose text and id hold a lone surrogate gives a block and a verifying receipt."""
+    bad = SURROGATE
+    docs = RunnableLambda(lambda q: [Document(page_content=f"Alice {bad} works at Initech", id=f"doc-{bad}")])
+    tool = memory_search_tool(BudgetedRetriever(retriever=docs))
+    message = call(tool, f"Alice {bad}", "c1")
+    assert bad in str(message.content) and verify(message.content, message.artifact)  # type: ignore[arg-type]
+    assert assemble_messages([HumanMessage("hi"), asks(("Alice", "c1")), message]).assembly.kept == (0,)
+
+
+CHECKPOINT = """
+import sys
+from langchain_community.retrievers import BM25Retriever
+from langchain_core.messages import AIMessage, HumanMessage, ToolCall
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from recallpack.adapters.langchain import BudgetedRetriever
+from recallpack.adapters.langchain_memory import assemble_messages
+
+serde, path = JsonPlusSerializer(), sys.argv[2]
+if sys.argv[1] == "issue":
+    tool = BudgetedRetriever(retriever=BM25Retriever.from_texts(["Alice works at Initech."])).as_tool()
+    call = ToolCall(name="memory_search", args={"query": "Alice"}, id="c1", type="tool_call")
+    messages = [HumanMessage("hi"), AIMessage("", tool_calls=[call]), tool.invoke(call)]
+    kind, data = serde.dumps_typed(messages)
+    open(path, "wb").write(data)
+else:
+    messages = serde.loads_typed(("msgpack", open(path, "rb").read()))
+    view = assemble_messages(messages)
+    print(view.assembly.kept, [w.reason.value for w in view.assembly.withheld])
+"""
+
+
+def test_tool_receipts_survive_a_checkpoint_in_a_new_process_with_the_same_key(tmp_path: Path) -> None:
+    """A checkpointed search result is kept by a new process with the same key, not another key."""
+
+    def run(key: str, *args: str) -> str:
+        env = {**os.environ, KEY_ENV: key, "PYTHONPATH": str(ROOT)}
+        code = ["-W", "ignore::DeprecationWarning", "-c", CHECKPOINT, *args]
+        return subprocess.run(
+            [sys.executable, *code], env=env, capture_output=True, text=True, check=True
+        ).stdout
+
+    saved = str(tmp_path / "checkpoint.bin")
+    run("k" * 32, "issue", saved)
+    assert run("k" * 32, "check", saved).strip() == "(0,) []"
+    assert run("o" * 32, "check", saved).strip() == "() ['receipt_mismatch']"
+
+
+def test_agent_middleware_withholds_results_of_another_session() -> None:
+    """create_agent: receipts for another session never reach the model; this session's do."""
+    model = scripted(asks(("Alice", "a1")), AIMessage("done"))
+    tool = retriever().as_tool(context={"session": "s-2"})
+    session = EvidenceAllowanceMiddleware(context=lambda request: {"session": "s-1"})
+    agent = create_agent(model, tools=[tool], middleware=[session], system_prompt="Answer.")
+    agent.invoke({"messages": [HumanMessage("Where does Alice work?")]})
+    last = model.received[-1]
+    assert isinstance(last[-1], ToolMessage) and str(last[-1].content).startswith(MARKER)
+    same = scripted(asks(("Alice", "a1")), AIMessage("done"))
+    mine = EvidenceAllowanceMiddleware(context=lambda request: {"session": "s-2"})
+    create_agent(same, tools=[tool], middleware=[mine]).invoke({"messages": [HumanMessage("Alice?")]})
+    assert "Initech" in str(same.received[-1][-1].content)
