@@ -549,7 +549,6 @@ def assemble(
     corrections: list[int] = []
     withheld: list[Withheld] = []
     seen: set[str] = set()  # SHA-256 of the bytes kept: a repeat is the same bytes, any receipt
-    used_items = used_tokens = used_blocks = 0
 
     def withhold(index: int, reason: WithheldReason) -> None:
         withheld.append(Withheld(index=index, key=items[index].key, reason=reason))
@@ -576,22 +575,7 @@ def assemble(
             kept.append(index)
             corrections.append(index)
 
-    for index, receipt, content in optional:  # newest first
-        if content in seen:
-            withhold(index, WithheldReason.DUPLICATE)
-        elif used_blocks >= allowance.max_blocks:
-            withhold(index, WithheldReason.OVER_BLOCKS)
-        elif used_items + receipt.items > allowance.max_items:
-            withhold(index, WithheldReason.OVER_ITEMS)
-        elif used_tokens + receipt.tokens > allowance.max_tokens:
-            withhold(index, WithheldReason.OVER_TOKENS)
-        else:
-            seen.add(content)
-            kept.append(index)
-            used_blocks += 1
-            used_items += receipt.items
-            used_tokens += receipt.tokens
-
+    used_blocks, used_items, used_tokens = _charge(optional, allowance, seen, kept, withhold)
     return Assembly(
         kept=tuple(sorted(kept)),
         corrections=tuple(sorted(corrections)),
@@ -606,6 +590,33 @@ def assemble(
             blocks=allowance.max_blocks - used_blocks,
         ),
     )
+
+
+def _charge(
+    optional: Sequence[tuple[int, Receipt, str]],
+    allowance: Allowance,
+    seen: set[str],
+    kept: list[int],
+    withhold: Callable[[int, WithheldReason], None],
+) -> tuple[int, int, int]:
+    """Keep the optional blocks (newest first) that fit what is left; return blocks, items, tokens."""
+    used_blocks = used_items = used_tokens = 0
+    for index, receipt, content in optional:
+        if content in seen:
+            withhold(index, WithheldReason.DUPLICATE)
+        elif used_blocks >= allowance.max_blocks:
+            withhold(index, WithheldReason.OVER_BLOCKS)
+        elif used_items + receipt.items > allowance.max_items:
+            withhold(index, WithheldReason.OVER_ITEMS)
+        elif used_tokens + receipt.tokens > allowance.max_tokens:
+            withhold(index, WithheldReason.OVER_TOKENS)
+        else:
+            seen.add(content)
+            kept.append(index)
+            used_blocks += 1
+            used_items += receipt.items
+            used_tokens += receipt.tokens
+    return used_blocks, used_items, used_tokens
 
 
 # -- automatic recall within what is left ------------------------------------------------------

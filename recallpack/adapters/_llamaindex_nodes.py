@@ -29,7 +29,7 @@ def settings_tokenizer() -> Tokenizer | None:
         if getattr(encoding, "name", None) == "cl100k_base":
             return None
     name = getattr(user, "__qualname__", type(user).__name__)
-    return CallableTokenizer(lambda text: len(user(text)), name=f"llama_index Settings.tokenizer ({name})")
+    return CallableTokenizer(user, name=f"llama_index Settings.tokenizer ({name})")
 
 
 def _modality(node: BaseNode) -> str:
