@@ -50,14 +50,24 @@ from recallpack.packing.render import OUTPUT_CHARS_PER_TOKEN, OUTPUT_SLACK_CHARS
 from recallpack.packing.result import (
     DEFAULT_RESOURCE_URI_TEMPLATE,
     RESULT_BUILDERS,
+    Evidence,
     PackReport,
     Reader,
     Reason,
     RecallResult,
+    Scope,
     Trace,
 )
 from recallpack.packing.tokenizer import Tokenizer, get_tokenizer
-from recallpack.packing.walk import BlockCost, CostModel, Cutter, JoinedCost, Walk, WalkSettings
+from recallpack.packing.walk import (
+    BlockCost,
+    CostModel,
+    Cutter,
+    JoinedCost,
+    Walk,
+    WalkSettings,
+    default_block,
+)
 
 __all__ = ["Packer", "recall", "pack", "recall_many", "CutMode", "DEFAULT_CITATION_KEYS", "unknown_setting"]
 
@@ -318,21 +328,26 @@ def _pack_once(
 def _measure(packer: Packer, walk: Walk, max_tokens: int | None) -> tuple[int, str | Callable[[], str]]:
     """The exact token count of what the model is shown, and the block (rendered once)."""
     if packer.join is not None:
-        return walk.cost.measure(walk), lambda: _render(packer, walk, None)
-    text = _render(packer, walk, max_tokens)
+        # The model is shown the joined texts; the block is rendered only if someone asks, from
+        # the kept evidence alone (the closure must not keep the caller's candidates alive).
+        evidence, scopes = walk.evidence(), walk.shared_scopes()
+        return walk.cost.measure(walk), lambda: _render(packer, evidence, scopes, None)
+    text = _render(packer, walk.evidence(), walk.shared_scopes(), max_tokens)
     if packer._compiled is None and packer._tok.splits_at_line_starts:
         return walk.cost.measure(walk), text
     return (packer._tok.count(text) if text else 0), text
 
 
-def _render(packer: Packer, walk: Walk, max_tokens: int | None) -> str:
+def _render(
+    packer: Packer, evidence: Sequence[Evidence], scopes: Sequence[Scope], max_tokens: int | None
+) -> str:
     if packer._compiled is None:
-        return walk.default_block()
+        return default_block(evidence, scopes)
     bound = None if max_tokens is None else max_tokens * OUTPUT_CHARS_PER_TOKEN + OUTPUT_SLACK_CHARS
     return render(
         packer._compiled,
-        [e.model_dump() for e in walk.evidence()],
-        [s.model_dump() for s in walk.shared_scopes()],
+        [e.model_dump() for e in evidence],
+        [s.model_dump() for s in scopes],
         max_chars=bound,
     )
 

@@ -169,7 +169,6 @@ class Ledger:
         self.full: set[LaneKind | Provenance] = set()
         self.seen: dict[tuple[int, tuple[str, ...]], list[str]] = {}
         self.scope_order: dict[str, Scope] = {}
-        self.floor_rank: int | None = None
         self.floor_applied = False
         self.dropped_sizes: dict[int, int] = {}  # rank -> characters, for drops by size
 
@@ -244,8 +243,6 @@ class Ledger:
               tokens: int | None = None) -> bool:
         if reason in _SIZE_REASONS:
             self.dropped_sizes[rank] = len(c.text)
-            if self.floor_rank is None:
-                self.floor_rank = rank
         self._count_reason(reason, 1)
         self.entries.append(self._entry(rank, c, outcome, reason, tokens, None))
         return True
@@ -304,11 +301,7 @@ class Ledger:
 
     def default_block(self) -> str:
         """The kept items as the default template renders them."""
-        if not self.kept:
-            return ""
-        scopes = [(s.name, s.description) for s in self.scope_order.values()]
-        items = [item_text(e.label, e.scopes, e.text, e.resource_uri) for e in self.evidence()]
-        return header_text(scopes) + "\n".join(items)
+        return default_block(self.evidence(), self.shared_scopes())
 
 
 
@@ -320,8 +313,12 @@ class Walk(Ledger):
         for rank in range(len(self.candidates)):
             if not self._step(rank, coerce_candidate(self.candidates[rank], rank)):
                 break
-        if not self.kept and self.s.floor and self.floor_rank is not None:
-            self._floor()
+        if not self.kept and self.s.floor:
+            # The top readable match first; a later one only if an earlier cannot be cut at all
+            # (its lane has no room), so merit order still decides.
+            for rank in list(self.dropped_sizes):
+                if self._floor(rank):
+                    break
 
     def _gate(self, c: Candidate) -> tuple[Reason, Outcome] | None:
         """Why ``c`` cannot be shown at all, whatever the room; None when it can."""
@@ -375,24 +372,23 @@ class Walk(Ledger):
             return False
         return self._end(rank, c, Reason.OVER_BUDGET, tokens=cost)
 
-    def _floor(self) -> None:
-        """Nothing fitted whole: keep the top readable match, cut to the room it has."""
-        assert self.floor_rank is not None
-        rank = self.floor_rank
+    def _floor(self, rank: int) -> bool:
+        """Nothing fitted whole: keep the match at ``rank``, cut to the room it has."""
         c = coerce_candidate(self.candidates[rank], rank)
         scopes = self._scopes(c)
         header = self.cost.header_delta(self, scopes)
         room, lane_room = self._rooms(c, header)
         limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
         if limit is None or limit <= 0:
-            return
+            return False
         old = self.entries[rank]
         self._count_reason(old.reason, -1)
         if self._keep_cut(rank, c, scopes, header, limit, replace=True):
             self.floor_applied = True
             del self.dropped_sizes[rank]
-        else:
-            self._count_reason(old.reason, 1)
+            return True
+        self._count_reason(old.reason, 1)
+        return False
 
     def _keep_cut(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], header: int, room: int,
                   replace: bool = False) -> bool:
@@ -425,6 +421,14 @@ class Walk(Ledger):
             return True
         self._count_reason(Reason.OVER_BUDGET, 1)
         return False
+
+
+def default_block(evidence: Sequence[Evidence], shared_scopes: Sequence[Scope]) -> str:
+    """``evidence`` as the default template renders it (a test pins that the two agree)."""
+    if not evidence:
+        return ""
+    items = [item_text(e.label, e.scopes, e.text, e.resource_uri) for e in evidence]
+    return header_text([(s.name, s.description) for s in shared_scopes]) + "\n".join(items)
 
 
 def citation_from(metadata: Mapping[str, Any], keys: Sequence[str]) -> str | None:
