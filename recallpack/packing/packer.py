@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
@@ -67,6 +66,7 @@ from recallpack.packing.walk import (
     Walk,
     WalkSettings,
     default_block,
+    likely_chunks,
 )
 
 __all__ = ["Packer", "recall", "pack", "recall_many", "CutMode", "DEFAULT_CITATION_KEYS", "unknown_setting"]
@@ -265,12 +265,20 @@ class Packer(BaseModel):
         lists = [_as_list(c) for c in candidate_lists]
         if queries is not None and len(queries) != len(lists):
             raise ConfigError(f"queries has {len(queries)} entries for {len(lists)} candidate lists")
-        asked = queries if queries is not None else [None] * len(lists)
+        asked = list(queries) if queries is not None else [None] * len(lists)
         workers = max_workers or os.cpu_count() or 1
-        if workers <= 1 or len(lists) < 2:
-            return [self._recall(c, query=q) for c, q in zip(lists, asked)]
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(lambda pair: self._recall(pair[0], query=pair[1]), zip(lists, asked)))
+        results: list[RecallResult] = []
+        # The walks are short Python loops; the counting is what costs, so it is done first, for
+        # a group of lists at once, on every core (tiktoken's batch encoder runs outside the
+        # GIL), and each walk then finds its counts in the cache. Groups keep the cache small.
+        for start in range(0, len(lists), _GROUP):
+            group = lists[start : start + _GROUP]
+            if workers > 1 and self.join is None:
+                settings = _walk_settings(self, self.max_tokens, self.max_items)
+                guess = [chunk for c in group for chunk in likely_chunks(c, settings, self.max_tokens * 5)]
+                self._tok.prime(guess, threads=workers)
+            results.extend(self._recall(c, query=q) for c, q in zip(group, asked[start : start + _GROUP]))
+        return results
 
     # -- one packing ----------------------------------------------------------------------------
 
@@ -301,17 +309,7 @@ def _pack_once(
         left = as_remaining(allowance)
         max_tokens = left.tokens if max_tokens is None else min(max_tokens, left.tokens)
         max_items = left.items if max_items is None else min(max_items, left.items)
-    settings = WalkSettings(
-        max_tokens=max_tokens,
-        max_items=max_items,
-        policy=packer.policy,
-        floor=packer.floor,
-        reader=packer.reader,
-        lane_budgets=packer._budgets,
-        dedupe=packer.dedupe,
-        resource_uri_template=packer.resource_uri_template,
-        citation_keys=packer.citation_keys,
-    )
+    settings = _walk_settings(packer, max_tokens, max_items)
     cost: CostModel = BlockCost(packer._tok) if packer.join is None else JoinedCost(packer._tok, packer.join)
     walk = Walk(listed, settings, cost, _cutter(packer, query))
     walk.run()
@@ -323,6 +321,20 @@ def _pack_once(
             walk.give_back_last()
         used, markdown = _measure(packer, walk, max_tokens)
     return _result(packer, walk, listed, used, markdown, max_tokens)
+
+
+def _walk_settings(packer: Packer, max_tokens: int | None, max_items: int | None) -> WalkSettings:
+    return WalkSettings(
+        max_tokens=max_tokens,
+        max_items=max_items,
+        policy=packer.policy,
+        floor=packer.floor,
+        reader=packer.reader,
+        lane_budgets=packer._budgets,
+        dedupe=packer.dedupe,
+        resource_uri_template=packer.resource_uri_template,
+        citation_keys=packer.citation_keys,
+    )
 
 
 def _measure(packer: Packer, walk: Walk, max_tokens: int | None) -> tuple[int, str | Callable[[], str]]:
@@ -512,6 +524,9 @@ def _as_list(candidates: object) -> Sequence[Any]:
 
 # -- the module-level functions users know ------------------------------------------------------
 
+#: Lists packed per batch-counting round in recall_many: enough to keep every core busy, few
+#: enough that their counts stay in the tokenizer's cache until their walks read them.
+_GROUP = 128
 _CACHE: dict[tuple[tuple[str, Any], ...], Packer] = {}
 _CACHE_SIZE = 64
 

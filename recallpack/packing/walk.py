@@ -202,14 +202,7 @@ class Ledger:
         return c.text in self.seen.get(self._dedupe_key(c), ())
 
     def _uri(self, c: Candidate) -> str | None:
-        if c.artifact_id and c.artifact_content_id:
-            return self.s.resource_uri_template.format(
-                artifact_id=quote(c.artifact_id, safe=""),
-                artifact_content_id=quote(c.artifact_content_id, safe=""),
-            )
-        if c.citation:
-            return c.citation
-        return citation_from(c.metadata, self.s.citation_keys)
+        return resource_of(c, self.s)
 
     def _keep(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], text: str, cost: int,
               header: int, cut: CutResult | None, replace: bool = False) -> None:
@@ -421,6 +414,35 @@ class Walk(Ledger):
             return True
         self._count_reason(Reason.OVER_BUDGET, 1)
         return False
+
+
+def resource_of(c: Candidate, settings: WalkSettings) -> str | None:
+    """The resource line of ``c``: its artifact URI, else its citation, else the metadata's."""
+    if c.artifact_id and c.artifact_content_id:
+        return settings.resource_uri_template.format(
+            artifact_id=quote(c.artifact_id, safe=""),
+            artifact_content_id=quote(c.artifact_content_id, safe=""),
+        )
+    if c.citation:
+        return c.citation
+    return citation_from(c.metadata, settings.citation_keys)
+
+
+def likely_chunks(candidates: Sequence[Any], settings: WalkSettings, chars: int) -> list[str]:
+    """The items a walk over ``candidates`` will most likely cost, as it will render them: the
+    first readable ones until about ``chars`` characters. A guess only warms a count cache."""
+    chunks: list[str] = []
+    for raw in candidates[: (settings.max_items or len(candidates)) + 1]:
+        if not isinstance(raw, Candidate) or raw.modality != "text" or raw.scope_error:
+            continue
+        if raw.scope_ids and (settings.reader is None or not settings.reader.can_read(raw.scope_ids)):
+            continue
+        names = [s.name for s in settings.reader.resolve(raw.scope_ids)] if settings.reader else []
+        chunks.append(item_text(raw.provenance.label, names, raw.text, resource_of(raw, settings)) + "\n")
+        chars -= len(chunks[-1])
+        if chars <= 0:
+            break
+    return chunks
 
 
 def default_block(evidence: Sequence[Evidence], shared_scopes: Sequence[Scope]) -> str:
