@@ -262,23 +262,7 @@ class Packer(BaseModel):
         max_workers: int | None = None,
     ) -> list[RecallResult]:
         """Pack many independent lists at once, on every core; the same results as a loop."""
-        lists = [_as_list(c) for c in candidate_lists]
-        if queries is not None and len(queries) != len(lists):
-            raise ConfigError(f"queries has {len(queries)} entries for {len(lists)} candidate lists")
-        asked = list(queries) if queries is not None else [None] * len(lists)
-        workers = max_workers or os.cpu_count() or 1
-        results: list[RecallResult] = []
-        # The walks are short Python loops; the counting is what costs, so it is done first, for
-        # a group of lists at once, on every core (tiktoken's batch encoder runs outside the
-        # GIL), and each walk then finds its counts in the cache. Groups keep the cache small.
-        for start in range(0, len(lists), _GROUP):
-            group = lists[start : start + _GROUP]
-            if workers > 1 and self.join is None:
-                settings = _walk_settings(self, self.max_tokens, self.max_items)
-                guess = [chunk for c in group for chunk in likely_chunks(c, settings, self.max_tokens * 5)]
-                self._tok.prime(guess, threads=workers)
-            results.extend(self._recall(c, query=q) for c, q in zip(group, asked[start : start + _GROUP]))
-        return results
+        return _recall_many(self, candidate_lists, queries, max_workers or os.cpu_count() or 1)
 
     # -- one packing ----------------------------------------------------------------------------
 
@@ -321,6 +305,30 @@ def _pack_once(
             walk.give_back_last()
         used, markdown = _measure(packer, walk, max_tokens)
     return _result(packer, walk, listed, used, markdown, max_tokens)
+
+
+def _recall_many(
+    packer: Packer,
+    candidate_lists: Iterable[Iterable[Candidate | Mapping[str, Any]]],
+    queries: Sequence[str | None] | None,
+    workers: int,
+) -> list[RecallResult]:
+    lists = [_as_list(c) for c in candidate_lists]
+    if queries is not None and len(queries) != len(lists):
+        raise ConfigError(f"queries has {len(queries)} entries for {len(lists)} candidate lists")
+    asked = list(queries) if queries is not None else [None] * len(lists)
+    results: list[RecallResult] = []
+    # The walks are short Python loops; the counting is what costs, so it is done first, for
+    # a group of lists at once, on every core (tiktoken's batch encoder runs outside the
+    # GIL), and each walk then finds its counts in the cache. Groups keep the cache small.
+    for start in range(0, len(lists), _GROUP):
+        group = lists[start : start + _GROUP]
+        if workers > 1 and packer.join is None:
+            settings = _walk_settings(packer, packer.max_tokens, packer.max_items)
+            guess = [chunk for c in group for chunk in likely_chunks(c, settings, packer.max_tokens * 5)]
+            packer._tok.prime(guess, threads=workers)
+        results.extend(packer._recall(c, query=q) for c, q in zip(group, asked[start : start + _GROUP]))
+    return results
 
 
 def _walk_settings(packer: Packer, max_tokens: int | None, max_items: int | None) -> WalkSettings:
