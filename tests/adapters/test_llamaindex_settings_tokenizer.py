@@ -1,0 +1,71 @@
+"""The LlamaIndex adapters count with Settings.tokenizer when the user set one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("llama_index.core")
+
+import llama_index.core  # noqa: E402
+from llama_index.core import Settings  # noqa: E402
+from llama_index.core.retrievers import BaseRetriever  # noqa: E402
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa: E402
+
+from recallpack.adapters.llamaindex import BudgetedRetriever, BudgetPostprocessor  # noqa: E402
+
+TEXTS = [f"paragraph {i}: " + "alpha beta gamma delta " * (5 + i) for i in range(12)]
+
+
+def words(text: str) -> list[str]:
+    return text.split()
+
+
+@pytest.fixture
+def word_tokenizer() -> Iterator[None]:
+    saved = llama_index.core.global_tokenizer
+    Settings.tokenizer = words
+    try:
+        yield
+    finally:
+        llama_index.core.global_tokenizer = saved
+
+
+class Fixed(BaseRetriever):
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return [NodeWithScore(node=TextNode(text=t), score=1.0) for t in TEXTS]
+
+
+def test_postprocessor_counts_with_the_users_settings_tokenizer(word_tokenizer: None) -> None:
+    """With Settings.tokenizer a word splitter, the kept context fits the budget in words."""
+    processor = BudgetPostprocessor(max_tokens=60)
+    nodes = [NodeWithScore(node=TextNode(text=t)) for t in TEXTS]
+    kept = processor.postprocess_nodes(nodes)
+    context = "\n\n".join(n.node.get_content(metadata_mode="llm").strip() for n in kept)  # type: ignore[arg-type]
+    assert kept and len(words(context)) <= 60
+    assert processor.last_result is not None
+    assert processor.last_result.report.tokenizer_used.startswith("llama_index Settings.tokenizer")
+    assert processor.last_result.report.tokens_used == len(words(context))
+
+
+def test_retriever_block_fits_by_the_users_settings_tokenizer(word_tokenizer: None) -> None:
+    """The retriever's rendered block fits max_tokens counted in words."""
+    result = BudgetedRetriever(Fixed(), max_tokens=80).recall("alpha")
+    assert result.evidence and len(words(result.to_markdown())) <= 80
+    assert result.report.tokenizer_used.startswith("llama_index Settings.tokenizer")
+
+
+def test_an_explicit_tokenizer_wins_over_settings(word_tokenizer: None) -> None:
+    """tokenizer= on the component takes precedence over Settings.tokenizer."""
+    processor = BudgetPostprocessor(max_tokens=60, tokenizer="chars")
+    processor.postprocess_nodes([NodeWithScore(node=TextNode(text="x"))])
+    assert processor.last_result is not None and processor.last_result.report.tokenizer_used == "chars"
+
+
+def test_llamaindex_default_tokenizer_is_not_mistaken_for_the_users() -> None:
+    """LlamaIndex's own default (cl100k_base) is not reported as a user tokenizer."""
+    Settings.tokenizer  # noqa: B018  (makes LlamaIndex install its default)
+    processor = BudgetPostprocessor(max_tokens=60)
+    processor.postprocess_nodes([NodeWithScore(node=TextNode(text="x"))])
+    assert processor.last_result is not None and processor.last_result.report.tokenizer_used == "cl100k_base"
