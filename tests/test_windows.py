@@ -25,8 +25,9 @@ _PIECES = ["a", "b", "Z", "s", "'", " ", "  ", "\n", "\r\n", "\t", ".", ",", "1"
 TEXTS = (
     st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200)
     | st.lists(st.sampled_from(_PIECES), max_size=60).map("".join)
-    | st.lists(st.sampled_from(["the ", "quick ", "brown\n", "fox. ", "Jumps", "over", " ", "日本語"]), max_size=80)
-    .map("".join)
+    | st.lists(
+        st.sampled_from(["the ", "quick ", "brown\n", "fox. ", "Jumps", "over", " ", "日本語"]), max_size=80
+    ).map("".join)
 )
 SIZES = st.integers(min_value=1, max_value=24)
 _CLUSTER = regex.compile(r"\X")
@@ -85,7 +86,9 @@ def reference_windows(text: str, size: int, spec: str) -> list[tuple[int, int]]:
     clusters = sorted(boundaries(text))
     out, start = [], 0
     while start < len(text):
-        over = next((c for c in range(start + 1, len(text) + 1) if tokenizer.count(text[start:c]) > size), None)
+        over = next(
+            (c for c in range(start + 1, len(text) + 1) if tokenizer.count(text[start:c]) > size), None
+        )
         if over is None:
             out.append((start, len(text)))
             break
@@ -101,9 +104,9 @@ def reference_windows(text: str, size: int, spec: str) -> list[tuple[int, int]]:
 @given(spec=st.sampled_from(TOKENIZER_SPECS), text=TEXTS, size=SIZES)
 def test_windows_follow_the_documented_rule(spec: str, text: str, size: int) -> None:
     """The fast cut equals the rule computed by brute force: the last cluster boundary before the first overflow."""
-    assert [(w.start, w.end) for w in token_windows(text, size, 0, make_tokenizer(spec))] == reference_windows(
-        text, size, spec
-    )
+    assert [
+        (w.start, w.end) for w in token_windows(text, size, 0, make_tokenizer(spec))
+    ] == reference_windows(text, size, spec)
 
 
 def test_windows_of_real_text_fit_exactly() -> None:
@@ -154,7 +157,11 @@ def test_ids_depend_on_the_settings_and_the_hash_on_the_text() -> None:
     text = "one two three four five six seven eight nine ten " * 20
     base = token_windows(text, 16, 4)
     assert base[0].parent_hash == hashlib.sha256(text.encode()).hexdigest()
-    for other in (token_windows(text, 17, 4), token_windows(text, 16, 3), token_windows(text, 16, 4, "o200k_base")):
+    for other in (
+        token_windows(text, 17, 4),
+        token_windows(text, 16, 3),
+        token_windows(text, 16, 4, "o200k_base"),
+    ):
         assert not {w.chunk_id for w in base} & {w.chunk_id for w in other}
 
 
@@ -205,7 +212,9 @@ def test_that_many_chunks_of_that_size_fit_the_block(spec: str, max_tokens: int,
     text = " ".join(" ".join(doc.split()) for _, doc in stdlib_docs())
     windows = token_windows(text, size, 0, spec)[:items]
     assert all(w.token_count >= size - 8 for w in windows)  # full chunks, the hard case
-    result = recall([Candidate(text=w.text) for w in windows], max_tokens=max_tokens, tokenizer=spec, policy="prefix")
+    result = recall(
+        [Candidate(text=w.text) for w in windows], max_tokens=max_tokens, tokenizer=spec, policy="prefix"
+    )
     assert result.report.items_selected == items
     assert count_tokens(result.to_markdown(), spec) <= max_tokens
 
@@ -215,7 +224,9 @@ def test_chunk_size_leaves_room_for_multi_line_chunks() -> None:
     lines = 30
     size = chunk_size_for(2048, 8, lines_per_chunk=lines)
     text = "\n\n".join(doc for _, doc in stdlib_docs())
-    windows = [w for w in token_windows(text, size) if w.text.count("\n") < lines and w.token_count > size - 8][:8]
+    windows = [
+        w for w in token_windows(text, size) if w.text.count("\n") < lines and w.token_count > size - 8
+    ][:8]
     assert len(windows) == 8
     result = recall([Candidate(text=w.text) for w in windows], max_tokens=2048)
     assert result.report.items_selected == 8

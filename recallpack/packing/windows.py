@@ -17,13 +17,14 @@ to that character, never what follows it.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import uuid
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, repeat
 from functools import lru_cache
+from itertools import accumulate, repeat
 from typing import TYPE_CHECKING, Any
 
 import regex
@@ -41,7 +42,20 @@ from recallpack.packing.tokenizer import (
 if TYPE_CHECKING:
     import tiktoken
 
-__all__ = ["Window", "token_windows", "chunk_size_for", "CHUNK_METADATA_KEYS"]
+__all__ = [
+    "Window",
+    "token_windows",
+    "chunk_size_for",
+    "check_window_settings",
+    "refuse_unknown_settings",
+    "CHUNK_METADATA_KEYS",
+    "DEFAULT_WINDOW_TOKENS",
+    "DEFAULT_OVERLAP_TOKENS",
+]
+
+#: Seed 003's chunking defaults, shared by both hosts' splitters.
+DEFAULT_WINDOW_TOKENS = 800
+DEFAULT_OVERLAP_TOKENS = 80
 
 #: The metadata keys every chunk carries in both hosts' splitters.
 CHUNK_METADATA_KEYS = (
@@ -94,7 +108,7 @@ class Window:
         }
 
 
-def _check_window_settings(max_tokens: object, overlap_tokens: object) -> tuple[int, int]:
+def check_window_settings(max_tokens: object, overlap_tokens: object) -> tuple[int, int]:
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise BudgetError(f"max_tokens={max_tokens!r} must be an int of at least 1 (tokens per window)")
     if isinstance(overlap_tokens, bool) or not isinstance(overlap_tokens, int) or overlap_tokens < 0:
@@ -107,6 +121,20 @@ def _check_window_settings(max_tokens: object, overlap_tokens: object) -> tuple[
             f"lower overlap_tokens to at most {max_tokens - 1} or raise max_tokens"
         )
     return max_tokens, overlap_tokens
+
+
+def refuse_unknown_settings(owner: str, unknown: Mapping[str, object], valid: Sequence[str]) -> None:
+    """A ConfigError for keywords ``owner`` does not take, naming the closest valid one."""
+    if not unknown:
+        return
+    name = next(iter(unknown))
+    hint = _HOST_NAMES.get(name) or next(iter(difflib.get_close_matches(name, valid, n=1)), None)
+    suggestion = f"; did you mean {hint}?" if hint else f"; valid settings: {', '.join(valid)}"
+    raise ConfigError(f"{owner} got an unknown setting {name}={unknown[name]!r}{suggestion}")
+
+
+# What the hosts' own splitters call these settings.
+_HOST_NAMES = {"chunk_size": "max_tokens", "chunk_overlap": "overlap_tokens", "length_function": "tokenizer"}
 
 
 def token_windows(
@@ -124,7 +152,7 @@ def token_windows(
     """
     if not isinstance(text, str):
         raise ConfigError(f"text must be a str, got {type(text).__name__}")
-    max_tokens, overlap_tokens = _check_window_settings(max_tokens, overlap_tokens)
+    max_tokens, overlap_tokens = check_window_settings(max_tokens, overlap_tokens)
     tok = get_tokenizer(tokenizer)
     spans = _Splitter.for_text(text, max_tokens, tok).spans(overlap_tokens)
     parent_hash = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -523,4 +551,3 @@ def _positive(value: object, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise BudgetError(f"{field}={value!r} must be an int of at least 1")
     return value
-
