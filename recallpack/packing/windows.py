@@ -20,11 +20,12 @@ from __future__ import annotations
 import difflib
 import hashlib
 import uuid
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate, repeat
+from operator import add, sub
 from typing import TYPE_CHECKING, Any
 
 import regex
@@ -344,7 +345,8 @@ class _TiktokenSplitter(_Splitter):
         tokens = self.encoding.encode_ordinary(text) if text else []
         token_ends = list(accumulate(map(_token_lengths(self.encoding).__getitem__, tokens)))
         breaks = [m.start() for m in _WORD_START.finditer(text)]
-        breaks += [m.start() + 1 for m in _LINE_START.finditer(text)]
+        line_starts = [m.start() + 1 for m in _LINE_START.finditer(text)]
+        breaks += line_starts
         breaks.sort()
         if not text.isascii() and _PREPEND.search(text):
             breaks = [b for b in breaks if text[b] != " " or not _PREPEND.match(text, b - 1)]
@@ -362,10 +364,16 @@ class _TiktokenSplitter(_Splitter):
         # The group of positions counted from break j ends just after break j + 1. need[j] is
         # what the window's count at break j would have to stay under for the whole group to
         # fit by its bytes, offset by tokens_before[j] so that one number serves every window.
-        ends = [at + len(text[b].encode("utf-8", "surrogatepass")) for b, at in zip(breaks, self.break_bytes)]
-        ends = ends[1:] + [bytes_at(n)]
-        self.need = [t - at + end for t, at, end in zip(self.tokens_before, self.break_bytes, ends)]
+        # A break's character is a space (one byte) unless it starts a line.
+        ends = [at + 1 for at in self.break_bytes[1:]] + [bytes_at(n)]
+        if not text.isascii():
+            for b in line_starts:
+                j = bisect_left(breaks, b) - 1
+                if j >= 0 and text[b] >= "\x80" and breaks[j + 1] == b:
+                    ends[j] += len(text[b].encode("utf-8", "surrogatepass")) - 1
+        self.need = list(map(add, map(sub, self.tokens_before, self.break_bytes), ends))
         self.need_blocks = [max(self.need[k : k + _BLOCK]) for k in range(0, len(self.need), _BLOCK)]
+        self.lengths = _token_lengths(self.encoding)
         self._at: tuple[int, int, int] = (-1, 0, 0)  # (start, first break after it, count to it)
 
     def count(self, start: int, end: int) -> int:
@@ -440,16 +448,18 @@ class _TiktokenSplitter(_Splitter):
         return None
 
     def overlap_start(self, start: int, end: int, overlap: int) -> int:
-        """From the window's own tokens: where its last ``overlap`` tokens begin."""
-        window = self.text[start:end]
-        tokens = self.encoding.encode_ordinary(window)
+        """From the tokens of the window's tail: where its last ``overlap`` tokens begin."""
+        tail = max(start, end - 16 * overlap - 64)  # enough characters for overlap tokens, nearly always
+        tokens = self.encoding.encode_ordinary(self.text[tail:end])
+        if len(tokens) <= overlap and tail > start:
+            tail, tokens = start, self.encoding.encode_ordinary(self.text[start:end])
         if len(tokens) <= overlap:
             return start + 1
-        head = sum(len(b) for b in self.encoding.decode_tokens_bytes(tokens[: len(tokens) - overlap]))
-        raw = window.encode("utf-8", "surrogatepass")
+        head = sum(map(self.lengths.__getitem__, tokens[: len(tokens) - overlap]))
+        raw = self.text[tail:end].encode("utf-8", "surrogatepass")
         while head < len(raw) and (raw[head] & 0xC0) == 0x80:  # a cut inside a character
             head += 1
-        back = start + len(raw[:head].decode("utf-8", "surrogatepass"))
+        back = tail + len(raw[:head].decode("utf-8", "surrogatepass"))
         return self.settle_overlap(start, max(back, start + 1), end, overlap)
 
 
