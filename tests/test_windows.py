@@ -219,6 +219,25 @@ def test_that_many_chunks_of_that_size_fit_the_block(spec: str, max_tokens: int,
     assert count_tokens(result.to_markdown(), spec) <= max_tokens
 
 
+_ONE_LINE = " ".join(" ".join(doc.split()) for _, doc in stdlib_docs())
+
+
+@settings(max_examples=25, deadline=None)
+@given(max_tokens=st.integers(min_value=150, max_value=6000), items=st.integers(min_value=1, max_value=16),
+       offset=st.integers(min_value=0, max_value=50_000))  # fmt: skip
+def test_any_block_holds_its_chunks(max_tokens: int, items: int, offset: int) -> None:
+    """For any block and item count that leave room, that many full chunks all fit, by the walk and the bytes."""
+    try:
+        size = chunk_size_for(max_tokens, items)
+    except BudgetError:
+        return
+    windows = token_windows(_ONE_LINE[offset:], size)[:items]
+    assert len(windows) == items
+    result = recall([Candidate(text=w.text) for w in windows], max_tokens=max_tokens, dedupe=False)
+    assert result.report.items_selected == items
+    assert count_tokens(result.to_markdown()) <= max_tokens
+
+
 def test_chunk_size_leaves_room_for_multi_line_chunks() -> None:
     """With lines_per_chunk, chunks of real multi-line text with at most that many lines all fit."""
     lines = 30

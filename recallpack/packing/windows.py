@@ -33,7 +33,6 @@ import regex
 from recallpack.packing.errors import BudgetError, ConfigError
 from recallpack.packing.render import INDENT, header_text, item_text
 from recallpack.packing.tokenizer import (
-    HeuristicTokenizer,
     TiktokenTokenizer,
     Tokenizer,
     TokenizerSpec,
@@ -145,6 +144,8 @@ def token_windows(
     ``overlap_tokens`` of the window before it.
 
     ``tokenizer`` is anything :func:`recallpack.get_tokenizer` takes (``None`` is cl100k_base).
+    Windows before the last stay the same when text is appended for every tiktoken encoding
+    and for any counter whose count never drops as text grows (``"chars"``, word counts).
 
     >>> [w.text for w in token_windows("one two three four five", 2, tokenizer="chars")]
     ['one two ', 'three fo', 'ur five']
@@ -286,13 +287,11 @@ class _Splitter:
     def first_overflow(self, start: int) -> int | None:
         """The first char position ``c`` where ``text[start:c]`` counts over max_tokens, or None.
 
-        Probes lengths by doubling, then bisects; which positions it probes depends only on the
-        text before them, so appending text cannot change the answer for an earlier window.
+        Probes lengths by doubling, then bisects. For a count that never drops as text grows,
+        the first overflow is the same position whichever positions are probed, so text
+        appended after it cannot move it.
         """
         n, limit = len(self.text), self.max
-        if isinstance(self.tok, HeuristicTokenizer):
-            over = start + limit * 4 + 1
-            return over if over <= n else None
         fits, step = start, max(1, limit)
         while True:
             probe = start + step
