@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import uuid
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -79,6 +80,7 @@ _PLAIN = regex.compile(r"[\x20-\x7e\p{Han}]")
 _WORD_START = regex.compile(r" \p{L}")
 _LINE_START = regex.compile(r"\n\S")
 _BLOCK = 32
+_ENCODE_CHARS = 1 << 16
 _BREAKING_ENCODINGS = frozenset({"cl100k_base", "o200k_base", "o200k_harmony"})
 
 
@@ -340,9 +342,8 @@ class _TiktokenSplitter(_Splitter):
     def __init__(self, text: str, max_tokens: int, tok: TiktokenTokenizer) -> None:
         super().__init__(text, max_tokens, tok)
         self.encoding = tok.encoding
+        self.lengths = _token_lengths(self.encoding)
         self.bytes_at = bytes_at = _ByteOffsets(text)
-        tokens = self.encoding.encode_ordinary(text) if text else []
-        token_ends = list(accumulate(map(_token_lengths(self.encoding).__getitem__, tokens)))
         breaks = [m.start() for m in _WORD_START.finditer(text)]
         line_starts = [m.start() + 1 for m in _LINE_START.finditer(text)]
         breaks += line_starts
@@ -352,28 +353,53 @@ class _TiktokenSplitter(_Splitter):
         if breaks and breaks[0] == 0:
             del breaks[0]
         n = len(text)
-        self.breaks = breaks
-        self.break_bytes = bytes_at.outside_runs(breaks)
-        # Tokens before each break: a break is where a token ends (the counts add up there).
-        ending_at = dict(zip(token_ends, range(1, len(token_ends) + 1)))
-        try:
-            self.tokens_before = list(map(ending_at.__getitem__, self.break_bytes))
-        except KeyError:  # not where a token ends after all: count the tokens that end before it
-            self.tokens_before = [bisect_right(token_ends, at) for at in self.break_bytes]
+        break_bytes = bytes_at.outside_runs(breaks)
+        tokens_before = self._tokens_before(breaks, break_bytes)
         # The group of positions counted from break j ends just after break j + 1. need[j] is
         # what the window's count at break j would have to stay under for the whole group to
         # fit by its bytes, offset by tokens_before[j] so that one number serves every window.
         # A break's character is a space (one byte) unless it starts a line.
-        ends = [at + 1 for at in self.break_bytes[1:]] + [bytes_at(n)]
+        ends = array("q", map(add, break_bytes, repeat(1)))
+        del ends[:1]
+        ends.append(bytes_at(n))
         if not text.isascii():
             for b in line_starts:
                 j = bisect_left(breaks, b) - 1
                 if j >= 0 and text[b] >= "\x80" and breaks[j + 1] == b:
                     ends[j] += len(text[b].encode("utf-8", "surrogatepass")) - 1
-        self.need = list(map(add, map(sub, self.tokens_before, self.break_bytes), ends))
-        self.need_blocks = [max(self.need[k : k + _BLOCK]) for k in range(0, len(self.need), _BLOCK)]
-        self.lengths = _token_lengths(self.encoding)
+        # Arrays, not lists: a book has a million breaks, and ints in a list cost 36 bytes each.
+        self.breaks = array("q", breaks)
+        self.tokens_before = tokens_before
+        self.need = array("q", map(add, map(sub, tokens_before, break_bytes), ends))
+        self.need_blocks = array(
+            "q", (max(self.need[k : k + _BLOCK]) for k in range(0, len(self.need), _BLOCK))
+        )
         self._at: tuple[int, int, int] = (-1, 0, 0)  # (start, first break after it, count to it)
+
+    def _tokens_before(self, breaks: list[int], break_bytes: list[int]) -> array[int]:
+        """The tokens before each break. The counts add up at breaks, so the text is encoded in
+        pieces of about ``_ENCODE_CHARS`` cut at breaks: the same tokens, without holding all
+        of a long text's tokens at once."""
+        text, n, lengths = self.text, len(self.text), self.lengths
+        out: array[int] = array("q")
+        total, start, start_bytes, j = 0, 0, 0, 0
+        while start < n:
+            k = bisect_left(breaks, start + _ENCODE_CHARS, j)
+            end = breaks[k] if k < len(breaks) else n
+            tokens = self.encoding.encode_ordinary(text[start:end])
+            ends = list(accumulate(map(lengths.__getitem__, tokens)))
+            inside = list(map(sub, break_bytes[j : k + 1], repeat(start_bytes)))
+            try:  # a break is where a token ends
+                ending_at = dict(zip(ends, range(1, len(ends) + 1)))
+                out.extend(map(add, map(ending_at.__getitem__, inside), repeat(total)))
+            except KeyError:  # not after all: count the tokens that end before it
+                del out[j:]
+                out.extend(total + bisect_right(ends, at) for at in inside)
+            total += len(tokens)
+            if k >= len(breaks):
+                break
+            start, start_bytes, j = end, break_bytes[k], k + 1
+        return out
 
     def count(self, start: int, end: int) -> int:
         return len(self.encoding.encode_ordinary(self.text[start:end]))
