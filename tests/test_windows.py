@@ -6,6 +6,7 @@ import doctest
 import hashlib
 import subprocess
 import sys
+from unittest import mock
 
 import pytest
 import regex
@@ -118,6 +119,15 @@ def test_windows_of_real_text_fit_exactly() -> None:
         assert all(w.token_count == count_tokens(w.text, spec) <= 200 for w in windows)
         # A window ends only where the next character would not fit, so they are nearly full.
         assert sum(w.token_count for w in windows[:-1]) / (len(windows) - 1) > 190
+
+
+@settings(max_examples=60, deadline=None)
+@given(spec=st.sampled_from(["cl100k_base", "o200k_base"]), text=TEXTS, size=SIZES)
+def test_encoding_in_pieces_changes_nothing(spec: str, text: str, size: int) -> None:
+    """A long text is encoded in pieces cut at word starts; tiny pieces give the very same windows."""
+    whole = spans(token_windows(text, size, size // 3, spec))
+    with mock.patch.object(windows_module, "_ENCODE_CHARS", 3):
+        assert spans(token_windows(text, size, size // 3, spec)) == whole
 
 
 def test_overlap_repeats_the_tail_of_the_window_before() -> None:
