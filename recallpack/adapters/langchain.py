@@ -37,6 +37,7 @@ from langchain_core.runnables.base import RunnableSerializable  # noqa: E402
 from pydantic import BaseModel, PrivateAttr, model_validator  # noqa: E402
 
 from recallpack.adapters._common import PackerComponent, gather_or_cancel  # noqa: E402
+from recallpack.adapters.langchain_splitter import TokenWindowSplitter  # noqa: E402
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane  # noqa: E402
 from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError  # noqa: E402
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse  # noqa: E402
@@ -48,7 +49,13 @@ from recallpack.packing.translate import evidence_metadata, score_from  # noqa: 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
-__all__ = ["BudgetedRetriever", "BudgetCompressor", "EvidenceRenderer", "render_evidence"]
+__all__ = [
+    "BudgetedRetriever",
+    "BudgetCompressor",
+    "EvidenceRenderer",
+    "render_evidence",
+    "TokenWindowSplitter",
+]
 
 Upstream = Runnable[str, list[Document]]
 #: LangChain's own retriever kwarg (BaseRetriever.invoke reads it and passes it on).

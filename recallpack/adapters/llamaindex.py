@@ -50,6 +50,7 @@ from llama_index.core.settings import Settings  # noqa: E402
 
 from recallpack.adapters._common import PackerComponent, gather_or_cancel, item_settings  # noqa: E402
 from recallpack.adapters._llamaindex_nodes import kept_nodes, node_candidates, settings_tokenizer  # noqa: E402
+from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser  # noqa: E402
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane  # noqa: E402
 from recallpack.packing.errors import ConfigError, RecallpackWarning  # noqa: E402
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse  # noqa: E402
@@ -64,6 +65,7 @@ __all__ = [
     "EvidenceQueryEngine",
     "RecallPackedEvent",
     "RESPONSE_MODES",
+    "TokenWindowNodeParser",
 ]
 
 # Re-exported without __all__, hence the ignore; this is how LlamaIndex's own modules get it.
