@@ -35,6 +35,7 @@ from llama_index.core.node_parser.node_utils import (
 from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode
 from llama_index.core.utils import get_tqdm_iterable
 
+from recallpack.adapters._llamaindex_nodes import settings_tokenizer
 from recallpack.packing.tokenizer import Tokenizer, TokenizerSpec, get_tokenizer
 from recallpack.packing.windows import (
     CHUNK_METADATA_KEYS,
@@ -94,7 +95,7 @@ class TokenWindowNodeParser(TextSplitter):
         )
         max_tokens, overlap_tokens = check_window_settings(max_tokens, overlap_tokens)
         super().__init__(max_tokens=max_tokens, overlap_tokens=overlap_tokens, tokenizer=tokenizer, **kwargs)
-        self._tok = get_tokenizer(tokenizer)  # an unknown tokenizer fails here, not on first use
+        self._tok = _resolve(tokenizer)  # an unknown tokenizer fails here, not on first use
 
     def __getstate__(self) -> dict[str, Any]:
         resolved, self._tok = self._tok, None  # dropped here, quietly, rather than by the base
@@ -112,7 +113,7 @@ class TokenWindowNodeParser(TextSplitter):
     @property
     def _tokenizer(self) -> Tokenizer:
         if self._tok is None:
-            self._tok = get_tokenizer(self.tokenizer)
+            self._tok = _resolve(self.tokenizer)
         return self._tok
 
     @classmethod
@@ -160,3 +161,13 @@ class TokenWindowNodeParser(TextSplitter):
             if isinstance(node, TextNode) and start is not None:
                 node.start_char_idx, node.end_char_idx = start, end
         return nodes
+
+
+def _resolve(spec: TokenizerSpec) -> Tokenizer:
+    """``spec``, or, when none is given, the tokenizer the user set in ``Settings.tokenizer``
+    (as the packer's LlamaIndex components do), so windows and budgets count alike."""
+    if spec is None:
+        user = settings_tokenizer()
+        if user is not None:
+            return user
+    return get_tokenizer(spec)

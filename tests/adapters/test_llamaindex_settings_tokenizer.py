@@ -69,3 +69,15 @@ def test_llamaindex_default_tokenizer_is_not_mistaken_for_the_users() -> None:
     processor = BudgetPostprocessor(max_tokens=60)
     processor.postprocess_nodes([NodeWithScore(node=TextNode(text="x"))])
     assert processor.last_result is not None and processor.last_result.report.tokenizer_used == "cl100k_base"
+
+
+def test_token_window_node_parser_counts_with_settings_tokenizer(word_tokenizer: None) -> None:
+    """TokenWindowNodeParser defaults to Settings.tokenizer too, so its windows fit in words."""
+    from llama_index.core import Document
+
+    from recallpack.adapters.llamaindex import TokenWindowNodeParser
+
+    parser = TokenWindowNodeParser(max_tokens=20, overlap_tokens=0)
+    nodes = parser.get_nodes_from_documents([Document(text=" ".join(TEXTS))])
+    assert parser.tokenizer_used.startswith("llama_index Settings.tokenizer")
+    assert len(nodes) > 1 and all(len(words(n.get_content())) <= 20 for n in nodes)
