@@ -1,34 +1,66 @@
-# `make demo` and `make test` work on a fresh machine: they create .venv themselves.
+# `make demo`, `make test` and `make notebook` work on a fresh clone: they create .venv, and
+# each installs only what it needs (the extras demo, dev and notebook of pyproject.toml).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-dev
+# uv installs in seconds what pip takes a minute or more for. It is taken from PATH, or put into
+# .venv by pip; if neither works, pip installs everything. `make PIP=1 demo` forces pip.
+PIP ?=
+UV := $(if $(PIP),,$(or $(shell command -v uv 2>/dev/null),$(abspath $(BIN))/uv))
+# Strict editable mode links the package into .venv with a plain .pth file, which mypy and IDEs
+# follow: a project that depends on this checkout type-checks against it. The default mode hides
+# the package behind an import hook, and every recallpack type becomes Any to mypy.
+EDITABLE := -C editable_mode=strict -e
+# Strict mode links the files that exist when it installs: install again when one is added or
+# removed (editing a file needs nothing: the links point at it).
+PACKAGE_FILES := $(shell find recallpack -type f ! -path '*/__pycache__/*' ! -name '*.pyc' 2>/dev/null | LC_ALL=C sort)
 
-.PHONY: install demo test bench lint clean
+# $(call install,ARGS): pip-style arguments, through uv when there is one, else pip.
+define install
+	@if [ -n "$(UV)" ] && [ -x "$(UV)" ]; then \
+		echo "uv pip install $(1)"; $(UV) pip install --python $(BIN)/python $(1); \
+	else \
+		echo "pip install $(1)"; $(BIN)/python -m pip install --progress-bar on $(1); \
+	fi
+endef
 
-$(STAMP): pyproject.toml
+.PHONY: install demo test notebook bench lint clean FORCE
+
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	@if [ -n "$(UV)" ] && [ ! -x "$(UV)" ]; then \
+		$(BIN)/python -m pip install --progress-bar on uv \
+			|| echo "uv could not be installed: pip installs everything (slower)"; \
+	fi
 
-install: $(STAMP)
+$(VENV)/.package-files: FORCE | $(BIN)/python
+	@echo '$(PACKAGE_FILES)' | cmp -s - $@ || echo '$(PACKAGE_FILES)' > $@
 
-demo: $(STAMP)
+$(VENV)/.installed-%: pyproject.toml $(VENV)/.package-files | $(BIN)/python
+	$(call install,$(EDITABLE) '.[$*]')
+	@touch $@
+
+install: $(VENV)/.installed-dev
+
+demo: $(VENV)/.installed-demo
 	$(BIN)/python examples/stdlib_demo.py "how do I parse command line arguments"
 	@for example in examples/langchain_chain.py examples/llamaindex_query_engine.py; do \
 		if [ -f $$example ]; then echo; echo "== $$example"; $(BIN)/python $$example || exit 1; fi; \
 	done
 
-test: $(STAMP) lint
+test: $(VENV)/.installed-dev lint
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)
+# Opens examples/quickstart.ipynb in JupyterLab, with .venv as its kernel.
+notebook: $(VENV)/.installed-notebook
+	$(BIN)/jupyter lab examples/quickstart.ipynb
+
+bench: $(VENV)/.installed-dev
 	$(BIN)/python -m recallpack.bench
 
-lint: $(STAMP)
+lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check recallpack tests examples
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache .hypothesis
