@@ -15,10 +15,12 @@ EDITABLE := -C editable_mode=strict -e
 # removed (editing a file needs nothing: the links point at it).
 PACKAGE_FILES := $(shell find recallpack -type f ! -path '*/__pycache__/*' ! -name '*.pyc' 2>/dev/null | LC_ALL=C sort)
 
-# $(call install,ARGS): pip-style arguments, through uv when there is one, else pip.
+# $(call install,ARGS): pip-style arguments, through uv when there is one, else pip. uv copies
+# files rather than hard-linking them from its cache: nltk (under llama-index) refuses to open
+# a data file that has more than one link.
 define install
 	@if [ -n "$(UV)" ] && [ -x "$(UV)" ]; then \
-		echo "uv pip install $(1)"; $(UV) pip install --python $(BIN)/python $(1); \
+		echo "uv pip install $(1)"; $(UV) pip install --link-mode=copy --python $(BIN)/python $(1); \
 	else \
 		echo "pip install $(1)"; $(BIN)/python -m pip install --progress-bar on $(1); \
 	fi
