@@ -22,16 +22,18 @@ define install
 	@if [ -n "$(UV)" ] && [ -x "$(UV)" ]; then \
 		echo "uv pip install $(1)"; $(UV) pip install --link-mode=copy --python $(BIN)/python $(1); \
 	else \
+		$(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip --upgrade; \
 		echo "pip install $(1)"; $(BIN)/python -m pip install --progress-bar on $(1); \
 	fi
 endef
 
 .PHONY: install demo test notebook bench lint clean FORCE
 
+# Without pip the venv is made in a fraction of a second; the interpreter's own pip puts uv in it.
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv --without-pip $(VENV)
 	@if [ -n "$(UV)" ] && [ ! -x "$(UV)" ]; then \
-		$(BIN)/python -m pip install --progress-bar on uv \
+		$(PYTHON) -m pip --python $(BIN)/python install --progress-bar on uv \
 			|| echo "uv could not be installed: pip installs everything (slower)"; \
 	fi
 
