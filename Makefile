@@ -10,12 +10,13 @@ UV := $(if $(PIP),,$(or $(shell command -v uv 2>/dev/null),$(abspath $(BIN))/uv)
 # Strict editable mode links the package into .venv with a plain .pth file, which mypy and IDEs
 # follow: a project that depends on this checkout type-checks against it. The default mode hides
 # the package behind an import hook, and every recallpack type becomes Any to mypy.
-EDITABLE := -C editable_mode=strict -e
+EDITABLE := --config-settings editable_mode=strict -e
 # Strict mode links the files that exist when it installs: install again when one is added or
 # removed (editing a file needs nothing: the links point at it).
 PACKAGE_FILES := $(shell find recallpack -type f ! -path '*/__pycache__/*' ! -name '*.pyc' 2>/dev/null | LC_ALL=C sort)
 
-# $(call install,ARGS): pip-style arguments, through uv when there is one, else pip. uv copies
+# $(call install,ARGS): pip-style arguments, through uv when there is one, else pip (at least
+# 23.1, which passes --config-settings to an editable build). uv copies
 # files rather than hard-linking them from its cache: nltk (under llama-index) refuses to open
 # a data file that has more than one link.
 define install
@@ -23,6 +24,7 @@ define install
 		echo "uv pip install $(1)"; $(UV) pip install --link-mode=copy --python $(BIN)/python $(1); \
 	else \
 		$(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip --upgrade; \
+		$(BIN)/python -m pip install --progress-bar on --upgrade 'pip>=23.1'; \
 		echo "pip install $(1)"; $(BIN)/python -m pip install --progress-bar on $(1); \
 	fi
 endef
