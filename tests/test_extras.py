@@ -9,6 +9,12 @@ import pytest
 
 from recallpack.adapters._extras import require
 
+def block(monkeypatch: pytest.MonkeyPatch, package: str) -> None:
+    """Make ``package`` and every submodule already imported look uninstalled."""
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")] or [package]:
+        monkeypatch.setitem(sys.modules, name, None)
+
+
 ADAPTERS = [
     ("recallpack.adapters.langchain", "langchain_core", "langchain"),
     ("recallpack.adapters.langchain_memory", "langchain_core", "langchain"),
@@ -24,7 +30,7 @@ def test_present_module_is_returned() -> None:
 @pytest.mark.parametrize(("module", "blocked"), [("langchain_core", "langchain_core"), ("llama_index.core", "llama_index")])
 def test_missing_module_names_the_extra(monkeypatch: pytest.MonkeyPatch, module: str, blocked: str) -> None:
     """A missing module (or its missing parent package) is an ImportError naming the pip command."""
-    monkeypatch.setitem(sys.modules, blocked, None)
+    block(monkeypatch, blocked)
     with pytest.raises(ImportError) as caught:
         require(module, extra="llamaindex", feature="recallpack.adapters.llamaindex")
     message = str(caught.value)
@@ -46,7 +52,16 @@ def test_broken_install_keeps_its_own_error(monkeypatch: pytest.MonkeyPatch, tmp
 @pytest.mark.parametrize(("adapter", "blocked", "extra"), ADAPTERS, ids=[a for a, _, _ in ADAPTERS])
 def test_adapter_import_names_its_extra(monkeypatch: pytest.MonkeyPatch, adapter: str, blocked: str, extra: str) -> None:
     """Importing an adapter without its framework says to install recallpack[<extra>]."""
-    monkeypatch.setitem(sys.modules, blocked, None)
+    block(monkeypatch, blocked)
     monkeypatch.delitem(sys.modules, adapter, raising=False)
     with pytest.raises(ImportError, match=rf"recallpack\[{extra}\]"):
         importlib.import_module(adapter)
+
+
+def test_missing_parent_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama_index.core asked for, llama_index itself missing: still the extra's message."""
+    monkeypatch.setitem(sys.modules, "llama_index", None)
+    for name in [n for n in sys.modules if n.startswith("llama_index.")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(ModuleNotFoundError, match=r"recallpack\[llamaindex\]"):
+        require("llama_index.core", extra="llamaindex", feature="recallpack.adapters.llamaindex")
