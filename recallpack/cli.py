@@ -419,7 +419,7 @@ def _silence_stdout() -> None:
 
 
 def _warning_line(message: Warning | str, *_where: Any, **_source: Any) -> None:
-    print(f"recallpack: warning: {message}", file=sys.stderr)
+    print(f"recallpack: warning: {str(message).removeprefix('recallpack: ')}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

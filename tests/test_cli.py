@@ -335,3 +335,33 @@ def test_real_command_piped_to_head_is_quiet(tmp_path) -> None:
     done = shell(command, tmp_path)
     assert done.returncode == 0 and len(done.stdout) == 100
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+
+
+def test_terminal_stdin_gets_a_hint(monkeypatch, capsys) -> None:
+    """pack with no file at a terminal says it is reading stdin and how to end, then packs."""
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr("sys.stdin", Terminal(LINES))
+    code = main(["pack", "--max-tokens", "120"])
+    err = capsys.readouterr().err
+    assert code == 0 and err.startswith("recallpack pack: reading candidates from the terminal") and "Ctrl-D" in err
+
+
+def test_fallback_tokenizer_warning_is_one_line(monkeypatch, capsys, tmp_path) -> None:
+    """recallpack's own warning (no exact encoding offline) reaches a shell user as one line."""
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tk, "_bundled_cache_dir", lambda: None)
+    monkeypatch.setattr(tk, "_fallback_warned", False)
+    tk._resolved.cache_clear()
+    tk._tokenizer_for_name.cache_clear()
+    try:
+        code, _, err = run(monkeypatch, capsys, "pack", "--encoding", "gpt-4o", "--max-tokens", "120", stdin=LINES)
+    finally:
+        tk._resolved.cache_clear()
+        tk._tokenizer_for_name.cache_clear()
+    warning_lines = [line for line in err.splitlines() if "warning" in line.lower()]
+    assert code == 0 and len(warning_lines) == 1 and warning_lines[0].startswith("recallpack: warning: "), err
+    assert "estimates" in warning_lines[0] and "recallpack: warning: recallpack:" not in err

@@ -9,6 +9,7 @@ import pytest
 
 from recallpack.adapters._extras import require
 
+
 def block(monkeypatch: pytest.MonkeyPatch, package: str) -> None:
     """Make ``package`` and every submodule already imported look uninstalled."""
     for name in [n for n in sys.modules if n == package or n.startswith(package + ".")] or [package]:
