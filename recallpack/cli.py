@@ -277,6 +277,10 @@ def _shell_words(message: str, name: str, lines: Sequence[_Line]) -> str:
 def _doctor(args: argparse.Namespace) -> int:
     fallback = False
     for name in args.encoding or DOCTOR_ENCODINGS:
+        if name in ("chars", "heuristic"):  # an estimate by choice: nothing to resolve
+            fallback = True
+            print(f"{name}: ESTIMATE (characters / 4, rounded up; no vocabulary)")
+            continue
         try:
             resolution = resolve_encoding(name)
         except RecallpackError:

@@ -365,3 +365,11 @@ def test_fallback_tokenizer_warning_is_one_line(monkeypatch, capsys, tmp_path) -
     warning_lines = [line for line in err.splitlines() if "warning" in line.lower()]
     assert code == 0 and len(warning_lines) == 1 and warning_lines[0].startswith("recallpack: warning: "), err
     assert "estimates" in warning_lines[0] and "recallpack: warning: recallpack:" not in err
+
+
+def test_doctor_chars_is_an_estimate(monkeypatch, capsys) -> None:
+    """doctor --encoding chars says it is an estimate, and --require-exact refuses it."""
+    code, out, _ = run(monkeypatch, capsys, "doctor", "--encoding", "chars")
+    assert code == 0 and out.startswith("chars: ESTIMATE")
+    code, _, err = run(monkeypatch, capsys, "doctor", "--encoding", "chars", "--require-exact")
+    assert code == 1 and "--require-exact" in err
