@@ -47,7 +47,8 @@ FIELDS: dict[str, tuple[str, str]] = {
     "score": ("number", "the retriever's score, kept in the trace (never rendered)"),
     "artifact_id": ("string", "the document it came from"),
     "artifact_content_id": ("string", "which version or chunk of it (with artifact_id: the resource line)"),
-    "scope_ids": ("array of strings", "the scopes (whose memory) it belongs to"),
+    "citation": ("string", "where it can be found again (a path, a URL), for the resource line"),
+    "scope_ids": ("array of strings", "the scopes (whose memory) it belongs to; withheld: no reader"),
     "metadata": ("object", "anything else from the retriever, kept as is"),
     "modality": ("string", 'what the item is (default: "text")'),
 }
@@ -212,6 +213,7 @@ def _check_fields(where: str, fields: dict[str, Any]) -> None:
         "score": (int, float, type(None)),
         "artifact_id": (str, type(None)),
         "artifact_content_id": (str, type(None)),
+        "citation": (str, type(None)),
         "scope_ids": (list, str),
         "metadata": (dict,),
         "modality": (str,),
