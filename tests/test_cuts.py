@@ -22,9 +22,9 @@ CUT_TOKENIZERS = ["cl100k_base", "chars"]
 # indicators), Hangul jamo and syllables, a Devanagari conjunct, a prepended mark, CRLF; and the
 # characters that make sentences and lines: terminators, closing quotes, breaks, indentation.
 TRICKY = [
-    "a", "b", "Z", "é", "中", "x", " ", " ", " ", "\n", "\n", "\t", ".", "!", "?", '"', ">",
-    "\u0301", "\u0308", "\u200d", "👨", "👩", "👧", "🏽", "🇫", "🇷", "🇩", "🇪",
-    "\u1100", "\u1161", "\u11a8", "한", "क", "्", "ष", "\u0600", "\r", "。", "…", "\ufe0f",
+    *'abZé中x   \n\n\t.!?">',
+    *"\u0301\u0308\u200d👨👩👧🏽🇫🇷🇩🇪",
+    *"\u1100\u1161\u11a8한क्ष\u0600\r。…\ufe0f",
 ]
 WORDS = ["port", "socket", "alpha", "beta", "gamma", "delta", "x.y", "obj.attr", "Port", "the"]
 
@@ -91,7 +91,9 @@ def fresh(tokenizer: Tokenizer) -> Tokenizer:
 @pytest.mark.parametrize("spec", CUT_TOKENIZERS)
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=texts, query=queries, max_tokens=st.integers(0, 60))
-def test_focus_cut_is_ordered_slices_joined_by_the_mark(spec: str, text: str, query: str, max_tokens: int) -> None:
+def test_focus_cut_is_ordered_slices_joined_by_the_mark(
+    spec: str, text: str, query: str, max_tokens: int
+) -> None:
     """A focus cut is slices of the item in order joined by "…", fits, and repeats byte for byte."""
     tokenizer = make_tokenizer(spec)
     cut = cut_focus(text, query, max_tokens, tokenizer)
@@ -218,7 +220,10 @@ def test_head_cut_of_a_huge_text_reads_only_what_the_room_needs() -> None:
 # --- focus cut --------------------------------------------------------------------------------
 
 MANUAL = "\n".join(
-    [f"Paragraph {i} talks about topic number {i} in general terms. It goes on for a while." for i in range(40)]
+    [
+        f"Paragraph {i} talks about topic number {i} in general terms. It goes on for a while."
+        for i in range(40)
+    ]
     + ["The server listens on port 8080 unless PORT is set in the environment."]
     + [f"Closing paragraph {i} repeats the general advice once more." for i in range(40)]
 )
@@ -270,7 +275,7 @@ def test_focus_without_a_query_term_is_the_head_cut() -> None:
 
 
 def test_focus_matches_query_words_whole_and_ignoring_case() -> None:
-    """"PORT" matches "port", but "port" does not match inside "portable" or "import"."""
+    """The query word "PORT" matches "port", but "port" does not match inside "portable" or "import"."""
     tokenizer = get_tokenizer("chars")
     filler = "\n".join(f"Line {i} is portable and important to import." for i in range(30))
     text = filler + "\nThe PORT is here.\n" + filler
@@ -378,7 +383,8 @@ def llamaindex_concepts() -> object:
 
 
 @pytest.mark.parametrize(
-    "make", [langchain_concepts, llamaindex_concepts, lambda: lambda texts: [concept_vector(t) for t in texts]],
+    "make",
+    [langchain_concepts, llamaindex_concepts, lambda: lambda texts: [concept_vector(t) for t in texts]],
     ids=["langchain", "llamaindex", "callable"],
 )
 def test_semantic_focus_keeps_the_sentence_the_embedding_ranks_best(make: Callable[[], object]) -> None:
@@ -401,8 +407,13 @@ def test_langchain_deterministic_fake_embedding_picks_its_own_best() -> None:
     query = "anything at all"
     target = fake.embed_query(query)
     vectors = fake.embed_documents(sentences)
-    best = max(range(40), key=lambda i: (sum(a * b for a, b in zip(target, vectors[i])) / (
-        sum(a * a for a in vectors[i]) ** 0.5), -i))
+    best = max(
+        range(40),
+        key=lambda i: (
+            sum(a * b for a, b in zip(target, vectors[i])) / (sum(a * a for a in vectors[i]) ** 0.5),
+            -i,
+        ),
+    )
     cut = cut_focus("\n".join(sentences), query, 20, get_tokenizer("cl100k_base"), embed=embed_function(fake))
     assert cut is not None and sentences[best] in cut.text
 
@@ -418,7 +429,9 @@ def test_llamaindex_mock_embedding_is_accepted() -> None:
 
 def test_embed_function_refuses_what_it_cannot_use() -> None:
     """An object that is no embedding raises a ConfigError naming embed and what is accepted."""
-    with pytest.raises(ConfigError, match=r"embed=.*LangChain Embeddings.*LlamaIndex BaseEmbedding.*callable"):
+    with pytest.raises(
+        ConfigError, match=r"embed=.*LangChain Embeddings.*LlamaIndex BaseEmbedding.*callable"
+    ):
         embed_function(42)
 
 

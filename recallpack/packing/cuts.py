@@ -303,12 +303,11 @@ def _units(text: str, max_chars: int) -> tuple[list[int], list[int]]:
     sentences = [
         (m.end(m.lastindex or 0), m.end())
         for m in pattern.finditer(text, first, last)
-        if text[m.end()] != "\n"  # the whitespace before a line break is the line's end
+        # A sentence end at a line end (or the text's) is where the line ends anyway.
+        if m.end() < last and text[m.end()] != "\n"
     ]
     if sentences:
-        sentences = [
-            (end, start) for end, start in sentences if not _in_code_line(text, line_starts, end)
-        ]
+        sentences = [(end, start) for end, start in sentences if not _in_code_line(text, line_starts, end)]
         splits = sorted(splits + sentences)
     starts = [first, *(e for _, e in splits)]
     ends = [*(s for s, _ in splits), last]
