@@ -463,6 +463,8 @@ class _Focus:
         self._lead: dict[int, int] = {}
         self.mark_cost = tokenizer.count(MARK)
         self.correction = 0  # real count minus estimate, once a real count is known
+        self.total = 0  # estimate() of the kept units, kept up to date as units are added
+        self.last = -1  # the last kept unit
 
     def unit_cost(self, i: int) -> int:
         cost = self._unit_cost.get(i)
@@ -499,6 +501,8 @@ class _Focus:
         return lead
 
     def estimate(self, kept: Sequence[int]) -> int:
+        """The estimated tokens of the cut keeping ``kept`` (sorted): units, the whitespace that
+        joins neighbours, and for every elision its mark and the line break kept after it."""
         total = 0
         marks = 0
         previous = -2
@@ -514,26 +518,55 @@ class _Focus:
             marks += 1
         return total + marks * self.mark_cost
 
+    def _added_cost(self, i: int) -> int:
+        """What keeping unit ``i`` adds to :meth:`estimate` of the kept units, in O(1)."""
+        last_unit = len(self.starts) - 1
+        cost = self.unit_cost(i)
+        if i - 1 in self.kept:
+            cost += self.space_cost(self.ends[i - 1], self.starts[i])
+        elif i > 0:
+            cost += self.mark_cost + self.space_cost(self.lead(i), self.starts[i])
+        if i + 1 in self.kept:  # the elision before the next run closes
+            cost += self.space_cost(self.ends[i], self.starts[i + 1])
+            cost -= self.mark_cost + self.space_cost(self.lead(i + 1), self.starts[i + 1])
+        if i > self.last:  # the elision at the end moves, or closes
+            cost += (self.mark_cost if i < last_unit else 0) - (
+                self.mark_cost if 0 <= self.last < last_unit else 0
+            )
+        return cost
+
     def try_add(self, i: int) -> bool:
         if i in self.kept or self.unit_cost(i) > self.max_tokens:
             return False
-        if self.estimate(sorted(self.kept | {i})) + self.correction > self.max_tokens:
+        added = self._added_cost(i)
+        if self.total + added + self.correction > self.max_tokens:
             return False
         self.kept.add(i)
         self.order.append(i)
+        self.total += added
+        self.last = max(self.last, i)
         return True
 
+    def drop_last_added(self) -> None:
+        self.kept.discard(self.order.pop())
+        self.total = self.estimate(sorted(self.kept))
+        self.last = max(self.kept, default=-1)
+
     def grow(self, seed: int, scores: dict[int, float], goal: float) -> None:
-        """Add neighbours of the run around ``seed`` until it costs ``goal`` or neither side fits:
-        the better-scoring side first, on a tie the side nearer the seed, then the earlier."""
+        """Add neighbours of the run around ``seed`` until its units cost ``goal`` or neither
+        side fits: the better-scoring side first, on a tie the side nearer the seed, then the
+        earlier."""
         lo = hi = seed
+        tokens = self.unit_cost(seed)
         blocked_lo = blocked_hi = False
         while True:
             while lo - 1 in self.kept:
                 lo -= 1
+                tokens += self.unit_cost(lo)
             while hi + 1 in self.kept:
                 hi += 1
-            if self.estimate(range(lo, hi + 1)) >= goal:
+                tokens += self.unit_cost(hi)
+            if tokens >= goal:
                 return
             sides = []
             if lo > 0 and not blocked_lo:
@@ -602,7 +635,7 @@ class _Focus:
             best = cut
             # Estimates add a token at many joins that the real text merges away: correct for
             # that and try to fill what the count says is still free.
-            correction = cost - self.estimate(sorted(self.kept))
+            correction = cost - self.total
             if cost >= self.max_tokens or correction >= self.correction:
                 break
             self.correction = correction
@@ -619,7 +652,7 @@ class _Focus:
             cost = self.tok.count(text)
             if cost <= self.max_tokens:
                 return Cut(text, tuple(spans), "focus"), cost
-            self.kept.discard(self.order.pop())
+            self.drop_last_added()
         return None, 0
 
 
