@@ -668,9 +668,11 @@ def cut_focus(
 
     The text is split into sentences and lines (an indented or ``>>>`` line is one unit, so code
     stays line by line). Each is scored against the query: BM25 over the text's units by default,
-    or ``embed(query, units)`` when given (see :func:`embed_function`). The best unit is kept with
-    its neighbours (the better-matching side first) up to a third of the room, then the next best,
-    and the room left widens them. Every elision is marked "…". When no query word occurs in the
+    or ``embed(query, units)`` when given (see :func:`embed_function`; it is called once, with
+    every sentence of this one text). The best unit is kept with its neighbours (the
+    better-matching side first) up to a third of the room, then the next best that scores at
+    least 30% of the best, and the room left widens them. Every elision is marked "…"; a passage
+    that starts a line keeps the line break after the mark. When no query word occurs in the
     text (and no ``embed`` is given) the result is :func:`cut_head`'s. A text that fits is
     returned whole. None when not even one grapheme cluster and the mark fit.
     """
@@ -687,13 +689,7 @@ def cut_focus(
         if not scores:
             return cut_head(text, max_tokens, tokenizer)
     else:
-        values = list(embed(query, [text[s:e] for s, e in zip(starts, ends)]))
-        if len(values) != len(starts):
-            raise ConfigError(
-                f"embed returned {len(values)} scores for {len(starts)} sentences; "
-                "it must return one per text"
-            )
-        scores = {i: float(v) for i, v in enumerate(values)}
+        scores = _similarities(embed, query, [text[s:e] for s, e in zip(starts, ends)])
     # Best first; a stable sort keeps ties in text order (scores are filled in text order).
     ranked = sorted(sorted(scores), key=scores.__getitem__, reverse=True)
     # Lexical scores are on one scale within a text: a passage needs a fair share of the best.
@@ -703,6 +699,22 @@ def cut_focus(
 
 
 # --- embeddings -------------------------------------------------------------------------------
+
+
+def _similarities(embed: EmbedFn, query: str, units: list[str]) -> dict[int, float]:
+    values = list(embed(query, units))
+    if len(values) != len(units):
+        raise ConfigError(
+            f"embed returned {len(values)} scores for {len(units)} sentences; it must return one per text"
+        )
+    scores: dict[int, float] = {}
+    for i, value in enumerate(values):
+        try:
+            score = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"embed returned {value!r} as a similarity; it must return numbers") from None
+        scores[i] = score if score == score else -math.inf  # NaN ranks last, not anywhere
+    return scores
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
