@@ -446,3 +446,13 @@ def test_embed_function_is_idempotent() -> None:
     """Adapting an adapted embedding returns it unchanged."""
     embed = embed_function(lambda texts: [[1.0] for _ in texts])
     assert embed_function(embed) is embed
+
+
+def test_docstring_examples_run() -> None:
+    """The >>> examples in the cuts module pass."""
+    import doctest
+
+    from recallpack.packing import cuts
+
+    outcome = doctest.testmod(cuts)
+    assert outcome.failed == 0 and outcome.attempted > 0
