@@ -126,6 +126,32 @@ def test_head_cut_never_splits_a_grapheme_cluster(spec: str, text: str, max_toke
         assert start == 0 and not text[end - 1].isspace()
 
 
+def rendered(tokenizer: Tokenizer) -> Callable[[str], int]:
+    """What a text costs inside an evidence item: a label line, every line indented four spaces."""
+
+    def measure(text: str) -> int:
+        body = "\n".join("    " + line for line in text.split("\n"))
+        return tokenizer.count(f"- **Source excerpt** (`doc.md`)\n{body}\n")
+
+    return measure
+
+
+@pytest.mark.parametrize("spec", CUT_TOKENIZERS)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=texts, query=queries, max_tokens=st.integers(0, 80))
+def test_cuts_are_exact_for_the_callers_measure(spec: str, text: str, query: str, max_tokens: int) -> None:
+    """With a measure (the text rendered in its item), both cuts fit it and keep every invariant."""
+    tokenizer = make_tokenizer(spec)
+    measure = rendered(tokenizer)
+    for cut in (
+        cut_head(text, max_tokens, tokenizer, measure=measure),
+        cut_focus(text, query, max_tokens, tokenizer, measure=measure),
+    ):
+        if cut is not None:
+            assert measure(cut.text) <= max_tokens
+            check_cut(text, cut, max_tokens, tokenizer)
+
+
 # --- head cut ---------------------------------------------------------------------------------
 
 
@@ -292,6 +318,17 @@ def test_focus_cut_of_a_best_sentence_larger_than_the_room_keeps_its_head() -> N
     assert cut is not None and cut.kind == "focus"
     assert cut.text.startswith(MARK + "\nThe needle") and cut.text.endswith(MARK)
     check_cut(text, cut, 12, tokenizer)
+
+
+def test_focus_fills_the_room_the_measure_leaves() -> None:
+    """With an item's framing and indentation to pay for, the focus cut still fits and uses most of the room."""
+    tokenizer = get_tokenizer("cl100k_base")
+    measure = rendered(tokenizer)
+    code = "\n".join(f"value_{i} = compute(field_{i})  # step {i}" for i in range(200))
+    cut = cut_focus(code, "field_120", 150, tokenizer, measure=measure)
+    assert cut is not None and "value_120 = compute(field_120)" in cut.text
+    assert 130 <= measure(cut.text) <= 150
+    assert cut_focus(code, "field_120", 11, tokenizer, measure=measure) is None  # framing and mark: 12
 
 
 def test_focus_returns_a_text_that_fits_whole() -> None:

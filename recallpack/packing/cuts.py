@@ -37,12 +37,14 @@ import regex
 from recallpack.packing.errors import BudgetError, ConfigError
 from recallpack.packing.tokenizer import Tokenizer
 
-__all__ = ["MARK", "Cut", "CutKind", "EmbedFn", "cut_head", "cut_focus", "embed_function"]
+__all__ = ["MARK", "Cut", "CutKind", "EmbedFn", "Measure", "cut_head", "cut_focus", "embed_function"]
 
 MARK = "…"
 CutKind = Literal["head", "focus"]
 #: ``(query, texts) -> one similarity per text``; higher means closer to the query.
 EmbedFn = Callable[[str, Sequence[str]], Sequence[float]]
+#: What a cut's text costs where it is spent (inside its rendered item, say), in tokens.
+Measure = Callable[[str], int]
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ _NONSPACE = re.compile(r"\S")
 _WORD = re.compile(r"\w+")
 
 
-def _check(text: object, max_tokens: object, tokenizer: object) -> None:
+def _check(text: object, max_tokens: object, tokenizer: object, measure: object) -> None:
     if not isinstance(text, str):
         raise ConfigError(f"text={type(text).__name__} must be a str; cut only the text of an item")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
@@ -162,6 +164,8 @@ def _check(text: object, max_tokens: object, tokenizer: object) -> None:
         raise ConfigError(
             f"tokenizer={tokenizer!r} must be a Tokenizer; resolve it with get_tokenizer() first"
         )
+    if measure is not None and not callable(measure):
+        raise ConfigError(f"measure={measure!r} must be a callable str -> int (the tokens a cut text costs)")
 
 
 def _has_text(text: str, start: int, end: int) -> bool:
@@ -223,11 +227,13 @@ def _last_break(text: str, start: int, end: int) -> int | None:
     return last if last is not None and last > start else None
 
 
-def _head_end(text: str, start: int, end: int, max_tokens: int, tokenizer: Tokenizer, before: str) -> int:
-    """The end of the longest head of ``text[start:end]`` such that ``before`` + head + "…" fits
-    ``max_tokens``, preferring a sentence or line end that keeps two thirds of the room.
+def _head_end(
+    text: str, start: int, end: int, max_tokens: int, tokenizer: Tokenizer, measure: Measure, before: str
+) -> int:
+    """The end of the longest head of ``text[start:end]`` such that ``measure(before + head + "…")``
+    is within ``max_tokens``, preferring a sentence or line end that keeps two thirds of the room.
     Returns ``start`` when not even one grapheme cluster fits."""
-    budget = max_tokens - tokenizer.count(before + MARK)
+    room = budget = max_tokens - measure(before + MARK)
     while budget > 0:
         cut = start + _truncate(text, start, end, budget, tokenizer)
         cut = _strip_end(text, start, max(start, _floor_boundary(text, cut)))
@@ -236,21 +242,30 @@ def _head_end(text: str, start: int, end: int, max_tokens: int, tokenizer: Token
         sentence = _last_break(text, start, cut)
         if sentence is not None and sentence < cut:
             sentence = _strip_end(text, start, sentence)
-            if sentence > start and 3 * tokenizer.count(text[start:sentence]) >= 2 * max_tokens:
+            if sentence > start and 3 * tokenizer.count(text[start:sentence]) >= 2 * room:
                 cut = sentence
-        cost = tokenizer.count(before + text[start:cut] + MARK)
+        cost = measure(before + text[start:cut] + MARK)
         if cost <= max_tokens:
             return cut
         budget -= max(1, cost - max_tokens)
     first = _ceil_boundary(text, start + 1)
-    fits = tokenizer.count(before + text[start:first] + MARK) <= max_tokens
+    fits = measure(before + text[start:first] + MARK) <= max_tokens
     return first if first <= end and _has_text(text, start, first) and fits else start
+
+
+def _fits_whole(text: str, max_tokens: int, tokenizer: Tokenizer, measure: Measure | None) -> bool:
+    # The tokenizer's bounded check first: a measure may read (or render) the whole text.
+    if tokenizer.count_upto(text, max_tokens) > max_tokens:
+        return False
+    return measure is None or measure(text) <= max_tokens
 
 
 # --- head cut ---------------------------------------------------------------------------------
 
 
-def cut_head(text: str, max_tokens: int, tokenizer: Tokenizer) -> Cut | None:
+def cut_head(
+    text: str, max_tokens: int, tokenizer: Tokenizer, *, measure: Measure | None = None
+) -> Cut | None:
     """The beginning of ``text`` within ``max_tokens``, ending with "…".
 
     It ends at the last sentence or line end inside the room when that keeps at least two thirds
@@ -258,11 +273,15 @@ def cut_head(text: str, max_tokens: int, tokenizer: Tokenizer) -> Cut | None:
     is dropped before the mark. A text that fits is returned whole, without a mark. None when not
     even one grapheme cluster and the mark fit. The work grows with ``max_tokens``, not with the
     length of ``text``.
+
+    ``measure`` is what the cut text costs where it is spent (for example rendered inside its
+    item, framing and indentation included); it defaults to ``tokenizer.count`` and should never
+    be less. The cut is then exact for it: ``measure(cut.text) <= max_tokens``.
     """
-    _check(text, max_tokens, tokenizer)
-    if tokenizer.count_upto(text, max_tokens) <= max_tokens:
+    _check(text, max_tokens, tokenizer, measure)
+    if _fits_whole(text, max_tokens, tokenizer, measure):
         return _whole(text, "head")
-    end = _head_end(text, 0, len(text), max_tokens, tokenizer, "")
+    end = _head_end(text, 0, len(text), max_tokens, tokenizer, measure or tokenizer.count, "")
     if end == 0:
         return None
     spans = ((0, end),)
@@ -448,6 +467,7 @@ class _Focus:
         ends: list[int],
         max_tokens: int,
         tokenizer: Tokenizer,
+        measure: Measure | None = None,
         seed_floor: float = -math.inf,
     ) -> None:
         self.seed_floor = seed_floor  # the least score that starts a passage of its own
@@ -461,8 +481,10 @@ class _Focus:
         self._unit_cost: dict[int, int] = {}
         self._space_cost: dict[str, int] = {}
         self._lead: dict[int, int] = {}
+        self.measure = measure or tokenizer.count
         self.mark_cost = tokenizer.count(MARK)
-        self.correction = 0  # real count minus estimate, once a real count is known
+        # What the measure adds to the estimate: its framing at first, then what counts tell.
+        self.correction = self.measure(MARK) - self.mark_cost if measure is not None else 0
         self.total = 0  # estimate() of the kept units, kept up to date as units are added
         self.last = -1  # the last kept unit
 
@@ -547,11 +569,6 @@ class _Focus:
         self.last = max(self.last, i)
         return True
 
-    def drop_last_added(self) -> None:
-        self.kept.discard(self.order.pop())
-        self.total = self.estimate(sorted(self.kept))
-        self.last = max(self.kept, default=-1)
-
     def grow(self, seed: int, scores: dict[int, float], goal: float) -> None:
         """Add neighbours of the run around ``seed`` until its units cost ``goal`` or neither
         side fits: the better-scoring side first, on a tie the side nearer the seed, then the
@@ -598,12 +615,12 @@ class _Focus:
         """The head of unit ``i`` alone, for a best unit larger than the room."""
         start = self.lead(i) if i > 0 else self.starts[i]
         before = MARK if _has_text(self.text, 0, start) else ""
-        end = _head_end(self.text, start, self.ends[i], self.max_tokens, self.tok, before)
+        end = _head_end(self.text, start, self.ends[i], self.max_tokens, self.tok, self.measure, before)
         if end <= start or not _has_text(self.text, start, end):
             return None
         spans = ((start, end),)
         text = _join(self.text, spans)
-        return Cut(text, spans, "focus") if self.tok.count(text) <= self.max_tokens else None
+        return Cut(text, spans, "focus") if self.measure(text) <= self.max_tokens else None
 
     def assemble(self, ranked: Sequence[int], scores: dict[int, float]) -> Cut | None:
         goal = max(1, self.max_tokens // 3)
@@ -649,10 +666,17 @@ class _Focus:
             spans = self.spans(sorted(self.kept))
             text = _join(self.text, spans)
             # Counts do not add up exactly at the joins: the one real count decides.
-            cost = self.tok.count(text)
+            cost = self.measure(text)
             if cost <= self.max_tokens:
                 return Cut(text, tuple(spans), "focus"), cost
-            self.drop_last_added()
+            # Drop the last added units worth the excess at once, not one count per unit.
+            excess = cost - self.max_tokens
+            while self.order and excess > 0:
+                dropped = self.order.pop()
+                self.kept.discard(dropped)
+                excess -= max(1, self.unit_cost(dropped))
+            self.total = self.estimate(sorted(self.kept))
+            self.last = max(self.kept, default=-1)
         return None, 0
 
 
@@ -663,6 +687,7 @@ def cut_focus(
     tokenizer: Tokenizer,
     *,
     embed: EmbedFn | None = None,
+    measure: Measure | None = None,
 ) -> Cut | None:
     """The passages of ``text`` that best match ``query``, in their order, within ``max_tokens``.
 
@@ -674,28 +699,29 @@ def cut_focus(
     least 30% of the best, and the room left widens them. Every elision is marked "…"; a passage
     that starts a line keeps the line break after the mark. When no query word occurs in the
     text (and no ``embed`` is given) the result is :func:`cut_head`'s. A text that fits is
-    returned whole. None when not even one grapheme cluster and the mark fit.
+    returned whole. None when not even one grapheme cluster and the mark fit. ``measure`` is as
+    for :func:`cut_head`: the cut is exact for it, and the text is still read only once.
     """
-    _check(text, max_tokens, tokenizer)
+    _check(text, max_tokens, tokenizer, measure)
     if not isinstance(query, str):
         raise ConfigError(f"query={type(query).__name__} must be a str: the question being answered")
-    if tokenizer.count_upto(text, max_tokens) <= max_tokens:
+    if _fits_whole(text, max_tokens, tokenizer, measure):
         return _whole(text, "focus")
     starts, ends = _units(text, min(max(max_tokens * 3, _UNIT_CHARS[0]), _UNIT_CHARS[1]))
     if not starts:
-        return cut_head(text, max_tokens, tokenizer)
+        return cut_head(text, max_tokens, tokenizer, measure=measure)
     if embed is None:
         scores = _bm25(text, starts, ends, query)
         if not scores:
-            return cut_head(text, max_tokens, tokenizer)
+            return cut_head(text, max_tokens, tokenizer, measure=measure)
     else:
         scores = _similarities(embed, query, [text[s:e] for s, e in zip(starts, ends)])
     # Best first; a stable sort keeps ties in text order (scores are filled in text order).
     ranked = sorted(sorted(scores), key=scores.__getitem__, reverse=True)
     # Lexical scores are on one scale within a text: a passage needs a fair share of the best.
     floor = scores[ranked[0]] * _SEED_SHARE if embed is None else -math.inf
-    cut = _Focus(text, starts, ends, max_tokens, tokenizer, floor).assemble(ranked, scores)
-    return cut if cut is not None else cut_head(text, max_tokens, tokenizer)
+    cut = _Focus(text, starts, ends, max_tokens, tokenizer, measure, floor).assemble(ranked, scores)
+    return cut if cut is not None else cut_head(text, max_tokens, tokenizer, measure=measure)
 
 
 # --- embeddings -------------------------------------------------------------------------------
