@@ -309,6 +309,14 @@ def test_focus_matches_query_words_whole_and_ignoring_case() -> None:
     assert cut is not None and "The PORT is here." in cut.text
 
 
+def test_focus_with_a_long_query_scores_the_same_way() -> None:
+    """A query of many words (read in one pass over the text) finds the same passage."""
+    tokenizer = get_tokenizer("cl100k_base")
+    short = "which port does the server listen on"
+    long = short + " " + " ".join(f"unrelated{i}" for i in range(30))
+    assert cut_focus(MANUAL, long, 60, tokenizer) == cut_focus(MANUAL, short, 60, tokenizer)
+
+
 def test_focus_cut_of_a_best_sentence_larger_than_the_room_keeps_its_head() -> None:
     """A matching sentence longer than the room is cut inside, still marked on both sides."""
     tokenizer = get_tokenizer("cl100k_base")

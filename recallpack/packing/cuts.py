@@ -400,6 +400,7 @@ def _split_long(text: str, starts: list[int], ends: list[int], max_chars: int) -
 
 _K1 = 1.2
 _B = 0.75
+_TERM_SEARCHES = 16  # query words searched for one by one; a longer query reads the text's words once
 
 
 def _is_word_char(char: str) -> bool:
@@ -419,7 +420,7 @@ def _bm25(text: str, starts: list[int], ends: list[int], query: str) -> dict[int
         return {}
     tf: Counter[tuple[int, str]] = Counter()
     lowered = text.lower()
-    if len(lowered) == len(text):
+    if len(lowered) == len(text) and len(terms) <= _TERM_SEARCHES:
         # One literal search per term is many times faster than one pattern of alternatives;
         # the word boundary before a match is checked here, as \w is: alphanumeric or "_".
         for term in terms:
@@ -428,6 +429,14 @@ def _bm25(text: str, starts: list[int], ends: list[int], query: str) -> dict[int
             units = [bisect_right(starts, at) - 1 for at in found]
             size = len(term)
             tf.update((u, term) for u, at in zip(units, found) if u >= 0 and at + size <= ends[u])
+    elif len(lowered) == len(text):
+        # A long query: one pass over the text's words costs the same whatever its length.
+        known = set(terms)
+        hits = [(m.start(), m.group()) for m in _WORD.finditer(lowered) if m.group() in known]
+        for at, term in hits:
+            unit = bisect_right(starts, at) - 1
+            if unit >= 0 and at + len(term) <= ends[unit]:
+                tf[unit, term] += 1
     else:  # lower-casing changed the length (a dotted capital I): match case-insensitively
         alternatives = "|".join(re.escape(t) for t in sorted(terms, key=lambda t: (-len(t), t)))
         pattern = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
