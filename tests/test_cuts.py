@@ -487,6 +487,20 @@ def test_embed_function_checks_the_number_of_vectors() -> None:
         embed("q", ["a", "b"])
 
 
+def concept_vectors(texts: list[str]) -> list[list[float]]:
+    return [concept_vector(t) for t in texts]
+
+
+def test_embed_function_pickles_for_workers() -> None:
+    """An adapted embedding pickles (it holds the embedding, no closure) and scores the same after."""
+    import pickle
+
+    embed = embed_function(concept_vectors)
+    copy = pickle.loads(pickle.dumps(embed))
+    assert copy("automobile", ["a car", "a loan"]) == embed("automobile", ["a car", "a loan"])
+    assert copy("automobile", ["a car", "a loan"])[0] > 0.9
+
+
 def test_embed_function_is_idempotent() -> None:
     """Adapting an adapted embedding returns it unchanged."""
     embed = embed_function(lambda texts: [[1.0] for _ in texts])

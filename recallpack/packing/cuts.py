@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import sub
-from typing import Literal, cast
+from typing import Any, Literal
 
 import regex
 
@@ -758,33 +758,32 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norm if norm else 0.0
 
 
+@dataclass(frozen=True)
 class _Similarity:
-    """Cosine similarity of the query's embedding with each text's, from a host's embedding."""
+    """Cosine similarity of the query's embedding with each text's, from a host's embedding.
 
-    def __init__(
-        self,
-        name: str,
-        query_vector: Callable[[str], Sequence[float]],
-        text_vectors: Callable[[list[str]], Sequence[Sequence[float]]],
-    ) -> None:
-        self.name = name
-        self._query = query_vector
-        self._texts = text_vectors
+    It holds the embedding object itself (no closures), so it pickles whenever that does."""
+
+    source: Any
+    kind: Literal["langchain", "llamaindex", "callable"]
 
     def __call__(self, query: str, texts: Sequence[str]) -> list[float]:
         if not texts:
             return []
-        target = self._query(query)
-        vectors = self._texts(list(texts))
+        if self.kind == "langchain":
+            target = self.source.embed_query(query)
+            vectors = self.source.embed_documents(list(texts))
+        elif self.kind == "llamaindex":
+            target = self.source.get_query_embedding(query)
+            vectors = self.source.get_text_embedding_batch(list(texts))
+        else:  # one call for the query and the texts together
+            target, *vectors = self.source([query, *texts]) or [[]]
         if len(vectors) != len(texts):
             raise ConfigError(
-                f"embed ({self.name}) returned {len(vectors)} vectors for {len(texts)} texts; "
-                "it must return one per text"
+                f"embed ({type(self.source).__name__}) returned {len(vectors)} vectors for "
+                f"{len(texts)} texts; it must return one per text"
             )
         return [_cosine(target, vector) for vector in vectors]
-
-    def __repr__(self) -> str:
-        return f"<similarity by {self.name}>"
 
 
 def embed_function(obj: object) -> EmbedFn:
@@ -798,27 +797,14 @@ def embed_function(obj: object) -> EmbedFn:
     """
     if isinstance(obj, _Similarity):
         return obj
-    name = type(obj).__name__
     if callable(getattr(obj, "embed_query", None)) and callable(getattr(obj, "embed_documents", None)):
-        return _Similarity(name, obj.embed_query, obj.embed_documents)  # type: ignore[attr-defined]
+        return _Similarity(obj, "langchain")
     if callable(getattr(obj, "get_query_embedding", None)) and callable(
         getattr(obj, "get_text_embedding_batch", None)
     ):
-        return _Similarity(
-            name,
-            obj.get_query_embedding,  # type: ignore[attr-defined]
-            obj.get_text_embedding_batch,  # type: ignore[attr-defined]
-        )
+        return _Similarity(obj, "llamaindex")
     if callable(obj):
-        function = cast(Callable[[list[str]], Sequence[Sequence[float]]], obj)
-
-        def query_vector(query: str) -> Sequence[float]:
-            vectors = function([query])
-            if len(vectors) != 1:
-                raise ConfigError(f"embed ({name}) returned {len(vectors)} vectors for 1 text")
-            return list(vectors[0])
-
-        return _Similarity(name, query_vector, function)
+        return _Similarity(obj, "callable")
     raise ConfigError(
         f"embed={obj!r} is not an embedding recallpack can use; pass a LangChain Embeddings "
         "(embed_query and embed_documents), a LlamaIndex BaseEmbedding (get_query_embedding and "
