@@ -98,31 +98,32 @@ def _pair_break(a: str, b: str) -> bool | None:
     return True
 
 
-def _safe_start(text: str, i: int) -> int:
-    """The nearest position at or before ``i`` that is certainly a grapheme boundary."""
-    while i > 0 and _pair_break(text[i - 1], text[i]) is not True:
+def _safe_start(text: str, i: int, floor: int = 0) -> int:
+    """The nearest position at or before ``i`` (and not before ``floor``, a known boundary) that
+    is certainly a grapheme boundary."""
+    while i > floor and _pair_break(text[i - 1], text[i]) is not True:
         i -= 1
     return i
 
 
-def _is_boundary(text: str, i: int) -> bool:
+def _is_boundary(text: str, i: int, floor: int = 0) -> bool:
     if i <= 0 or i >= len(text):
         return True
     decided = _pair_break(text[i - 1], text[i])
     if decided is not None:
         return decided
     # A boundary depends only on what precedes it and the next character: endpos i + 1 suffices.
-    for cluster in _CLUSTER.finditer(text, _safe_start(text, i - 1), i + 1):
+    for cluster in _CLUSTER.finditer(text, _safe_start(text, i - 1, floor), i + 1):
         if cluster.end() >= i:
             return cluster.end() == i
     return True  # pragma: no cover - the clusters always reach i
 
 
-def _floor_boundary(text: str, i: int) -> int:
-    """The last grapheme boundary at or before ``i``."""
-    if _is_boundary(text, i):
+def _floor_boundary(text: str, i: int, floor: int = 0) -> int:
+    """The last grapheme boundary at or before ``i`` (``floor`` is a boundary known to be before)."""
+    if _is_boundary(text, i, floor):
         return i
-    last = start = _safe_start(text, i - 1)
+    last = start = _safe_start(text, i - 1, floor)
     for cluster in _CLUSTER.finditer(text, start):
         if cluster.end() > i:
             break
@@ -130,14 +131,22 @@ def _floor_boundary(text: str, i: int) -> int:
     return last
 
 
-def _ceil_boundary(text: str, i: int) -> int:
+def _ceil_boundary(text: str, i: int, floor: int = 0) -> int:
     """The first grapheme boundary at or after ``i``."""
-    if _is_boundary(text, i):
+    if _is_boundary(text, i, floor):
         return i
-    for cluster in _CLUSTER.finditer(text, _safe_start(text, i - 1)):
+    for cluster in _CLUSTER.finditer(text, _safe_start(text, i - 1, floor)):
         if cluster.end() >= i:
             return cluster.end()
     return len(text)  # pragma: no cover
+
+
+def _clear_boundary(text: str, start: int, end: int) -> int | None:
+    """The first position in ``[start, end)`` that its two neighbours alone make a boundary."""
+    for i in range(max(start, 1), min(end, len(text))):
+        if _pair_break(text[i - 1], text[i]) is True:
+            return i
+    return None
 
 
 # --- shared pieces ----------------------------------------------------------------------------
@@ -205,11 +214,12 @@ def _truncate(text: str, start: int, end: int, max_tokens: int, tokenizer: Token
 
 
 def _strip_end(text: str, start: int, end: int) -> int:
-    """Move ``end`` back over trailing whitespace, staying on a grapheme boundary."""
+    """Move ``end`` back over trailing whitespace, staying on a grapheme boundary (``start`` is
+    one)."""
     while end > start:
         while end > start and text[end - 1].isspace():
             end -= 1
-        floored = max(start, _floor_boundary(text, end))
+        floored = max(start, _floor_boundary(text, end, start))
         if floored == end:
             return end
         end = floored
@@ -222,8 +232,8 @@ def _last_break(text: str, start: int, end: int) -> int | None:
     for match in _BREAK.finditer(text, start, min(len(text), end + 1)):
         if start < match.end() <= end:
             last = match.end()
-    if last is not None and not _is_boundary(text, last):
-        last = _floor_boundary(text, last)
+    if last is not None and not _is_boundary(text, last, start):
+        last = _floor_boundary(text, last, start)
     return last if last is not None and last > start else None
 
 
@@ -236,7 +246,7 @@ def _head_end(
     room = budget = max_tokens - measure(before + MARK)
     while budget > 0:
         cut = start + _truncate(text, start, end, budget, tokenizer)
-        cut = _strip_end(text, start, max(start, _floor_boundary(text, cut)))
+        cut = _strip_end(text, start, max(start, _floor_boundary(text, cut, start)))
         if cut == start:
             break
         sentence = _last_break(text, start, cut)
@@ -248,7 +258,7 @@ def _head_end(
         if cost <= max_tokens:
             return cut
         budget -= max(1, cost - max_tokens)
-    first = _ceil_boundary(text, start + 1)
+    first = _ceil_boundary(text, start + 1, start)
     fits = measure(before + text[start:first] + MARK) <= max_tokens
     return first if first <= end and _has_text(text, start, first) and fits else start
 
@@ -299,6 +309,7 @@ _CJK_SENTENCE_SPLIT = re.compile(
     rf"([{re.escape(_TERMINATORS)}][{re.escape(_CLOSERS)}]*)[ \t]+|([{_CJK_TERMINATORS}])[ \t]*"
 )
 _UNIT_CHARS = (64, 800)  # bounds on a unit's length before it is split at a space
+_BOUNDARY_SEARCH = 64  # characters searched for a place to split a long unit without a space
 
 
 def _units(text: str, max_chars: int) -> tuple[list[int], list[int]]:
@@ -380,13 +391,15 @@ def _split_long(text: str, starts: list[int], ends: list[int], max_chars: int) -
                 after = space + 1
                 while after < e and text[after] == " ":
                     after += 1
-                if piece_end > s and after < e and _is_boundary(text, after):
+                if piece_end > s and after < e and _is_boundary(text, after, s):
                     out_starts.append(s)
                     out_ends.append(piece_end)
                     s = after
                     continue
-            cut = _ceil_boundary(text, s + max_chars)
-            if cut >= e:
+            # Not a space: the first clear boundary nearby, else the unit stays whole (in a run
+            # of flags every boundary depends on all the flags before it).
+            cut = _clear_boundary(text, s + max_chars, min(e, s + max_chars + _BOUNDARY_SEARCH))
+            if cut is None:
                 break
             out_starts.append(s)
             out_ends.append(cut)
