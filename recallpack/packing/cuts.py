@@ -385,28 +385,37 @@ def _split_long(text: str, starts: list[int], ends: list[int], max_chars: int) -
     out_ends: list[int] = []
     for s, e in zip(starts, ends):
         while e - s > max_chars:
-            space = text.rfind(" ", s + max_chars // 2, s + max_chars)
-            if space > s:
-                piece_end = _strip_end(text, s, space)
-                after = space + 1
-                while after < e and text[after] == " ":
-                    after += 1
-                if piece_end > s and after < e and _is_boundary(text, after, s):
-                    out_starts.append(s)
-                    out_ends.append(piece_end)
-                    s = after
-                    continue
-            # Not a space: the first clear boundary nearby, else the unit stays whole (in a run
-            # of flags every boundary depends on all the flags before it).
-            cut = _clear_boundary(text, s + max_chars, min(e, s + max_chars + _BOUNDARY_SEARCH))
-            if cut is None:
+            split = _split_point(text, s, e, max_chars)
+            if split is None:
                 break
             out_starts.append(s)
-            out_ends.append(cut)
-            s = cut
+            out_ends.append(split[0])
+            s = split[1]
         out_starts.append(s)
         out_ends.append(e)
     return out_starts, out_ends
+
+
+def _split_point(text: str, s: int, e: int, max_chars: int) -> tuple[int, int] | None:
+    """Where the first piece of the long unit ``text[s:e]`` ends and the next begins: at the
+    last space of its second half, else at a clear grapheme boundary just after, else at the
+    next space however far (a run of flags has no other place to split)."""
+    window = s + max_chars
+    space = text.rfind(" ", s + max_chars // 2, window)
+    if space < 0:
+        cut = _clear_boundary(text, window, min(e, window + _BOUNDARY_SEARCH))
+        if cut is not None:
+            return cut, cut
+        space = text.find(" ", window, e)
+    while space > s:
+        after = space + 1
+        while after < e and text[after] == " ":
+            after += 1
+        end = _strip_end(text, s, space)
+        if end > s and after < e and _is_boundary(text, after, s):
+            return end, after
+        space = text.find(" ", after, e)
+    return None
 
 
 # --- focus cut: scoring -----------------------------------------------------------------------
