@@ -342,7 +342,7 @@ def test_focus_fills_the_room_the_measure_leaves() -> None:
 def test_focus_finds_a_word_between_long_runs_of_flags() -> None:
     """A run of flags has no clear place to split; the word between two runs is still found."""
     tokenizer = get_tokenizer("cl100k_base")
-    text = "🇫🇷" * 1_000 + " port " + "🇩🇪" * 1_000  # regex's \X is is quadratic over a run of flags
+    text = "🇫🇷" * 1_000 + " port " + "🇩🇪" * 1_000  # regex's \X is quadratic over a run of flags
     cut = cut_focus(text, "port", 30, tokenizer)
     assert cut is not None and cut.kind == "focus" and "port" in cut.text
     check_cut(text, cut, 30, tokenizer)
