@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 import regex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from recallpack.packing.cuts import MARK, Cut, cut_focus, cut_head, embed_function
@@ -91,6 +91,7 @@ def fresh(tokenizer: Tokenizer) -> Tokenizer:
 @pytest.mark.parametrize("spec", CUT_TOKENIZERS)
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=texts, query=queries, max_tokens=st.integers(0, 60))
+@example(text=" \ufe0f port", query="port", max_tokens=2)  # the text starts inside a cluster
 def test_focus_cut_is_ordered_slices_joined_by_the_mark(
     spec: str, text: str, query: str, max_tokens: int
 ) -> None:

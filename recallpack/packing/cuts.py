@@ -344,8 +344,8 @@ def _units(text: str, max_chars: int) -> tuple[list[int], list[int]]:
     # Splits sit next to whitespace, so only a non-ASCII neighbour can join a cluster across
     # one (a combining mark after a space, a prepended mark before it).
     if not text.isascii() and (
-        any(text[s] >= "\x80" or text[s - 1] >= "\x80" for s in starts[1:])
-        or any(text[e] >= "\x80" or text[e - 1] >= "\x80" for e in ends[:-1])
+        any(text[s] >= "\x80" or text[s - 1] >= "\x80" for s in starts if s)
+        or any(text[e] >= "\x80" or text[e - 1] >= "\x80" for e in ends if e < len(text))
     ):
         starts, ends = _on_boundaries(text, starts, ends)
     if max(map(sub, ends, starts)) > max_chars:
