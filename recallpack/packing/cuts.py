@@ -488,36 +488,22 @@ _SEED_SHARE = 0.3  # of the best BM25 score, that a sentence needs to start a pa
 _MAX_MISSES = 8  # seeds in a row that do not fit before the search stops: the room is full
 
 
-class _Focus:
-    """Grows kept passages around the best units, estimating the cost as it goes."""
+class _Units:
+    """A text's units and what keeping some of them is estimated to cost, counted lazily: only
+    the units a cut considers are ever counted."""
 
     def __init__(
-        self,
-        text: str,
-        starts: list[int],
-        ends: list[int],
-        max_tokens: int,
-        tokenizer: Tokenizer,
-        measure: Measure | None = None,
-        seed_floor: float = -math.inf,
+        self, text: str, starts: list[int], ends: list[int], max_tokens: int, tokenizer: Tokenizer
     ) -> None:
-        self.seed_floor = seed_floor  # the least score that starts a passage of its own
         self.text = text
         self.starts = starts
         self.ends = ends
         self.max_tokens = max_tokens
         self.tok = tokenizer
-        self.kept: set[int] = set()
-        self.order: list[int] = []
+        self.mark_cost = tokenizer.count(MARK)
         self._unit_cost: dict[int, int] = {}
         self._space_cost: dict[str, int] = {}
         self._lead: dict[int, int] = {}
-        self.measure = measure or tokenizer.count
-        self.mark_cost = tokenizer.count(MARK)
-        # What the measure adds to the estimate: its framing at first, then what counts tell.
-        self.correction = self.measure(MARK) - self.mark_cost if measure is not None else 0
-        self.total = 0  # estimate() of the kept units, kept up to date as units are added
-        self.last = -1  # the last kept unit
 
     def unit_cost(self, i: int) -> int:
         cost = self._unit_cost.get(i)
@@ -570,6 +556,43 @@ class _Focus:
         if kept and kept[-1] < len(self.starts) - 1:
             marks += 1
         return total + marks * self.mark_cost
+
+    def spans(self, kept: Sequence[int]) -> list[tuple[int, int]]:
+        spans: list[tuple[int, int]] = []
+        previous = -2
+        for i in kept:
+            if i == previous + 1:
+                spans[-1] = (spans[-1][0], self.ends[i])
+            else:
+                start = self.lead(i) if i > 0 else self.starts[i]
+                spans.append((start, self.ends[i]))
+            previous = i
+        return spans
+
+
+class _Focus(_Units):
+    """Grows kept passages around the best units, estimating the cost as it goes and checking
+    it with the one real count."""
+
+    def __init__(
+        self,
+        text: str,
+        starts: list[int],
+        ends: list[int],
+        max_tokens: int,
+        tokenizer: Tokenizer,
+        measure: Measure | None = None,
+        seed_floor: float = -math.inf,
+    ) -> None:
+        super().__init__(text, starts, ends, max_tokens, tokenizer)
+        self.seed_floor = seed_floor  # the least score that starts a passage of its own
+        self.measure = measure or tokenizer.count
+        # What the measure adds to the estimate: its framing at first, then what counts tell.
+        self.correction = self.measure(MARK) - self.mark_cost if measure is not None else 0
+        self.kept: set[int] = set()
+        self.order: list[int] = []
+        self.total = 0  # estimate() of the kept units, kept up to date as units are added
+        self.last = -1  # the last kept unit
 
     def _added_cost(self, i: int) -> int:
         """What keeping unit ``i`` adds to :meth:`estimate` of the kept units, in O(1)."""
@@ -629,18 +652,6 @@ class _Focus:
                     blocked_lo = True
                 else:
                     blocked_hi = True
-
-    def spans(self, kept: Sequence[int]) -> list[tuple[int, int]]:
-        spans: list[tuple[int, int]] = []
-        previous = -2
-        for i in kept:
-            if i == previous + 1:
-                spans[-1] = (spans[-1][0], self.ends[i])
-            else:
-                start = self.lead(i) if i > 0 else self.starts[i]
-                spans.append((start, self.ends[i]))
-            previous = i
-        return spans
 
     def partial(self, i: int) -> Cut | None:
         """The head of unit ``i`` alone, for a best unit larger than the room."""
