@@ -35,11 +35,12 @@ from typing import Any, Literal
 import regex
 
 from recallpack.packing.errors import BudgetError, ConfigError
+from recallpack.packing.limits import ELLIPSIS
 from recallpack.packing.tokenizer import Tokenizer
 
 __all__ = ["MARK", "Cut", "CutKind", "EmbedFn", "Measure", "cut_head", "cut_focus", "embed_function"]
 
-MARK = "…"
+MARK = ELLIPSIS  # the walk's mark for text cut out of an item, one definition
 CutKind = Literal["head", "focus"]
 #: ``(query, texts) -> one similarity per text``; higher means closer to the query.
 EmbedFn = Callable[[str, Sequence[str]], Sequence[float]]
