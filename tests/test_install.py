@@ -102,10 +102,17 @@ def test_install_from_a_checkout(tmp_path: Path, requirement: str) -> None:
     command = installer(python)
     if command is None:
         pytest.skip("neither pip nor uv is available to install with")
-    done = subprocess.run(
-        [*command, "--no-deps", "--no-build-isolation", requirement],
-        cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=600,
-    )
+    # A build from a directory writes recallpack.egg-info and build/ into it; those would then
+    # shadow the installed distribution's metadata for every later test run in this checkout.
+    litter = [p for p in (ROOT / "recallpack.egg-info", ROOT / "build") if not p.exists()]
+    try:
+        done = subprocess.run(
+            [*command, "--no-deps", "--no-build-isolation", requirement],
+            cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=600,
+        )
+    finally:
+        for path in litter:
+            shutil.rmtree(path, ignore_errors=True)
     assert done.returncode == 0, done.stdout + done.stderr
 
     script = (

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
+from recallpack.packing.cuts import EmbedFn, cut_focus, cut_head, embed_function
 from recallpack.packing.errors import (
     BudgetError,
     CandidateError,
@@ -36,7 +37,6 @@ from recallpack.packing.errors import (
 )
 from recallpack.packing.limits import (
     DEFAULT_MAX_TOKENS,
-    ELLIPSIS,
     MAX_TOKENS_CEILING,
     Allowance,
     Policy,
@@ -147,6 +147,7 @@ class Packer(BaseModel):
     _tok: Tokenizer = PrivateAttr()
     _compiled: jinja2.Template | None = PrivateAttr(default=None)
     _budgets: dict[LaneKind | Provenance, int] = PrivateAttr(default_factory=dict)
+    _embed: EmbedFn | None = PrivateAttr(default=None)
 
     def __init__(self, **settings: Any) -> None:
         refuse_unknown(type(self).__name__, settings, self.settings_names())
@@ -189,11 +190,7 @@ class Packer(BaseModel):
         self._compiled = None if self.template is None else load_template(self.template)
         self._budgets = _lane_budgets(self.lane_budgets)
         _check_uri_template(self.resource_uri_template)
-        if self.embed is not None and not callable(self.embed) and not _looks_like_embeddings(self.embed):
-            raise ConfigError(
-                f"embed={self.embed!r} must be a LangChain Embeddings, a LlamaIndex embedding, "
-                "or a callable list[str] -> list[list[float]]"
-            )
+        self._embed = None if self.embed is None else embed_function(self.embed)
         return self
 
     # -- calls ----------------------------------------------------------------------------------
@@ -409,28 +406,16 @@ def _result(
 
 
 def _cutter(packer: Packer, query: str | None) -> Cutter:
+    """How this call cuts an item: by focus on the query when there is one (or ``cut="focus"``),
+    else by head."""
     if query is not None and not isinstance(query, str):
         raise ConfigError(f"query={query!r} must be a str or None")
     if packer.cut == "focus" and not query:
         raise ConfigError("cut='focus' needs the query: pass recall(..., query=...) or use cut='auto'")
-    tok = packer._tok
-
-    def head(text: str, max_tokens: int) -> _Cut | None:
-        kept = tok.truncate(text, max_tokens - tok.count(ELLIPSIS)).rstrip()
-        if not kept:
-            return None
-        return _Cut(kept + ELLIPSIS, ((0, len(kept)),), "head")
-
-    return head
-
-
-class _Cut:
-    __slots__ = ("text", "spans", "kind")
-
-    def __init__(self, text: str, spans: tuple[tuple[int, int], ...], kind: str) -> None:
-        self.text = text
-        self.spans = spans
-        self.kind = kind
+    tok, embed = packer._tok, packer._embed
+    if packer.cut == "head" or not query:
+        return lambda text, room, measure: cut_head(text, room, tok, measure=measure)
+    return lambda text, room, measure: cut_focus(text, query, room, tok, embed=embed, measure=measure)
 
 
 # -- validation ---------------------------------------------------------------------------------
@@ -509,12 +494,6 @@ def _check_uri_template(template: str) -> None:
             f"resource_uri_template={template!r} cannot be filled ({type(exc).__name__}: {exc}); "
             "use {artifact_id} and {artifact_content_id} as its only fields"
         ) from None
-
-
-def _looks_like_embeddings(value: object) -> bool:
-    return all(hasattr(value, name) for name in ("embed_query", "embed_documents")) or all(
-        hasattr(value, name) for name in ("get_query_embedding", "get_text_embedding_batch")
-    )
 
 
 def _as_list(candidates: object) -> Sequence[Any]:

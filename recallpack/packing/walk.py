@@ -41,8 +41,9 @@ class CutResult(Protocol):
     def kind(self) -> str: ...
 
 
-#: ``cutter(text, max_tokens)``: the best cut of ``text`` within ``max_tokens``, or None.
-Cutter = Callable[[str, int], "CutResult | None"]
+#: ``cutter(text, max_tokens, measure)``: the best cut of ``text`` such that
+#: ``measure(cut.text) <= max_tokens`` (``measure`` prices a text as its item renders it), or None.
+Cutter = Callable[[str, int, Callable[[str], int]], "CutResult | None"]
 
 
 @dataclass(frozen=True)
@@ -385,19 +386,19 @@ class Walk(Ledger):
 
     def _keep_cut(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], header: int, room: int,
                   replace: bool = False) -> bool:
-        names, uri = self._names(scopes), self._uri(c)
-        overhead = self.cost.item(self, c.provenance.label, names, "", uri, None) - 1
-        target = room - max(overhead, 0)
-        while target > 0:
-            cut = self.cutter(c.text, target)
-            if cut is None:
-                return False
-            cost = self.cost.item(self, c.provenance.label, names, cut.text, uri, room)
-            if cost <= room:
-                self._keep(rank, c, scopes, cut.text, cost, header, cut, replace=replace)
-                return True
-            target -= max(1, cost - room)
-        return False
+        names, uri, label = self._names(scopes), self._uri(c), c.provenance.label
+
+        def measure(text: str) -> int:  # what the cut text costs rendered in its item
+            return self.cost.item(self, label, names, text, uri, room)
+
+        cut = self.cutter(c.text, room, measure)
+        if cut is None:
+            return False
+        cost = measure(cut.text)
+        if cost > room:  # a cutter's promise, checked: the budget never rests on it alone
+            return False
+        self._keep(rank, c, scopes, cut.text, cost, header, cut, replace=replace)
+        return True
 
     def recut_last(self, excess: int) -> bool:
         """Cut the last kept item (already a cut) ``excess`` tokens shorter; False if it cannot be."""
