@@ -66,7 +66,6 @@ from recallpack.packing.walk import (
     Walk,
     WalkSettings,
     default_block,
-    likely_chunks,
 )
 
 __all__ = ["Packer", "recall", "pack", "recall_many", "CutMode", "DEFAULT_CITATION_KEYS", "unknown_setting"]
@@ -256,10 +255,11 @@ class Packer(BaseModel):
         candidate_lists: Iterable[Iterable[Candidate | Mapping[str, Any]]],
         *,
         queries: Sequence[str | None] | None = None,
-        max_workers: int | None = None,
     ) -> list[RecallResult]:
-        """Pack many independent lists at once, on every core; the same results as a loop."""
-        return _recall_many(self, candidate_lists, queries, max_workers or os.cpu_count() or 1)
+        """Pack many independent lists (one per query, ``queries`` to steer their cuts): the
+        same results as a loop of :meth:`recall`, checked once. To use several cores, give each
+        worker process its own share of the queries (see ``docs/scaling.md``)."""
+        return _recall_many(self, candidate_lists, queries)
 
     # -- one packing ----------------------------------------------------------------------------
 
@@ -308,24 +308,16 @@ def _recall_many(
     packer: Packer,
     candidate_lists: Iterable[Iterable[Candidate | Mapping[str, Any]]],
     queries: Sequence[str | None] | None,
-    workers: int,
 ) -> list[RecallResult]:
     lists = [_as_list(c) for c in candidate_lists]
     if queries is not None and len(queries) != len(lists):
         raise ConfigError(f"queries has {len(queries)} entries for {len(lists)} candidate lists")
     asked = list(queries) if queries is not None else [None] * len(lists)
-    results: list[RecallResult] = []
-    # The walks are short Python loops; the counting is what costs, so it is done first, for
-    # a group of lists at once, on every core (tiktoken's batch encoder runs outside the
-    # GIL), and each walk then finds its counts in the cache. Groups keep the cache small.
-    for start in range(0, len(lists), _GROUP):
-        group = lists[start : start + _GROUP]
-        if workers > 1 and packer.join is None:
-            settings = _walk_settings(packer, packer.max_tokens, packer.max_items)
-            guess = [chunk for c in group for chunk in likely_chunks(c, settings, packer.max_tokens * 5)]
-            packer._tok.prime(guess, threads=workers)
-        results.extend(packer._recall(c, query=q) for c, q in zip(group, asked[start : start + _GROUP]))
-    return results
+    # One process, in order. tiktoken holds the GIL while it encodes, so threads only take
+    # turns, and forked workers pay more in copy-on-write faults on the inherited candidates
+    # than a ~1 ms packing saves (both measured, docs/scaling.md): parallelism pays at the level
+    # of whole jobs, each worker loading its own data (examples/ray_batch.py).
+    return [packer._recall(c, query=q) for c, q in zip(lists, asked)]
 
 
 def _walk_settings(packer: Packer, max_tokens: int | None, max_items: int | None) -> WalkSettings:
@@ -511,9 +503,6 @@ def _as_list(candidates: object) -> Sequence[Any]:
 
 # -- the module-level functions users know ------------------------------------------------------
 
-#: Lists packed per batch-counting round in recall_many: enough to keep every core busy, few
-#: enough that their counts stay in the tokenizer's cache until their walks read them.
-_GROUP = 128
 _CACHE: dict[tuple[tuple[str, Any], ...], Packer] = {}
 _CACHE_SIZE = 64
 
@@ -577,7 +566,7 @@ def recall_many(
     queries: Sequence[str | None] | None = None,
     **settings: Any,
 ) -> list[RecallResult]:
-    """:func:`recall` for many independent lists, on every core; the same results as a loop."""
+    """:func:`recall` for many independent lists: the same results as a loop."""
     return _packer(settings).recall_many(candidate_lists, queries=queries)
 
 

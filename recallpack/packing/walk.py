@@ -429,23 +429,6 @@ def resource_of(c: Candidate, settings: WalkSettings) -> str | None:
     return citation_from(c.metadata, settings.citation_keys)
 
 
-def likely_chunks(candidates: Sequence[Any], settings: WalkSettings, chars: int) -> list[str]:
-    """The items a walk over ``candidates`` will most likely cost, as it will render them: the
-    first readable ones until about ``chars`` characters. A guess only warms a count cache."""
-    chunks: list[str] = []
-    for raw in candidates[: (settings.max_items or len(candidates)) + 1]:
-        if not isinstance(raw, Candidate) or raw.modality != "text" or raw.scope_error:
-            continue
-        if raw.scope_ids and (settings.reader is None or not settings.reader.can_read(raw.scope_ids)):
-            continue
-        names = [s.name for s in settings.reader.resolve(raw.scope_ids)] if settings.reader else []
-        chunks.append(item_text(raw.provenance.label, names, raw.text, resource_of(raw, settings)) + "\n")
-        chars -= len(chunks[-1])
-        if chars <= 0:
-            break
-    return chunks
-
-
 def default_block(evidence: Sequence[Evidence], shared_scopes: Sequence[Scope]) -> str:
     """``evidence`` as the default template renders it (a test pins that the two agree)."""
     if not evidence:
