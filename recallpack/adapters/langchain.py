@@ -367,20 +367,24 @@ class EvidenceRenderer(_LangChainComponent, RunnableSerializable[list[Document],
         super().__init__(**data)
 
     def invoke(self, input: list[Document], config: RunnableConfig | None = None, **kwargs: Any) -> str:
-        return self._call_with_config(self._render, input, config)
+        # Per-call settings (from invoke or .bind) are validated, never silently ignored.
+        packer = self.packer.replace(**kwargs)
+        return self._call_with_config(lambda docs: self._render(docs, packer), input, config)
 
     async def ainvoke(
         self, input: list[Document], config: RunnableConfig | None = None, **kwargs: Any
     ) -> str:
         # Packing is pure CPU and quick; a thread hop would cost more than it frees.
-        return await self._acall_with_config(self._arender, input, config)
+        packer = self.packer.replace(**kwargs)
 
-    def _render(self, docs: list[Document]) -> str:
+        async def arender(docs: list[Document]) -> str:
+            return self._render(docs, packer)
+
+        return await self._acall_with_config(arender, input, config)
+
+    def _render(self, docs: list[Document], packer: Packer) -> str:
         docs = _documents(docs, "render_evidence input")
-        return self.packer.recall(self._candidates(docs)).to_markdown()
-
-    async def _arender(self, docs: list[Document]) -> str:
-        return self._render(docs)
+        return packer.recall(self._candidates(docs)).to_markdown()
 
 
 render_evidence: Runnable[list[Document], str] = EvidenceRenderer()
