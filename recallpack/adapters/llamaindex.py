@@ -252,6 +252,8 @@ class BudgetedRetriever(BaseRetriever):
         once, under the lane that ranked it best, with the fused score. ``aretrieve`` calls the
         lanes concurrently.
         """
+        # Checked here too, so a misspelled ``weights`` or ``rrf_k`` is named as the closest one.
+        refuse_unknown(cls.__name__, settings, [*cls._OWN, *Packer.settings_names(), "weights", "rrf_k"])
         if not lanes:
             raise ConfigError("from_lanes needs at least one lane, e.g. {'sources': retriever}")
         if "lane" in settings:
