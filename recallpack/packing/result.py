@@ -6,9 +6,9 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from recallpack.packing.candidate import Candidate, Provenance, ValueEnum
+from recallpack.packing.candidate import Candidate, Provenance, ValueEnum, clean_text
 from recallpack.packing.errors import TemplateError
 from recallpack.packing.report_html import report_html, trace_html
 
@@ -36,6 +36,13 @@ class Scope(BaseModel):
 
     name: str
     description: str = ""
+
+    @field_validator("name", "description")
+    @classmethod
+    def _encodable(cls, value: str) -> str:
+        # Both are rendered in the block's header: a lone surrogate (a scope table read from
+        # JSON) would make the block unencodable as UTF-8 downstream, so it is repaired here.
+        return clean_text(value)
 
 
 class Reader(BaseModel):
