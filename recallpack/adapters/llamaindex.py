@@ -171,7 +171,9 @@ class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        return self.pack_nodes(nodes, query_bundle.query_str if query_bundle else None)[0]
+        # A str is taken as the query, as LlamaIndex retrievers take one (QueryType).
+        query = query_bundle if isinstance(query_bundle, str) else getattr(query_bundle, "query_str", None)
+        return self.pack_nodes(nodes, query)[0]
 
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
