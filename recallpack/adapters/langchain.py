@@ -101,6 +101,19 @@ def _documents(output: object, source: str) -> list[Document]:
     return list(output)
 
 
+def _lane_map(lanes: object) -> dict[Any, Any]:
+    if not isinstance(lanes, Mapping):
+        raise ConfigError(f"lanes={lanes!r:.60} must be a mapping of lane name to retriever")
+    return dict(lanes)
+
+
+def _listed(documents: object) -> object:
+    """A sequence of documents as a list; anything else as is, for _documents to name."""
+    if isinstance(documents, Sequence) and not isinstance(documents, str):
+        return list(documents)
+    return documents
+
+
 def _kept(docs: Sequence[Document], result: RecallResult) -> list[Document]:
     """Copies of the kept Documents, in evidence order, with recallpack's fields added.
 
@@ -194,7 +207,7 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
                 )
             data["retriever"] = RunnableLambda(upstream)
         if data.get("lanes") is not None:
-            lanes = dict(data["lanes"])
+            lanes = _lane_map(data["lanes"])
             data["lanes"] = {coerce_lane(n, field=f"lanes key {n!r}"): r for n, r in lanes.items()}
             data["weights"] = check_weights(data.get("weights"), list(data["lanes"])) or None
         check_rrf_k(data.get("rrf_k", DEFAULT_RRF_K))
@@ -405,7 +418,7 @@ class BudgetCompressor(_LangChainComponent, BaseDocumentCompressor):
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
-        docs = _documents(list(documents), "compressor input")
+        docs = _documents(_listed(documents), "compressor input")
         return _kept(docs, self.packer.recall(self._candidates(docs), query=query or None))
 
     async def acompress_documents(
@@ -416,5 +429,5 @@ class BudgetCompressor(_LangChainComponent, BaseDocumentCompressor):
 
     def compress(self, documents: Sequence[Document], query: str | None = None) -> RecallResult:
         """The RecallResult of compressing ``documents`` (evidence, report, trace)."""
-        docs = _documents(list(documents), "compressor input")
+        docs = _documents(_listed(documents), "compressor input")
         return self.packer.recall(self._candidates(docs), query=query)
