@@ -82,9 +82,8 @@ class PackerComponent(PackSettings):
         for name in names:  # hold the values as validated (a Reader from its dict form, say)
             if name not in host:
                 self.__dict__[name] = getattr(self._packer, name)
-        lane = getattr(self, "lane")  # noqa: B009  (a generated field)
-        self._lane = None if lane is None else coerce_lane(lane)
-        check_on_unknown_lane(getattr(self, "on_unknown_lane"))  # noqa: B009
+        # The same checks as for components that are not pydantic models (lane_key="" too).
+        self._lane, _, _ = item_settings({name: getattr(self, name) for name in ITEM_SETTINGS})
         return self
 
     def _host_settings(self) -> dict[str, Any]:
