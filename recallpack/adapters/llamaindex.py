@@ -256,8 +256,11 @@ class BudgetedRetriever(BaseRetriever):
         """
         # Checked here too, so a misspelled ``weights`` or ``rrf_k`` is named as the closest one.
         refuse_unknown(cls.__name__, settings, [*cls._OWN, *Packer.settings_names(), "weights", "rrf_k"])
-        if not lanes:
-            raise ConfigError("from_lanes needs at least one lane, e.g. {'sources': retriever}")
+        if not isinstance(lanes, Mapping) or not lanes:
+            raise ConfigError(
+                f"lanes={lanes!r:.60} must be a non-empty mapping of lane name to retriever, "
+                "e.g. {'sources': retriever}"
+            )
         if "lane" in settings:
             raise ConfigError("from_lanes takes each lane from its key; do not pass lane=")
         resolved: dict[LaneKind, BaseRetriever] = {}
