@@ -262,7 +262,7 @@ class Packer(BaseModel):
         max_workers: int | None = None,
     ) -> list[RecallResult]:
         """Pack many independent lists at once, on every core; the same results as a loop."""
-        lists = [_as_list(c) for c in candidate_lists]
+        lists = _candidate_lists(candidate_lists)
         if queries is not None and len(queries) != len(lists):
             raise ConfigError(f"queries has {len(queries)} entries for {len(lists)} candidate lists")
         asked = queries if queries is not None else [None] * len(lists)
@@ -495,6 +495,12 @@ def _looks_like_embeddings(value: object) -> bool:
     return all(hasattr(value, name) for name in ("embed_query", "embed_documents")) or all(
         hasattr(value, name) for name in ("get_query_embedding", "get_text_embedding_batch")
     )
+
+
+def _candidate_lists(value: object) -> list[Sequence[Any]]:
+    if value is None or isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise CandidateError(f"candidate_lists must be a list of candidate lists, got {type(value).__name__}")
+    return [_as_list(candidates) for candidates in value]
 
 
 def _as_list(candidates: object) -> Sequence[Any]:
