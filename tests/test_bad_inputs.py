@@ -126,6 +126,8 @@ CORE = [
     row(lambda: recall(ONE, citation_keys=5), ConfigError, "citation_keys", "citation-keys-int"),
     row(lambda: recall(ONE, max_token=100), ConfigError, "max_tokens", "recall-typo"),
     row(lambda: recall_many([ONE], queries=["a", "b"]), ConfigError, "queries", "recall-many-queries"),
+    row(lambda: recall_many(None), CandidateError, "candidate_lists", "recall-many-none"),  # type: ignore[arg-type]
+    row(lambda: recall(ONE, join=lambda texts: len(texts)), ConfigError, "join", "join-returns-int"),
     row(lambda: pack(ONE, 0), BudgetError, "max_tokens", "pack-zero"),
     row(lambda: Packer(max_token=100), ConfigError, "max_tokens", "packer-typo"),
     row(lambda: Packer().recall(ONE, polcy="skip"), ConfigError, "policy", "packer-call-typo"),
@@ -160,6 +162,8 @@ LANGCHAIN = [
     row(lambda: lc_retriever(k=3, max_items=4), ConfigError, "max_items", "lc-k-disagrees"),
     row(lambda: lc_retriever(fetch_k=-1), BudgetError, "fetch_k", "lc-fetch-k-neg"),
     row(lambda: lc_retriever(lane="nope"), LaneError, "lane", "lc-lane"),
+    row(lambda: lc_retriever(lane_key=""), ConfigError, "lane_key", "lc-lane-key-empty"),
+    row(lambda: lc.BudgetedRetriever(lanes=[upstream()]), ConfigError, "lanes", "lc-lanes-list"),
     row(lambda: lc_retriever(on_unknown_lane="ignore"), ConfigError, "on_unknown_lane", "lc-on-unknown-lane"),
     row(lambda: lc.BudgetedRetriever.from_lanes({"nope": upstream()}), LaneError, "nope", "lc-lanes-key"),
     row(lambda: lc.BudgetedRetriever.from_lanes({"facts": upstream()}, weights={"facts": -1}), ConfigError,
@@ -180,6 +184,8 @@ LANGCHAIN = [
     row(lambda: lc.BudgetCompressor(policy="nope"), PolicyError, "policy", "lc-compressor-policy"),
     row(lambda: lc.BudgetCompressor().compress_documents(["text"], "q"), UpstreamError, "Document",
         "lc-compressor-input"),  # type: ignore[list-item]
+    row(lambda: lc.BudgetCompressor().compress_documents(None, "q"), UpstreamError, "compressor input",
+        "lc-compressor-none"),  # type: ignore[arg-type]
     row(lambda: lc.EvidenceRenderer(max_token=5), ConfigError, "max_tokens", "lc-renderer-typo"),
     row(lambda: lc.EvidenceRenderer(template=5), TemplateError, "template", "lc-renderer-template"),
     row(lambda: lc.render_evidence.invoke(DOCS, max_token=5), ConfigError, "max_tokens",
@@ -195,11 +201,13 @@ LLAMAINDEX = [
     row(lambda: li.BudgetPostprocessor(reader="me"), ConfigError, "reader", "li-pp-reader-str"),
     row(lambda: li.BudgetPostprocessor().postprocess_nodes(["x"]), UpstreamError, "NodeWithScore",
         "li-pp-input"),  # type: ignore[list-item]
+    row(lambda: li.BudgetPostprocessor().postprocess_nodes(None), UpstreamError, "nodes", "li-pp-none"),  # type: ignore[arg-type]
     row(lambda: li_retriever(max_token=5), ConfigError, "max_tokens", "li-ret-typo"),
     row(lambda: li_retriever(fetch_k=0), BudgetError, "fetch_k", "li-ret-fetch-k"),
     row(lambda: li_retriever(lane_key=""), ConfigError, "lane_key", "li-ret-lane-key"),
     row(lambda: li.BudgetedRetriever("not a retriever"), ConfigError, "retriever", "li-ret-upstream"),
     row(lambda: li.BudgetedRetriever.from_lanes({}), ConfigError, "lane", "li-lanes-empty"),
+    row(lambda: li.BudgetedRetriever.from_lanes(["facts"]), ConfigError, "lanes", "li-lanes-list"),  # type: ignore[arg-type]
     row(lambda: li.BudgetedRetriever.from_lanes({"facts": Nodes(NODES)}, weights={"facts": math.inf}),
         ConfigError, "weights", "li-weight-inf"),
     row(lambda: li.BudgetedRetriever.from_lanes({"facts": Nodes(NODES)}, weight={"facts": 1}), ConfigError,

@@ -88,6 +88,21 @@ def test_a_scope_id_with_a_lone_surrogate_is_refused_not_repaired() -> None:
         Candidate(text=SECRET, scope_ids=[SURROGATE])
 
 
+def test_lone_surrogates_anywhere_rendered_leave_an_encodable_block() -> None:
+    """Text, ids, citations and scope names holding '\\ud800' render as U+FFFD, encodable as UTF-8."""
+    reader = Reader(id="me", scopes={"org": Scope(name=f"club {SURROGATE}", description=f"d {SURROGATE}")})
+    candidate = Candidate(
+        text=f"Alice {SURROGATE} works",
+        scope_ids=["org"],
+        artifact_id=f"doc-{SURROGATE}",
+        artifact_content_id="v1",
+    )
+    cited = Candidate(text="cited", metadata={"source": f"notes-{SURROGATE}.md"})
+    block = recall([candidate, cited], reader=reader).to_markdown()
+    assert SURROGATE not in block and block.count("\ufffd") >= 4
+    block.encode("utf-8")
+
+
 # -- scopes: the adapters -----------------------------------------------------------------------
 
 FALSY = [0, "", False, [], [""], None, [1], [["bob"]], {"id": "bob"}, [SURROGATE]]
