@@ -331,7 +331,7 @@ def _measure(packer: Packer, walk: Walk, max_tokens: int | None) -> tuple[int, s
         # The model is shown the joined texts; the block is rendered only if someone asks, from
         # the kept evidence alone (the closure must not keep the caller's candidates alive).
         evidence, scopes = walk.evidence(), walk.shared_scopes()
-        return walk.cost.measure(walk), lambda: _render(packer, evidence, scopes, None)
+        return walk.cost.measure(walk), lambda: _render(packer, evidence, scopes, max_tokens)
     text = _render(packer, walk.evidence(), walk.shared_scopes(), max_tokens)
     if packer._compiled is None and packer._tok.splits_at_line_starts:
         return walk.cost.measure(walk), text
