@@ -305,6 +305,14 @@ def test_output_over_the_bound_stops_with_a_template_error() -> None:
             recall([Candidate(text="hello")], max_tokens=100, template=runaway)
 
 
+def test_the_lazy_block_of_a_joined_result_is_bounded_too() -> None:
+    """With join= (LlamaIndex's context), the block rendered on request has the same bound."""
+    runaway = "{% for i in range(100000) %}{{ 'x' * 100 }}{% endfor %}"
+    result = recall([Candidate(text="hello")], max_tokens=100, join="\n".join, template=runaway)
+    with pytest.raises(TemplateError, match="template output passed"):
+        result.to_markdown()
+
+
 def test_to_markdown_of_another_template_is_refused() -> None:
     """to_markdown(template=...) would return bytes nobody counted, so it raises."""
     result = recall([Candidate(text="hello")])
