@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -481,14 +482,23 @@ def _lane_budgets(value: Mapping[str, int] | None) -> dict[LaneKind | Provenance
     return budgets
 
 
+_URI_FIELDS = frozenset({"artifact_id", "artifact_content_id"})
+
+
 def _check_uri_template(template: str) -> None:
+    # Plain fields only: a format spec ("{artifact_id:>100000000}") would pad every item's
+    # resource line to any size, and "{artifact_id.__class__}" reaches past the value.
     try:
-        template.format(artifact_id="a", artifact_content_id="b")
-    except (KeyError, IndexError, ValueError, AttributeError) as exc:
+        parsed = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(template)]
+        plain = all(n is None or (n in _URI_FIELDS and not (spec or conv)) for n, spec, conv in parsed)
+        problem = "" if plain else "a field that is not plain {artifact_id} or {artifact_content_id}"
+    except ValueError as exc:  # an unmatched brace
+        problem = str(exc)
+    if problem:
         raise ConfigError(
-            f"resource_uri_template={template!r} cannot be filled ({type(exc).__name__}: {exc}); "
-            "use {artifact_id} and {artifact_content_id} as its only fields"
-        ) from None
+            f"resource_uri_template={template!r:.80} cannot be filled ({problem}); "
+            "use {artifact_id} and {artifact_content_id} as its only fields, with no format spec"
+        )
 
 
 def _looks_like_embeddings(value: object) -> bool:
