@@ -95,6 +95,15 @@ class PackerComponent(PackSettings):
         """The validated Packer every call of this component packs with."""
         return self._packer
 
+    def _per_call(self, overrides: Mapping[str, Any]) -> Packer:
+        """The Packer for one call's settings, refused per call where refused at construction."""
+        for name in sorted(HOST_DECIDES & set(overrides)):
+            raise ConfigError(
+                f"{name}= is decided by {type(self).__name__} (it is what its host shows the model) "
+                "and cannot be set per call"
+            )
+        return self._packer.replace(**overrides)
+
     def _candidate(
         self,
         text: str,

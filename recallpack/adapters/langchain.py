@@ -159,7 +159,7 @@ class _Call:
         if "k" in overrides:
             overrides["max_items"] = _k_or_max_items(overrides.pop("k"), overrides.get("max_items", "unset"))
         self.fetch_k = check_max_items(overrides.pop("fetch_k", owner.fetch_k), "fetch_k")
-        self.packer: Packer = owner.packer.replace(**overrides)
+        self.packer: Packer = owner._per_call(overrides)
         self.sink: list[RecallResult] | None = kwargs.get(_SINK)
 
 
@@ -381,14 +381,14 @@ class EvidenceRenderer(_LangChainComponent, RunnableSerializable[list[Document],
 
     def invoke(self, input: list[Document], config: RunnableConfig | None = None, **kwargs: Any) -> str:
         # Per-call settings (from invoke or .bind) are validated, never silently ignored.
-        packer = self.packer.replace(**kwargs)
+        packer = self._per_call(kwargs)
         return self._call_with_config(lambda docs: self._render(docs, packer), input, config)
 
     async def ainvoke(
         self, input: list[Document], config: RunnableConfig | None = None, **kwargs: Any
     ) -> str:
         # Packing is pure CPU and quick; a thread hop would cost more than it frees.
-        packer = self.packer.replace(**kwargs)
+        packer = self._per_call(kwargs)
 
         async def arender(docs: list[Document]) -> str:
             return self._render(docs, packer)
