@@ -50,6 +50,7 @@ from recallpack import (
     truncate_to_tokens,
 )
 from recallpack.adapters import langchain as lc
+from recallpack.allowance import Allowance, Remaining
 from recallpack.adapters import llamaindex as li
 from recallpack.cli import main as cli_main
 from tests.adapters.test_langchain_memory_bad_inputs import BAD_INPUTS as MEMORY_BAD_INPUTS
@@ -151,6 +152,9 @@ CORE = [
     row(lambda: count_tokens("a", "no-such-encoding"), TokenizerError, "no-such-encoding", "count-tokens-enc"),
     row(lambda: get_tokenizer(3.5), TokenizerError, "3.5", "get-tokenizer-float"),  # type: ignore[arg-type]
     row(lambda: truncate_to_tokens("abc", -1), BudgetError, "max_tokens", "truncate-negative"),
+    row(lambda: Allowance(max_item=3), BudgetError, "did you mean 'max_items'", "allowance-typo"),
+    row(lambda: Remaining(items=1, tokens=-1, blocks=1), BudgetError, "tokens=-1", "remaining-negative"),
+    row(lambda: recall(ONE, allowance={"max_items": 3}), BudgetError, "allowance", "recall-allowance-dict"),
     row(lambda: split_token_windows("abc", 0), BudgetError, "max_tokens", "windows-zero"),
 ]
 
