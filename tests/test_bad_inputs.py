@@ -50,8 +50,8 @@ from recallpack import (
     truncate_to_tokens,
 )
 from recallpack.adapters import langchain as lc
-from recallpack.allowance import Allowance, Remaining
 from recallpack.adapters import llamaindex as li
+from recallpack.allowance import Allowance, Remaining
 from recallpack.cli import main as cli_main
 from tests.adapters.test_langchain_memory_bad_inputs import BAD_INPUTS as MEMORY_BAD_INPUTS
 from tests.test_allowance_bad_inputs import BAD_INPUTS as ALLOWANCE_BAD_INPUTS
