@@ -373,6 +373,25 @@ def test_a_result_keeps_nothing_the_caller_dropped() -> None:
     assert result.report.candidates == 100_001 and len(result.trace) == 100_001
 
 
+@pytest.mark.parametrize("policy", ["prefix", "skip", "truncate"])
+@pytest.mark.parametrize("shape", ["letters", "leading-spaces", "words"])
+def test_a_huge_candidate_is_never_copied_to_be_checked(shape: str, policy: str) -> None:
+    """Emptiness, dedupe and size checks on a 50 MB text allocate well under 5 MB, whatever its shape."""
+    big = {"letters": "z" * 50_000_000, "leading-spaces": " " * 50_000_000 + "x", "words": "word " * 10_000_000}
+    text = big[shape]
+    candidates = [Candidate(text="passage " * 300), Candidate(text=text), Candidate(text=text[:-1] + "y")]
+    recall(candidates[:1], max_tokens=2048)  # loads the encoding first
+    gc.collect()
+    tracemalloc.start()
+    try:
+        result = recall(candidates, max_tokens=2048, policy=policy)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5_000_000, peak
+    assert result.report.items_selected >= 1 and result.report.tokens_used <= 2048
+
+
 def test_a_pickled_result_is_the_size_of_what_was_kept() -> None:
     """Pickled, a result holds the kept evidence and compact trace rows, not the input."""
     kept = [Candidate(text=f"fact {i}: " + "word " * 50) for i in range(3)]
