@@ -1,20 +1,21 @@
-"""Rank the standard library's docstrings for a question, then pack the evidence into 2048 tokens.
+"""Rank the standard library's docstrings for a question, then pack the evidence into a token budget.
 
 Offline and with nothing but recallpack installed: the corpus is the stdlib's own module
-docstrings, the scorer is BM25 (written out below), and the tokenizer is cl100k_base.
+docstrings (from ``recallpack.testing``), the scorer is BM25 (written out below), and the
+tokenizer is cl100k_base.
 
-    python examples/stdlib_demo.py "how do I parse command line arguments"
+    python examples/stdlib_demo.py "how do I parse command line arguments" --max-tokens 1024
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
-import sys
 from collections import Counter
 
 from recallpack import Candidate, recall
-from recallpack._bench.corpus import paragraphs
+from recallpack.testing import paragraphs
 
 WORD = re.compile(r"[a-z0-9]+")
 
@@ -71,4 +72,10 @@ def main(query: str, max_tokens: int = 2048) -> str:
 
 
 if __name__ == "__main__":
-    main(" ".join(sys.argv[1:]) or "how do I parse command line arguments")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "query", nargs="*", help='the question, in words (default: "how do I parse command line arguments")'
+    )
+    parser.add_argument("--max-tokens", type=int, default=2048, help="the budget (default: %(default)s)")
+    args = parser.parse_args()
+    main(" ".join(args.query) or "how do I parse command line arguments", max_tokens=args.max_tokens)

@@ -45,6 +45,7 @@ from recallpack.packing.tokenizer import (
     split_token_windows,
     truncate_to_tokens,
 )
+from recallpack.packing.windows import Window, chunk_size_for, token_windows
 
 __version__ = "0.1.0"
 
@@ -111,6 +112,9 @@ __all__ = [
     "count_tokens",
     "truncate_to_tokens",
     "split_token_windows",
+    "token_windows",
+    "Window",
+    "chunk_size_for",
     "RecallpackError",
     "ConfigError",
     "BudgetError",

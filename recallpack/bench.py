@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, (value, _, ok) in targets.items():
         print(f"  {'ok  ' if ok else 'MISS'} {name}: {value:.2f}")
     if not args.core:
-        for section in ("langchain", "llamaindex"):
+        for section in ("cuts", "langchain", "llamaindex", "splitters", "ray"):
             print()
             try:
                 module = importlib.import_module(f"recallpack._bench.{section}")

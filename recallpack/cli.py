@@ -1,27 +1,293 @@
-"""``recallpack doctor`` and ``recallpack pack``. Errors become one line and exit code 2."""
+"""``recallpack pack`` and ``recallpack doctor``: the library from a shell.
+
+Whatever goes wrong reaches the user as one line on stderr and exit status 2: a file that
+cannot be read, a line that is not a candidate (named by the file's own line number), a flag
+out of range (named by its flag). The core's error messages are written for Python callers
+(``max_tokens_ceiling=``, ``candidates[1]``), so this module checks what it can itself and
+rewords the rest in the words of the command line.
+"""
 
 from __future__ import annotations
 
 import argparse
+import codecs
+import difflib
 import json
+import os
+import re
 import sys
-from collections.abc import Iterator, Sequence
-from typing import Any, TextIO
+import textwrap
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
 
-from recallpack.packing.errors import CandidateError, RecallpackError
-from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING, POLICIES
-from recallpack.packing.packer import recall
-from recallpack.packing.tokenizer import DEFAULT_ENCODING, resolve_encoding
+from recallpack import (
+    DEFAULT_MAX_TOKENS,
+    MAX_TOKENS_CEILING,
+    POLICIES,
+    Candidate,
+    LaneKind,
+    RecallpackError,
+    get_tokenizer,
+    recall,
+    resolve_encoding,
+)
+from recallpack.packing.tokenizer import DEFAULT_ENCODING
 
 __all__ = ["main"]
 
 DOCTOR_ENCODINGS = ("cl100k_base", "o200k_base")
+EXAMPLE_LINE = '{"text": "Alice moved to the Berlin office in March.", "lane": "facts", "score": 0.92}'
+LANES = ", ".join(kind.value for kind in LaneKind)
+#: Every field a JSON Lines candidate may have: (JSON type, what it is). pack --help shows these.
+FIELDS: dict[str, tuple[str, str]] = {
+    "text": ("string", "the retrieved text (required)"),
+    "lane": ("string", f"where it was found: {LANES} (default: sources)"),
+    "score": ("number", "the retriever's score, kept in the trace (never rendered)"),
+    "artifact_id": ("string", "the document it came from"),
+    "artifact_content_id": ("string", "which version or chunk of it (with artifact_id: the resource line)"),
+    "citation": ("string", "where it can be found again (a path, a URL), for the resource line"),
+    "scope_ids": ("array of strings", "the scopes (whose memory) it belongs to; withheld: no reader"),
+    "metadata": ("object", "anything else from the retriever, kept as is"),
+    "modality": ("string", 'what the item is (default: "text")'),
+}
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+
+
+class UsageError(Exception):
+    """One line for the user; main() prints it and exits 2."""
+
+
+@dataclass(frozen=True)
+class _Line:
+    number: int
+    fields: dict[str, Any]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # argparse prints its usage block before the message; one line says the same.
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("recallpack")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        import recallpack
+
+        return str(getattr(recallpack, "__version__", "unknown"))
+
+
+def _whole_number(flag: str, minimum: int = 1) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is too small: {flag} must be at least {minimum}")
+        return value
+
+    return parse
+
+
+def _check_encoding(name: str) -> None:
+    try:
+        get_tokenizer(name)
+    except RecallpackError:
+        raise UsageError(
+            f"--encoding {name!r} is not an encoding or a model name; use cl100k_base, o200k_base, "
+            "a model name such as gpt-4o, or chars (recallpack doctor lists what resolves here)"
+        ) from None
+
+
+# -- reading candidates -------------------------------------------------------------------------
+
+
+def _read_bytes(path: str) -> tuple[str, bytes]:
+    """``(name for messages, content)`` of a file, or of stdin for ``-``."""
+    if path == "-":
+        if sys.stdin.isatty():
+            print(
+                "recallpack pack: reading candidates from the terminal, one JSON object per line; "
+                "end with Ctrl-D (or give a file: recallpack pack FILE)",
+                file=sys.stderr,
+            )
+        buffer = getattr(sys.stdin, "buffer", None)
+        data = buffer.read() if buffer is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+        return "<stdin>", data
+    try:
+        with open(path, "rb") as handle:
+            return path, handle.read()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a directory; give a JSON Lines file, one candidate per line") from None
+    except PermissionError:
+        raise UsageError(f"{path}: permission denied; the file is not readable by this user") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _whole_file_hint(text: str) -> str:
+    """A more useful message when the file is JSON, just not JSON Lines."""
+    try:
+        whole = json.loads(text)
+    except (ValueError, RecursionError):
+        return ""
+    if isinstance(whole, list):
+        return "the file is one JSON array: write one object per line, for example with jq -c '.[]'"
+    if isinstance(whole, dict):
+        return "the file is one JSON object spread over several lines; write each candidate on one line"
+    return ""
+
+
+def _parse_lines(name: str, data: bytes) -> list[_Line]:
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise UsageError(f"{name}: is UTF-16 text; save it as UTF-8")
+    if b"\x00" in data:
+        raise UsageError(f"{name}: is a binary file (it contains NUL bytes), not JSON Lines text")
+    data = data.removeprefix(codecs.BOM_UTF8)
+    lines = []
+    # JSON Lines separates records by "\n" only; a U+2028 inside a string is not a line break.
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(
+                f"{name}:{number}: is not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                f"{exc.start + 1}); save the file as UTF-8"
+            ) from None
+        if not text.strip():
+            continue
+        try:
+            item = json.loads(text)
+        except json.JSONDecodeError as exc:
+            hint = _whole_file_hint(data.decode("utf-8", "replace"))
+            raise UsageError(
+                f"{name}:{number}: not valid JSON ({exc.msg} at column {exc.colno}); "
+                + (hint or f"each line must be one JSON object, such as {EXAMPLE_LINE}")
+            ) from None
+        except (ValueError, RecursionError) as exc:  # a 5,000-digit number, or [[[[...]]]]
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise UsageError(f"{name}:{number}: not usable JSON ({reason})") from None
+        if not isinstance(item, dict):
+            hint = _whole_file_hint(data.decode("utf-8", "replace")) if isinstance(item, list) else ""
+            raise UsageError(
+                f"{name}:{number}: a line must be one JSON object, such as {EXAMPLE_LINE}; "
+                f"this one is {_json_type(item)}" + (f" ({hint})" if hint else "")
+            )
+        lines.append(_Line(number, item))
+    return lines
+
+
+def _check_fields(where: str, fields: dict[str, Any]) -> None:
+    for key in fields:
+        if key not in FIELDS:
+            close = difflib.get_close_matches(key, FIELDS, n=1)
+            hint = f'did you mean "{close[0]}"? ' if close else ""
+            raise UsageError(f'{where}: unknown field "{key}"; {hint}the fields are: {", ".join(FIELDS)}')
+    if "text" not in fields:
+        raise UsageError(
+            f'{where}: no "text" field; every line needs the retrieved text, such as {EXAMPLE_LINE}'
+        )
+    expected = {
+        "text": (str,),
+        "lane": (str,),
+        "score": (int, float, type(None)),
+        "artifact_id": (str, type(None)),
+        "artifact_content_id": (str, type(None)),
+        "citation": (str, type(None)),
+        "scope_ids": (list, str),
+        "metadata": (dict,),
+        "modality": (str,),
+    }
+    for key, value in fields.items():
+        wrong = not isinstance(value, expected[key]) or (key == "score" and isinstance(value, bool))
+        if key == "scope_ids" and isinstance(value, list):
+            wrong = not all(isinstance(scope, str) for scope in value)
+        if wrong:
+            raise UsageError(f'{where}: "{key}" must be {_article(FIELDS[key][0])}, not {_json_type(value)}')
+    lane = fields.get("lane")
+    if isinstance(lane, str) and lane.strip().lower() not in {kind.value for kind in LaneKind}:
+        raise UsageError(f'{where}: "lane" is {lane!r}, which is not a lane; use one of: {LANES}')
+
+
+def _article(kind: str) -> str:
+    return ("an " if kind[0] in "aeiou" else "a ") + kind
+
+
+def _candidates(name: str, lines: list[_Line]) -> list[Candidate]:
+    out = []
+    for line in lines:
+        where = f"{name}:{line.number}"
+        _check_fields(where, line.fields)
+        try:
+            out.append(Candidate(**line.fields))
+        except (RecallpackError, ValueError) as exc:  # a check the core has and this module lacks
+            raise UsageError(f"{where}: {_shell_words(str(exc), name, lines)}") from None
+    return out
+
+
+# -- the core's messages, in the command line's words -------------------------------------------
+
+_FLAG_OF = {
+    "max_tokens_ceiling": "--max-tokens-ceiling",
+    "max_tokens": "--max-tokens",
+    "max_items": "--max-items",
+    "policy": "--policy",
+    "tokenizer": "--encoding",
+}
+
+
+def _shell_words(message: str, name: str, lines: Sequence[_Line]) -> str:
+    """Rewrite a core message for a shell user: flags for keywords, file lines for indexes."""
+
+    def line_of(match: re.Match[str]) -> str:
+        index = int(match.group(1))
+        return f"{name}:{lines[index].number}" if index < len(lines) else match.group(0)
+
+    message = re.sub(r"candidates\[(\d+)\]", line_of, message)
+    message = message.replace("invalid Candidate: ", "")
+    message = re.sub(r",? (or )?a callable str -> int", "", message)
+    message = message.replace("must be None (no cap) or an int", "must be a whole number")
+    for keyword, flag in _FLAG_OF.items():
+        message = re.sub(rf"\bpass {keyword}=", f"add {flag} ", message)
+        message = re.sub(rf"\b{keyword}=", f"{flag} ", message)
+    return message
+
+
+# -- commands -----------------------------------------------------------------------------------
 
 
 def _doctor(args: argparse.Namespace) -> int:
     fallback = False
     for name in args.encoding or DOCTOR_ENCODINGS:
-        resolution = resolve_encoding(name)
+        if name in ("chars", "heuristic"):  # an estimate by choice: nothing to resolve
+            fallback = True
+            print(f"{name}: ESTIMATE (characters / 4, rounded up; no vocabulary)")
+            continue
+        try:
+            resolution = resolve_encoding(name)
+        except RecallpackError:
+            _check_encoding(name)  # says it in the flag's words
+            raise
         fallback |= not resolution.exact
         status = "exact" if resolution.exact else "FALLBACK"
         label = name if name == resolution.encoding else f"{name} -> {resolution.encoding}"
@@ -35,84 +301,171 @@ def _doctor(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_candidates(stream: TextIO) -> Iterator[dict[str, Any]]:
-    for number, line in enumerate(stream, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CandidateError(
-                f"line {number}: not JSON ({exc.msg}); give one candidate object per line"
-            ) from None
-        if not isinstance(item, dict):
-            raise CandidateError(
-                f"line {number}: a candidate must be a JSON object, got {type(item).__name__}"
-            )
-        yield item
-
-
 def _pack(args: argparse.Namespace) -> int:
-    if args.file == "-":
-        candidates = list(_read_candidates(sys.stdin))
-    else:
-        try:
-            with open(args.file, encoding="utf-8") as handle:
-                candidates = list(_read_candidates(handle))
-        except FileNotFoundError:
-            raise CandidateError(f"file {args.file!r}: no such file") from None
-    result = recall(
-        candidates,
-        max_tokens=args.max_tokens,
-        max_items=args.max_items,
-        policy=args.policy,
-        tokenizer=args.encoding,
-        max_tokens_ceiling=args.max_tokens_ceiling,
-    )
+    if args.max_tokens > args.max_tokens_ceiling:
+        raise UsageError(
+            f"--max-tokens {args.max_tokens} is over the ceiling of {args.max_tokens_ceiling}; add "
+            f"--max-tokens-ceiling {args.max_tokens} if one request should really take that much"
+        )
+    _check_encoding(args.encoding)
+    name, data = _read_bytes(args.file)
+    lines = _parse_lines(name, data)
+    candidates = _candidates(name, lines)
+    try:
+        result = recall(
+            candidates,
+            max_tokens=args.max_tokens,
+            max_items=args.max_items,
+            policy=args.policy,
+            tokenizer=args.encoding,
+            max_tokens_ceiling=args.max_tokens_ceiling,
+        )
+    except RecallpackError as exc:
+        raise UsageError(_shell_words(str(exc), name, lines)) from None
     if args.format == "json":
-        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+        sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False, indent=2) + "\n")
     else:
         sys.stdout.write(result.to_markdown())
+    sys.stdout.flush()
+    if not candidates:
+        print(f"recallpack: note: {name} has no candidates (it is empty or blank)", file=sys.stderr)
+    elif args.format != "json":
         print(result.report.summary(), file=sys.stderr)
     return 0
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="recallpack", description="Fit retrieved context to a token budget."
+    parser = _Parser(
+        prog="recallpack",
+        description="Fit retrieved context to a token budget: pack candidates into an evidence block.",
+        epilog="Exit status: 0 done, 1 doctor --require-exact found a fallback, 2 bad input or flag "
+        "(one line on stderr), 130 interrupted.",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"recallpack {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{pack,doctor}")
 
-    doctor = commands.add_parser("doctor", help="say how each tokenizer encoding resolves offline")
-    doctor.add_argument("--encoding", action="append", help="an encoding or model name (repeatable)")
-    doctor.add_argument("--require-exact", action="store_true", help="exit 1 if any encoding falls back")
-    doctor.set_defaults(run=_doctor)
+    fields = "\n".join(
+        textwrap.fill(f"{kind}: {what}", 88, initial_indent=f"  {key:<21}", subsequent_indent=" " * 23)
+        for key, (kind, what) in FIELDS.items()
+    )
+    pack = commands.add_parser(
+        "pack",
+        help="pack JSON Lines candidates into an evidence block",
+        description=textwrap.fill(
+            "Pack candidates, best first, into a Markdown evidence block that fits --max-tokens: "
+            "the block on stdout, a one-line report on stderr.", 88
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"""input: JSON Lines, one candidate per line, best first (blank lines are skipped).
+fields of a line (only "text" is required):
+{fields}
+example line:
+  {EXAMPLE_LINE}
 
-    pack = commands.add_parser("pack", help="pack JSON Lines candidates into an evidence block")
-    pack.add_argument("file", nargs="?", default="-", help="JSON Lines file of candidates (default: stdin)")
-    pack.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
+exit status: 0 packed; also 0 for an input with no candidates (a note on stderr says so)
+and when stdout closes early (as with | head); 2 bad input or flag, said in one line on
+stderr with the file and line or the flag; 130 interrupted.""",
+    )
     pack.add_argument(
-        "--max-tokens-ceiling",
-        type=int,
-        default=MAX_TOKENS_CEILING,
-        help=f"raise this (default {MAX_TOKENS_CEILING}) to allow a larger --max-tokens",
+        "file", nargs="?", default="-", help="JSON Lines file of candidates (default: - , stdin)"
     )
-    pack.add_argument("--max-items", type=int, default=None)
-    pack.add_argument("--policy", choices=POLICIES, default="prefix")
-    pack.add_argument("--encoding", default=DEFAULT_ENCODING, help="encoding, model name, or 'chars'")
-    pack.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    pack.add_argument(
+        "--max-tokens", type=_whole_number("--max-tokens"), default=DEFAULT_MAX_TOKENS, metavar="N",
+        help="the budget: the whole block, header and labels included (default: %(default)s)",
+    )
+    pack.add_argument(
+        "--max-tokens-ceiling", type=_whole_number("--max-tokens-ceiling"), default=MAX_TOKENS_CEILING,
+        metavar="N", help="the largest --max-tokens allowed; raise it on purpose (default: %(default)s)",
+    )
+    pack.add_argument(
+        "--max-items", type=_whole_number("--max-items"), default=None, metavar="N",
+        help="keep at most N items (default: no cap)",
+    )
+    pack.add_argument(
+        "--policy", choices=POLICIES, default="prefix",
+        help="the first item that does not fit: prefix stops there, skip passes over it, "
+        "truncate cuts it to the room left (default: %(default)s)",
+    )
+    pack.add_argument(
+        "--encoding", default=DEFAULT_ENCODING, metavar="NAME",
+        help="what counts tokens: an encoding, a model name such as gpt-4o, or chars "
+        "(default: %(default)s)",
+    )
+    pack.add_argument(
+        "--format", choices=("markdown", "json"), default="markdown",
+        help="markdown: the block; json: evidence and report as one JSON object (default: %(default)s)",
+    )
     pack.set_defaults(run=_pack)
+
+    doctor = commands.add_parser(
+        "doctor",
+        help="say how each tokenizer encoding resolves offline",
+        description="Say, for each encoding, whether it counts exactly here or falls back to an "
+        "estimate, and where its vocabulary comes from.",
+    )
+    doctor.add_argument(
+        "--encoding", action="append", metavar="NAME",
+        help=f"an encoding or model name, repeatable (default: {' and '.join(DOCTOR_ENCODINGS)})",
+    )
+    doctor.add_argument(
+        "--require-exact", action="store_true", help="exit 1 if any encoding falls back (default: off)"
+    )
+    doctor.set_defaults(run=_doctor)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def _silence_stdout() -> None:
+    # The reader went away (| head): point stdout at /dev/null so the interpreter's last flush
+    # does not raise again, as the Python documentation recommends for SIGPIPE.
     try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # a stdout without a file descriptor (tests)
+        pass
+
+
+def _warning_line(message: Warning | str, *_where: Any, **_source: Any) -> None:
+    print(f"recallpack: warning: {str(message).removeprefix('recallpack: ')}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``) and return the exit status."""
+    shown, warnings.showwarning = warnings.showwarning, _warning_line  # one line, no source line
+    try:
+        return _main(argv)
+    finally:
+        warnings.showwarning = shown
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    try:
+        try:
+            args = _parser().parse_args(argv)
+        except SystemExit as exc:  # --help and --version print, then exit 0
+            return exc.code if isinstance(exc.code, int) else 0
         code: int = args.run(args)
-    except RecallpackError as exc:
+        return code
+    except UsageError as exc:
         print(f"recallpack: error: {exc}", file=sys.stderr)
         return 2
-    return code
+    except RecallpackError as exc:
+        print(f"recallpack: error: {_shell_words(str(exc), '<input>', [])}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+    except KeyboardInterrupt:
+        print("recallpack: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - a bug of ours still reaches the user as one line
+        if os.environ.get("RECALLPACK_DEBUG"):
+            raise
+        print(
+            f"recallpack: internal error: {type(exc).__name__}: {exc} (a bug: please report it; "
+            "RECALLPACK_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
+        return 2
 
 
 if __name__ == "__main__":

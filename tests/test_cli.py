@@ -1,16 +1,26 @@
-"""The CLI: doctor and pack, with one-line errors and exit code 2."""
+"""The CLI: doctor and pack, and every error as one line on stderr with exit status 2."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+import recallpack.cli as cli
 import recallpack.packing.tokenizer as tk
-from recallpack import count_tokens
+from recallpack import Candidate, CandidateError, count_tokens
 from recallpack.cli import main
 
+ROOT = Path(__file__).resolve().parent.parent
 LINES = "\n".join(
     json.dumps(item)
     for item in [
@@ -19,6 +29,8 @@ LINES = "\n".join(
         {"text": "The handbook says expenses need a receipt. " * 40},
     ]
 )
+#: What a shell user must never read: Python's words for things the CLI names as flags.
+PYTHON_WORDING = ("Traceback", "candidates[", "max_tokens", "max_items", "callable", "None", "str -> int")
 
 
 def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str, stdin: str = "") -> tuple[int, str, str]:
@@ -26,6 +38,12 @@ def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *ar
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def assert_one_line_error(code: int, out: str, err: str) -> None:
+    assert code == 2 and out == "", (code, out, err)
+    assert err.startswith("recallpack: error: ") and err.count("\n") == 1 and err.endswith("\n"), err
+    assert not [word for word in PYTHON_WORDING if word in err], err
 
 
 def test_pack_markdown_from_stdin(monkeypatch, capsys) -> None:
@@ -45,29 +63,182 @@ def test_pack_json_from_file(monkeypatch, capsys, tmp_path) -> None:
     assert payload["report"]["reasons"] == {"over_item_cap": 2}
 
 
-@pytest.mark.parametrize(
-    ("argv", "stdin", "message"),
-    [
-        (["pack", "--max-tokens", "0"], LINES, "max_tokens=0"),
-        (["pack", "--max-tokens", "99999"], LINES, "ceiling"),
-        (["pack", "--encoding", "nope"], LINES, "cl100k_base"),
-        (["pack"], '{"text": 5}', "candidates[0]"),
-        (["pack"], '{"text": "x", "lane": "x"}', "working_memory"),
-        (["pack"], "not json", "line 1"),
-        (["pack", "/no/such/file.jsonl"], "", "no such file"),
-    ],
-)
-def test_errors_are_one_line_and_exit_2(monkeypatch, capsys, argv, stdin, message) -> None:
-    """Bad input gives exit 2 and one line naming the problem, never a traceback."""
-    code, out, err = run(monkeypatch, capsys, *argv, stdin=stdin)
-    assert code == 2 and out == ""
-    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+def test_pack_reads_utf8_with_a_byte_order_mark_and_crlf(monkeypatch, capsys, tmp_path) -> None:
+    """A file saved by a Windows editor (BOM, CRLF line ends) packs like any other."""
+    path = tmp_path / "windows.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + LINES.replace("\n", "\r\n").encode())
+    code, out, err = run(monkeypatch, capsys, "pack", str(path), "--max-tokens", "120")
+    assert code == 0 and "kept 2 of 3" in err and "Initech" in out
+
+
+# -- the table: each bad input or flag, one line, exit 2, the file's line number or the flag --------
+
+FLAG_ERRORS = [
+    (["--max-tokens", "0"], ["--max-tokens must be at least 1"]),
+    (["--max-tokens", "lots"], ["--max-tokens", "'lots' is not a whole number"]),
+    (["--max-tokens", "99999"], ["--max-tokens 99999", "add --max-tokens-ceiling 99999"]),
+    (["--max-tokens-ceiling", "0"], ["--max-tokens-ceiling must be at least 1"]),
+    (["--max-items", "0"], ["--max-items must be at least 1"]),
+    (["--encoding", "nope"], ["--encoding 'nope'", "cl100k_base", "chars"]),
+    (["--policy", "shortest"], ["--policy", "prefix"]),
+    (["--format", "yaml"], ["--format", "markdown"]),
+    (["--no-such-flag"], ["--no-such-flag"]),
+]
+
+
+@pytest.mark.parametrize(("flags", "says"), FLAG_ERRORS, ids=[" ".join(f) for f, _ in FLAG_ERRORS])
+def test_bad_flag_is_one_line_naming_the_flag(monkeypatch, capsys, flags, says) -> None:
+    """A bad flag value: one line naming the flag and what it takes, exit 2, before any input is read."""
+    code, out, err = run(monkeypatch, capsys, "pack", *flags, stdin=LINES)
+    assert_one_line_error(code, out, err)
+    assert all(part in err for part in says), err
+
+
+INPUT_ERRORS = [
+    ("text not a string", b'{"text": 5}', ["<stdin>:1:", '"text" must be a string, not a number']),
+    ("unknown lane", b'{"text": "x", "lane": "notes"}', ["<stdin>:1:", "'notes'", "working_memory"]),
+    ("not JSON", b"not json", ["<stdin>:1: not valid JSON", "Expecting value at column 1"]),
+    ("bad JSON on line 2, whole detail",
+     b'{"text": "a"}\n{"text": "b",}', ["<stdin>:2: not valid JSON", "Expecting property name enclosed in double quotes at column 14"]),
+    ("missing text on line 3 after a blank line",
+     b'{"text": "a"}\n\n{"lane": "facts"}\n', ['<stdin>:3: no "text" field', '{"text": ']),
+    ("a misspelt field", b'{"txt": "a"}', ['<stdin>:1: unknown field "txt"', 'did you mean "text"']),
+    ("a JSON string line", b'"just text"', ["<stdin>:1:", "this one is a string"]),
+    ("a JSON array file", b'[{"text": "a"},\n {"text": "b"}]', ["<stdin>:1:", "one JSON array", "jq -c"]),
+    ("pretty-printed object", b'{\n  "text": "a"\n}', ["<stdin>:1:", "one JSON object spread over several lines"]),
+    ("score is text", b'{"text": "a", "score": "high"}', ["<stdin>:1:", '"score" must be a number, not a string']),
+    ("score is true", b'{"text": "a", "score": true}', ['"score" must be a number, not true']),
+    ("scope_ids of numbers", b'{"text": "a", "scope_ids": [1]}', ['"scope_ids" must be an array of strings']),
+    ("metadata a list", b'{"text": "a", "metadata": []}', ['"metadata" must be an object, not an array']),
+    ("not UTF-8 on line 2", b'{"text": "a"}\n{"text": "caf\xe9"}', ["<stdin>:2: is not UTF-8", "0xe9", "save the file as UTF-8"]),
+    ("binary garbage", bytes(range(256)) * 4, ["<stdin>: is a binary file"]),
+    ("UTF-16 from PowerShell", '{"text": "a"}\n'.encode("utf-16"), ["<stdin>: is UTF-16 text", "UTF-8"]),
+    ("a 5,000-digit number", b'{"text": "a", "score": ' + b"9" * 5000 + b"}", ["<stdin>:1: not usable JSON"]),
+    ("nesting 100,000 deep", b'{"text": "a", "metadata": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+     ["<stdin>:1: not usable JSON (nested too deeply)"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("data", "says"), [(d, s) for _, d, s in INPUT_ERRORS], ids=[i for i, _, _ in INPUT_ERRORS])
+def test_bad_input_is_one_line_naming_the_line(monkeypatch, capsys, data, says) -> None:
+    """A bad line: one line naming <file>:<physical line number> and the fix, exit 2, nothing on stdout."""
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data)))
+    code = main(["pack"])
+    out, err = capsys.readouterr()
+    assert_one_line_error(code, out, err)
+    assert all(part in err for part in says), err
+
+
+def test_file_errors_name_the_file(monkeypatch, capsys, tmp_path) -> None:
+    """A missing file, a directory, an unreadable file: one line naming it, exit 2."""
+    cases = {str(tmp_path / "gone.jsonl"): "no such file", str(tmp_path): "is a directory"}
+    for path, says in cases.items():
+        code, out, err = run(monkeypatch, capsys, "pack", path)
+        assert_one_line_error(code, out, err)
+        assert err.startswith(f"recallpack: error: {path}: {says}"), err
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(cli, "open", refuse, raising=False)  # root reads any file: simulate it
+    code, out, err = run(monkeypatch, capsys, "pack", str(tmp_path / "locked.jsonl"))
+    assert_one_line_error(code, out, err)
+    assert "locked.jsonl: permission denied" in err
+
+
+def test_bad_line_in_a_file_names_file_and_line(monkeypatch, capsys, tmp_path) -> None:
+    """Errors in a named file say file:line, with the line as an editor numbers it."""
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"text": "a"}\n\n\n{"text": "b", "lane": "x"}\n')
+    code, out, err = run(monkeypatch, capsys, "pack", str(path))
+    assert_one_line_error(code, out, err)
+    assert f"{path}:4:" in err
+
+
+def test_core_errors_are_reworded_for_the_shell(monkeypatch, capsys) -> None:
+    """A core message's candidates[i] becomes <file>:<line> and its keywords become flags."""
+
+    def fail(candidates: list[Candidate], **_settings: object) -> None:
+        raise CandidateError(
+            "candidates[1]: too large; pass max_tokens_ceiling=5 or a tokenizer=, or a callable str -> int"
+        )
+
+    monkeypatch.setattr(cli, "recall", fail)
+    code, out, err = run(monkeypatch, capsys, "pack", stdin='{"text": "a"}\n\n{"text": "b"}\n')
+    assert_one_line_error(code, out, err)
+    assert "<stdin>:3: too large; add --max-tokens-ceiling 5 or a --encoding " in err
+
+
+@pytest.mark.parametrize("stdin", ["", "\n  \n\t\n"], ids=["empty", "blank lines"])
+def test_empty_input_says_so_and_exits_0(monkeypatch, capsys, stdin) -> None:
+    """No candidates is not an error (a search can find nothing): one note on stderr, exit 0."""
+    code, out, err = run(monkeypatch, capsys, "pack", stdin=stdin)
+    assert code == 0 and out == ""
+    assert err == "recallpack: note: <stdin> has no candidates (it is empty or blank)\n"
+
+
+def test_closed_stdout_is_quiet(monkeypatch, capsys) -> None:
+    """A reader that went away (| head) ends the command quietly, exit 0, no traceback."""
+
+    class Closed(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(LINES))
+    monkeypatch.setattr("sys.stdout", Closed())
+    code = main(["pack"])
+    assert code == 0 and capsys.readouterr().err == ""
+
+
+def test_interrupt_is_one_line(monkeypatch, capsys) -> None:
+    """Ctrl-C while reading: one line, exit 130, no traceback."""
+
+    class Interrupted(io.StringIO):
+        def read(self, *_args: object) -> str:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr("sys.stdin", Interrupted())
+    code = main(["pack"])
+    assert code == 130 and capsys.readouterr().err == "recallpack: interrupted\n"
+
+
+def test_version(monkeypatch, capsys) -> None:
+    """--version prints the installed version and exits 0."""
+    code, out, _ = run(monkeypatch, capsys, "--version")
+    assert code == 0 and re.fullmatch(r"recallpack \d+\.\d+\S*\n", out)
+
+
+def test_pack_help_documents_every_flag_and_field(monkeypatch, capsys) -> None:
+    """pack --help gives each flag's default, each JSONL field, and an example line that packs."""
+    code, out, _ = run(monkeypatch, capsys, "pack", "--help")
+    assert code == 0
+    options = re.split(r"\n  (?=-)", out.split("options:")[1].split("\n\n")[0])[1:]
+    for option in options:
+        if not option.startswith("-h"):
+            assert "(default: " in " ".join(option.split()), option
+    assert len(options) == 7
+    for default in ("(default: 2048)", "(default: 16384)", "(default: no cap)", "(default: prefix)",
+                    "(default: cl100k_base)", "(default: markdown)"):
+        assert default in " ".join(out.split())
+    for field in set(Candidate.model_fields) - {"scope_error"}:  # set by adapters, not by users
+        assert re.search(rf"^  {field} ", out, re.M), f"pack --help does not describe the {field!r} field"
+    example = re.search(r"example line:\n  (.+)\n", out)
+    assert example
+    code, block, _ = run(monkeypatch, capsys, "pack", stdin=example.group(1))
+    assert code == 0 and "Berlin" in block
 
 
 def test_doctor_reports_exact(monkeypatch, capsys) -> None:
     """doctor says each encoding resolves exactly and from where."""
     code, out, _ = run(monkeypatch, capsys, "doctor", "--require-exact")
     assert code == 0 and "cl100k_base: exact" in out and "o200k_base: exact" in out
+
+
+def test_doctor_unknown_encoding_names_the_flag(monkeypatch, capsys) -> None:
+    """doctor --encoding with an unknown name: one line naming --encoding, exit 2."""
+    code, out, err = run(monkeypatch, capsys, "doctor", "--encoding", "nope")
+    assert_one_line_error(code, out, err)
+    assert "--encoding 'nope'" in err
 
 
 def test_doctor_require_exact_fails_on_fallback(monkeypatch, capsys, tmp_path) -> None:
@@ -86,8 +257,117 @@ def test_doctor_require_exact_fails_on_fallback(monkeypatch, capsys, tmp_path) -
 def test_ceiling_is_raised_only_on_purpose(monkeypatch, capsys) -> None:
     """--max-tokens past 16384 needs --max-tokens-ceiling too."""
     code, _, err = run(monkeypatch, capsys, "pack", "--max-tokens", "20000", stdin=LINES)
-    assert code == 2 and "max_tokens_ceiling" in err
+    assert code == 2 and "--max-tokens-ceiling 20000" in err
     code, out, _ = run(
         monkeypatch, capsys, "pack", "--max-tokens", "20000", "--max-tokens-ceiling", "20000", stdin=LINES
     )
     assert code == 0 and "Source excerpt" in out
+
+
+# -- anything at all on stdin: a block or one line, never a traceback ----------------------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+LINE_OBJECTS = st.dictionaries(st.sampled_from([*cli.FIELDS, "txt"]), JSON_VALUES, max_size=4)
+INPUTS = st.one_of(
+    st.binary(max_size=300),
+    st.lists(LINE_OBJECTS.map(json.dumps), max_size=5).map(lambda lines: "\n".join(lines).encode()),
+    st.lists(st.text(max_size=40), max_size=5).map(lambda ts: "\n".join(json.dumps({"text": t}) for t in ts).encode()),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=INPUTS)
+def test_any_input_gives_a_block_or_one_line(data: bytes) -> None:
+    """Whatever bytes arrive, pack exits 0 or 2 and an error is one line: never an internal error."""
+    stdin, err = sys.stdin, io.StringIO()
+    sys.stdin = io.TextIOWrapper(io.BytesIO(data))
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = main(["pack", "--max-tokens", "200"])
+    finally:
+        sys.stdin = stdin
+    assert code in (0, 2) and "internal error" not in err.getvalue()
+    if code == 2:
+        assert err.getvalue().count("\n") == 1
+
+
+# -- the real command: no traceback reaches a shell -----------------------------------------------
+
+
+def shell(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return subprocess.run(
+        ["bash", "-o", "pipefail", "-c", command.replace("python ", f"{sys.executable} ", 1)],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "code", "says"),
+    [
+        ("python -m recallpack pack latin1.jsonl", 2, "latin1.jsonl:2: is not UTF-8"),
+        ("python -m recallpack pack .", 2, ".: is a directory"),
+        ("python -m recallpack pack /bin/sh", 2, "/bin/sh: is a binary file"),
+        ("python -m recallpack pack --max-tokens 0 < latin1.jsonl", 2, "--max-tokens must be at least 1"),
+        ("python -m recallpack pack < /dev/null", 0, "has no candidates"),
+        ("python -m recallpack --version", 0, ""),
+    ],
+)
+def test_real_command_never_shows_a_traceback(tmp_path, command, code, says) -> None:
+    """Through python -m recallpack: the exit status and one line, no traceback."""
+    (tmp_path / "latin1.jsonl").write_bytes(b'{"text": "a"}\n{"text": "caf\xe9"}\n')
+    done = shell(command, tmp_path)
+    assert done.returncode == code, done.stderr
+    assert says in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == (1 if says else 0)
+
+
+def test_real_command_piped_to_head_is_quiet(tmp_path) -> None:
+    """recallpack pack ... | head: the pipeline succeeds and stderr has only the report."""
+    lines = "\n".join(json.dumps({"text": f"paragraph {n}: " + "words and more words " * 200}) for n in range(60))
+    (tmp_path / "big.jsonl").write_text(lines)
+    command = "python -m recallpack pack big.jsonl --max-tokens 60000 --max-tokens-ceiling 60000 | head -c 100"
+    done = shell(command, tmp_path)
+    assert done.returncode == 0 and len(done.stdout) == 100
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+
+
+def test_terminal_stdin_gets_a_hint(monkeypatch, capsys) -> None:
+    """pack with no file at a terminal says it is reading stdin and how to end, then packs."""
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr("sys.stdin", Terminal(LINES))
+    code = main(["pack", "--max-tokens", "120"])
+    err = capsys.readouterr().err
+    assert code == 0 and err.startswith("recallpack pack: reading candidates from the terminal") and "Ctrl-D" in err
+
+
+def test_fallback_tokenizer_warning_is_one_line(monkeypatch, capsys, tmp_path) -> None:
+    """recallpack's own warning (no exact encoding offline) reaches a shell user as one line."""
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tk, "_bundled_cache_dir", lambda: None)
+    monkeypatch.setattr(tk, "_fallback_warned", False)
+    tk._resolved.cache_clear()
+    try:
+        code, _, err = run(monkeypatch, capsys, "pack", "--encoding", "gpt-4o", "--max-tokens", "120", stdin=LINES)
+    finally:
+        tk._resolved.cache_clear()
+    warning_lines = [line for line in err.splitlines() if "warning" in line.lower()]
+    assert code == 0 and len(warning_lines) == 1 and warning_lines[0].startswith("recallpack: warning: "), err
+    assert "upper bound" in warning_lines[0] and "recallpack: warning: recallpack:" not in err
+
+
+def test_doctor_chars_is_an_estimate(monkeypatch, capsys) -> None:
+    """doctor --encoding chars says it is an estimate, and --require-exact refuses it."""
+    code, out, _ = run(monkeypatch, capsys, "doctor", "--encoding", "chars")
+    assert code == 0 and out.startswith("chars: ESTIMATE")
+    code, _, err = run(monkeypatch, capsys, "doctor", "--encoding", "chars", "--require-exact")
+    assert code == 1 and "--require-exact" in err

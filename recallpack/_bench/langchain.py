@@ -15,11 +15,10 @@ import re
 import time
 
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from recallpack._bench.corpus import hashed_bag_of_words, source_paragraphs
 from recallpack.adapters.langchain import BudgetedRetriever
+from recallpack.testing import HashingEmbeddings, source_paragraphs
 
 __all__ = ["HashingEmbeddings", "stdlib_documents", "run"]
 
@@ -30,27 +29,6 @@ MAX_TOKENS = 2048
 TARGET = 0.10
 
 _WORD = re.compile(r"[a-z0-9]+")
-
-
-class HashingEmbeddings(Embeddings):
-    """Bag of words hashed into ``dim`` signed buckets, L2-normalised.
-
-    Real lexical retrieval (texts sharing words are near), deterministic across processes (crc32,
-    not ``hash()``), and no model to download. LangChain's ``DeterministicFakeEmbedding`` hashes
-    the whole text, so its neighbours are random: fine for plumbing, not for a realistic search.
-    """
-
-    def __init__(self, dim: int = 256) -> None:
-        self.dim = dim
-
-    def _embed(self, text: str) -> list[float]:
-        return hashed_bag_of_words(text, self.dim)
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._embed(text) for text in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._embed(text)
 
 
 def stdlib_documents(limit: int, min_words: int = 8) -> list[Document]:

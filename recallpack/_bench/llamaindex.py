@@ -6,8 +6,7 @@ alone, then ``BudgetPostprocessor.postprocess_nodes`` on what it returned. The o
 ratio of their totals, so the machine's speed cancels out. Each query is asked once, so the
 tokenizer's count cache is not flattering the number.
 
-Also home to :class:`HashingEmbedding`, the deterministic offline embedding the bench, the
-tests and anyone without a model can build a real vector index with.
+The offline embedding it indexes with, ``HashingEmbedding``, lives in :mod:`recallpack.testing`.
 """
 
 from __future__ import annotations
@@ -17,12 +16,11 @@ import time
 
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.bridge.pydantic import Field
 from llama_index.core.embeddings import BaseEmbedding
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from recallpack._bench.corpus import hashed_bag_of_words, source_paragraphs
 from recallpack.adapters.llamaindex import BudgetedRetriever, BudgetPostprocessor
+from recallpack.testing import HashingEmbedding, source_paragraphs
 
 __all__ = ["HashingEmbedding", "stdlib_paragraphs", "build_index", "run"]
 
@@ -32,33 +30,6 @@ NODES = 10_000
 QUERIES = 20
 FETCH_K = 50
 MAX_TOKENS = 2048
-
-
-class HashingEmbedding(BaseEmbedding):
-    """Bag of words hashed into ``dim`` signed buckets, L2-normalised.
-
-    Real lexical retrieval (texts sharing words are near), deterministic across processes
-    (crc32, not ``hash()``), and free of any model download: what a test or an offline demo
-    needs. ``MockEmbedding`` gives every text the same vector, so it retrieves nothing.
-    """
-
-    dim: int = Field(default=256, gt=0, description="Number of hash buckets.")
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "HashingEmbedding"
-
-    def embed(self, text: str) -> list[float]:
-        return hashed_bag_of_words(text, self.dim)
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self.embed(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self.embed(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self.embed(text)
 
 
 class _Replay(BaseRetriever):

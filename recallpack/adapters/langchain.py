@@ -23,32 +23,39 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from recallpack.adapters._extras import require
 
-require("langchain_core", extra="langchain", feature="recallpack.adapters.langchain")
+require("langchain_core", extra="langchain", feature=__name__)
 
-from langchain_core.callbacks import (  # noqa: E402
+from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
     Callbacks,
 )
-from langchain_core.documents import BaseDocumentCompressor, Document  # noqa: E402
-from langchain_core.retrievers import BaseRetriever  # noqa: E402
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda  # noqa: E402
-from langchain_core.runnables.base import RunnableSerializable  # noqa: E402
-from pydantic import BaseModel, PrivateAttr, model_validator  # noqa: E402
+from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.runnables.base import RunnableSerializable
+from pydantic import BaseModel, PrivateAttr, model_validator
 
-from recallpack.adapters._common import PackerComponent, gather_or_cancel  # noqa: E402
-from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane  # noqa: E402
-from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError  # noqa: E402
-from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse  # noqa: E402
-from recallpack.packing.limits import check_max_items  # noqa: E402
-from recallpack.packing.packer import Packer  # noqa: E402
-from recallpack.packing.result import RecallResult  # noqa: E402
-from recallpack.packing.translate import evidence_metadata, score_from  # noqa: E402
+from recallpack.adapters._common import PackerComponent, gather_or_cancel
+from recallpack.adapters.langchain_splitter import TokenWindowSplitter
+from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
+from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError
+from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse
+from recallpack.packing.limits import check_max_items
+from recallpack.packing.packer import Packer
+from recallpack.packing.result import RecallResult
+from recallpack.packing.translate import evidence_metadata, score_from
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
-__all__ = ["BudgetedRetriever", "BudgetCompressor", "EvidenceRenderer", "render_evidence"]
+__all__ = [
+    "BudgetedRetriever",
+    "BudgetCompressor",
+    "EvidenceRenderer",
+    "render_evidence",
+    "TokenWindowSplitter",
+]
 
 Upstream = Runnable[str, list[Document]]
 #: LangChain's own retriever kwarg (BaseRetriever.invoke reads it and passes it on).

@@ -32,31 +32,32 @@ from typing import Any
 
 from recallpack.adapters._extras import require
 
-require("llama_index.core", extra="llamaindex", feature="recallpack.adapters.llamaindex")
+require("llama_index.core", extra="llamaindex", feature=__name__)
 
-import llama_index.core.instrumentation as instrument  # noqa: E402
-from llama_index.core.base.base_retriever import BaseRetriever  # noqa: E402
-from llama_index.core.base.response.schema import Response  # noqa: E402
-from llama_index.core.bridge.pydantic import Field, PrivateAttr  # noqa: E402
-from llama_index.core.instrumentation.events import BaseEvent  # noqa: E402
-from llama_index.core.llms import LLM  # noqa: E402
-from llama_index.core.postprocessor.types import BaseNodePostprocessor  # noqa: E402
-from llama_index.core.prompts import BasePromptTemplate  # noqa: E402
-from llama_index.core.prompts.default_prompt_selectors import DEFAULT_TEXT_QA_PROMPT_SEL  # noqa: E402
-from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType  # noqa: E402
-from llama_index.core.query_engine import CustomQueryEngine  # noqa: E402
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, QueryType  # noqa: E402
-from llama_index.core.settings import Settings  # noqa: E402
+import llama_index.core.instrumentation as instrument
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.response.schema import Response
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.llms import LLM
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.prompts import BasePromptTemplate
+from llama_index.core.prompts.default_prompt_selectors import DEFAULT_TEXT_QA_PROMPT_SEL
+from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
+from llama_index.core.query_engine import CustomQueryEngine
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, QueryType
+from llama_index.core.settings import Settings
 
-from recallpack.adapters._common import PackerComponent, gather_or_cancel, item_settings  # noqa: E402
-from recallpack.adapters._llamaindex_nodes import kept_nodes, node_candidates, settings_tokenizer  # noqa: E402
-from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane  # noqa: E402
-from recallpack.packing.errors import ConfigError, RecallpackWarning  # noqa: E402
-from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse  # noqa: E402
-from recallpack.packing.limits import check_max_items  # noqa: E402
-from recallpack.packing.packer import Packer, refuse_unknown  # noqa: E402
-from recallpack.packing.result import PackReport, RecallResult  # noqa: E402
-from recallpack.packing.translate import candidate_from  # noqa: E402
+from recallpack.adapters._common import PackerComponent, gather_or_cancel, item_settings
+from recallpack.adapters._llamaindex_nodes import kept_nodes, node_candidates, settings_tokenizer
+from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
+from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
+from recallpack.packing.errors import ConfigError, RecallpackWarning
+from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse
+from recallpack.packing.limits import check_max_items
+from recallpack.packing.packer import Packer, refuse_unknown
+from recallpack.packing.result import PackReport, RecallResult
+from recallpack.packing.translate import candidate_from
 
 __all__ = [
     "BudgetPostprocessor",
@@ -64,6 +65,7 @@ __all__ = [
     "EvidenceQueryEngine",
     "RecallPackedEvent",
     "RESPONSE_MODES",
+    "TokenWindowNodeParser",
 ]
 
 # Re-exported without __all__, hence the ignore; this is how LlamaIndex's own modules get it.

@@ -10,7 +10,6 @@ import difflib
 import os
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +25,7 @@ from pydantic import (
 )
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
+from recallpack.packing.cuts import EmbedFn, cut_focus, cut_head, embed_function
 from recallpack.packing.errors import (
     BudgetError,
     CandidateError,
@@ -38,7 +38,6 @@ from recallpack.packing.errors import (
 )
 from recallpack.packing.limits import (
     DEFAULT_MAX_TOKENS,
-    ELLIPSIS,
     MAX_TOKENS_CEILING,
     Allowance,
     Policy,
@@ -68,6 +67,7 @@ from recallpack.packing.walk import (
     Walk,
     WalkSettings,
     default_block,
+    likely_chunks,
 )
 
 __all__ = ["Packer", "recall", "pack", "recall_many", "CutMode", "DEFAULT_CITATION_KEYS", "unknown_setting"]
@@ -148,6 +148,7 @@ class Packer(BaseModel):
     _tok: Tokenizer = PrivateAttr()
     _compiled: jinja2.Template | None = PrivateAttr(default=None)
     _budgets: dict[LaneKind | Provenance, int] = PrivateAttr(default_factory=dict)
+    _embed: EmbedFn | None = PrivateAttr(default=None)
 
     def __init__(self, **settings: Any) -> None:
         refuse_unknown(type(self).__name__, settings, self.settings_names())
@@ -190,11 +191,7 @@ class Packer(BaseModel):
         self._compiled = None if self.template is None else load_template(self.template)
         self._budgets = _lane_budgets(self.lane_budgets)
         _check_uri_template(self.resource_uri_template)
-        if self.embed is not None and not callable(self.embed) and not _looks_like_embeddings(self.embed):
-            raise ConfigError(
-                f"embed={self.embed!r} must be a LangChain Embeddings, a LlamaIndex embedding, "
-                "or a callable list[str] -> list[list[float]]"
-            )
+        self._embed = None if self.embed is None else embed_function(self.embed)
         return self
 
     # -- calls ----------------------------------------------------------------------------------
@@ -263,15 +260,7 @@ class Packer(BaseModel):
         max_workers: int | None = None,
     ) -> list[RecallResult]:
         """Pack many independent lists at once, on every core; the same results as a loop."""
-        lists = _candidate_lists(candidate_lists)
-        if queries is not None and len(queries) != len(lists):
-            raise ConfigError(f"queries has {len(queries)} entries for {len(lists)} candidate lists")
-        asked = queries if queries is not None else [None] * len(lists)
-        workers = max_workers or os.cpu_count() or 1
-        if workers <= 1 or len(lists) < 2:
-            return [self._recall(c, query=q) for c, q in zip(lists, asked)]
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(lambda pair: self._recall(pair[0], query=pair[1]), zip(lists, asked)))
+        return _recall_many(self, candidate_lists, queries, max_workers or os.cpu_count() or 1)
 
     # -- one packing ----------------------------------------------------------------------------
 
@@ -302,17 +291,7 @@ def _pack_once(
         left = as_remaining(allowance)
         max_tokens = left.tokens if max_tokens is None else min(max_tokens, left.tokens)
         max_items = left.items if max_items is None else min(max_items, left.items)
-    settings = WalkSettings(
-        max_tokens=max_tokens,
-        max_items=max_items,
-        policy=packer.policy,
-        floor=packer.floor,
-        reader=packer.reader,
-        lane_budgets=packer._budgets,
-        dedupe=packer.dedupe,
-        resource_uri_template=packer.resource_uri_template,
-        citation_keys=packer.citation_keys,
-    )
+    settings = _walk_settings(packer, max_tokens, max_items)
     cost: CostModel = BlockCost(packer._tok) if packer.join is None else JoinedCost(packer._tok, packer.join)
     walk = Walk(listed, settings, cost, _cutter(packer, query))
     walk.run()
@@ -324,6 +303,44 @@ def _pack_once(
             walk.give_back_last()
         used, markdown = _measure(packer, walk, max_tokens)
     return _result(packer, walk, listed, used, markdown, max_tokens)
+
+
+def _recall_many(
+    packer: Packer,
+    candidate_lists: Iterable[Iterable[Candidate | Mapping[str, Any]]],
+    queries: Sequence[str | None] | None,
+    workers: int,
+) -> list[RecallResult]:
+    lists = _candidate_lists(candidate_lists)
+    if queries is not None and len(queries) != len(lists):
+        raise ConfigError(f"queries has {len(queries)} entries for {len(lists)} candidate lists")
+    asked = list(queries) if queries is not None else [None] * len(lists)
+    results: list[RecallResult] = []
+    # The walks are short Python loops; the counting is what costs, so it is done first, for
+    # a group of lists at once, on every core (tiktoken's batch encoder runs outside the
+    # GIL), and each walk then finds its counts in the cache. Groups keep the cache small.
+    for start in range(0, len(lists), _GROUP):
+        group = lists[start : start + _GROUP]
+        if workers > 1 and packer.join is None:
+            settings = _walk_settings(packer, packer.max_tokens, packer.max_items)
+            guess = [chunk for c in group for chunk in likely_chunks(c, settings, packer.max_tokens * 5)]
+            packer._tok.prime(guess, threads=workers)
+        results.extend(packer._recall(c, query=q) for c, q in zip(group, asked[start : start + _GROUP]))
+    return results
+
+
+def _walk_settings(packer: Packer, max_tokens: int | None, max_items: int | None) -> WalkSettings:
+    return WalkSettings(
+        max_tokens=max_tokens,
+        max_items=max_items,
+        policy=packer.policy,
+        floor=packer.floor,
+        reader=packer.reader,
+        lane_budgets=packer._budgets,
+        dedupe=packer.dedupe,
+        resource_uri_template=packer.resource_uri_template,
+        citation_keys=packer.citation_keys,
+    )
 
 
 def _measure(packer: Packer, walk: Walk, max_tokens: int | None) -> tuple[int, str | Callable[[], str]]:
@@ -390,28 +407,16 @@ def _result(
 
 
 def _cutter(packer: Packer, query: str | None) -> Cutter:
+    """How this call cuts an item: by focus on the query when there is one (or ``cut="focus"``),
+    else by head."""
     if query is not None and not isinstance(query, str):
         raise ConfigError(f"query={query!r} must be a str or None")
     if packer.cut == "focus" and not query:
         raise ConfigError("cut='focus' needs the query: pass recall(..., query=...) or use cut='auto'")
-    tok = packer._tok
-
-    def head(text: str, max_tokens: int) -> _Cut | None:
-        kept = tok.truncate(text, max_tokens - tok.count(ELLIPSIS)).rstrip()
-        if not kept:
-            return None
-        return _Cut(kept + ELLIPSIS, ((0, len(kept)),), "head")
-
-    return head
-
-
-class _Cut:
-    __slots__ = ("text", "spans", "kind")
-
-    def __init__(self, text: str, spans: tuple[tuple[int, int], ...], kind: str) -> None:
-        self.text = text
-        self.spans = spans
-        self.kind = kind
+    tok, embed = packer._tok, packer._embed
+    if packer.cut == "head" or not query:
+        return lambda text, room, measure: cut_head(text, room, tok, measure=measure)
+    return lambda text, room, measure: cut_focus(text, query, room, tok, embed=embed, measure=measure)
 
 
 # -- validation ---------------------------------------------------------------------------------
@@ -501,12 +506,6 @@ def _check_uri_template(template: str) -> None:
         )
 
 
-def _looks_like_embeddings(value: object) -> bool:
-    return all(hasattr(value, name) for name in ("embed_query", "embed_documents")) or all(
-        hasattr(value, name) for name in ("get_query_embedding", "get_text_embedding_batch")
-    )
-
-
 def _candidate_lists(value: object) -> list[Sequence[Any]]:
     if value is None or isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise CandidateError(f"candidate_lists must be a list of candidate lists, got {type(value).__name__}")
@@ -528,6 +527,9 @@ def _as_list(candidates: object) -> Sequence[Any]:
 
 # -- the module-level functions users know ------------------------------------------------------
 
+#: Lists packed per batch-counting round in recall_many: enough to keep every core busy, few
+#: enough that their counts stay in the tokenizer's cache until their walks read them.
+_GROUP = 128
 _CACHE: dict[tuple[tuple[str, Any], ...], Packer] = {}
 _CACHE_SIZE = 64
 

@@ -122,6 +122,14 @@ class Tokenizer(ABC):
         """
         return self.count(text)
 
+    def prime(self, texts: Sequence[str], threads: int = 1) -> None:
+        """Count ``texts`` ahead of time, so later ``count`` calls find them in the cache.
+
+        Tokenizers that can count a batch on several cores at once (tiktoken) do so here.
+        """
+        for text in texts:
+            self.count(text)
+
     @abstractmethod
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of ``text`` on token boundaries that counts at most ``max_tokens``."""
@@ -335,6 +343,13 @@ class TiktokenTokenizer(Tokenizer):
 
     def _count(self, text: str) -> int:
         return len(self.encoding.encode_ordinary(text))
+
+    def prime(self, texts: Sequence[str], threads: int = 1) -> None:
+        # tiktoken encodes a batch on its own thread pool, outside the GIL: this is where a
+        # batch of packings uses every core.
+        todo = [t for t in texts if len(t) <= _CACHE_MAX_TEXT and self._cache.get(t) is None]
+        for text, tokens in zip(todo, self.encoding.encode_ordinary_batch(todo, num_threads=threads)):
+            self._cache.put(text, len(tokens))
 
     def count_upto(self, text: str, limit: int) -> int:
         if len(text) <= _probe_chars(limit):

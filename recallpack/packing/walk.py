@@ -42,8 +42,9 @@ class CutResult(Protocol):
     def kind(self) -> str: ...
 
 
-#: ``cutter(text, max_tokens)``: the best cut of ``text`` within ``max_tokens``, or None.
-Cutter = Callable[[str, int], "CutResult | None"]
+#: ``cutter(text, max_tokens, measure)``: the best cut of ``text`` such that
+#: ``measure(cut.text) <= max_tokens`` (``measure`` prices a text as its item renders it), or None.
+Cutter = Callable[[str, int, Callable[[str], int]], "CutResult | None"]
 
 
 @dataclass(frozen=True)
@@ -209,14 +210,7 @@ class Ledger:
         return c.text in self.seen.get(self._dedupe_key(c), ())
 
     def _uri(self, c: Candidate) -> str | None:
-        if c.artifact_id and c.artifact_content_id:
-            return self.s.resource_uri_template.format(
-                artifact_id=quote(c.artifact_id, safe=""),
-                artifact_content_id=quote(c.artifact_content_id, safe=""),
-            )
-        if c.citation:
-            return c.citation
-        return citation_from(c.metadata, self.s.citation_keys)
+        return resource_of(c, self.s)
 
     def _keep(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], text: str, cost: int,
               header: int, cut: CutResult | None, replace: bool = False) -> None:
@@ -399,19 +393,19 @@ class Walk(Ledger):
 
     def _keep_cut(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], header: int, room: int,
                   replace: bool = False) -> bool:
-        names, uri = self._names(scopes), self._uri(c)
-        overhead = self.cost.item(self, c.provenance.label, names, "", uri, None) - 1
-        target = room - max(overhead, 0)
-        while target > 0:
-            cut = self.cutter(c.text, target)
-            if cut is None:
-                return False
-            cost = self.cost.item(self, c.provenance.label, names, cut.text, uri, room)
-            if cost <= room:
-                self._keep(rank, c, scopes, cut.text, cost, header, cut, replace=replace)
-                return True
-            target -= max(1, cost - room)
-        return False
+        names, uri, label = self._names(scopes), self._uri(c), c.provenance.label
+
+        def measure(text: str) -> int:  # what the cut text costs rendered in its item
+            return self.cost.item(self, label, names, text, uri, room)
+
+        cut = self.cutter(c.text, room, measure)
+        if cut is None:
+            return False
+        cost = measure(cut.text)
+        if cost > room:  # a cutter's promise, checked: the budget never rests on it alone
+            return False
+        self._keep(rank, c, scopes, cut.text, cost, header, cut, replace=replace)
+        return True
 
     def recut_last(self, excess: int) -> bool:
         """Cut the last kept item (already a cut) ``excess`` tokens shorter; False if it cannot be."""
@@ -428,6 +422,35 @@ class Walk(Ledger):
             return True
         self._count_reason(Reason.OVER_BUDGET, 1)
         return False
+
+
+def resource_of(c: Candidate, settings: WalkSettings) -> str | None:
+    """The resource line of ``c``: its artifact URI, else its citation, else the metadata's."""
+    if c.artifact_id and c.artifact_content_id:
+        return settings.resource_uri_template.format(
+            artifact_id=quote(c.artifact_id, safe=""),
+            artifact_content_id=quote(c.artifact_content_id, safe=""),
+        )
+    if c.citation:
+        return c.citation
+    return citation_from(c.metadata, settings.citation_keys)
+
+
+def likely_chunks(candidates: Sequence[Any], settings: WalkSettings, chars: int) -> list[str]:
+    """The items a walk over ``candidates`` will most likely cost, as it will render them: the
+    first readable ones until about ``chars`` characters. A guess only warms a count cache."""
+    chunks: list[str] = []
+    for raw in candidates[: (settings.max_items or len(candidates)) + 1]:
+        if not isinstance(raw, Candidate) or raw.modality != "text" or raw.scope_error:
+            continue
+        if raw.scope_ids and (settings.reader is None or not settings.reader.can_read(raw.scope_ids)):
+            continue
+        names = [s.name for s in settings.reader.resolve(raw.scope_ids)] if settings.reader else []
+        chunks.append(item_text(raw.provenance.label, names, raw.text, resource_of(raw, settings)) + "\n")
+        chars -= len(chunks[-1])
+        if chars <= 0:
+            break
+    return chunks
 
 
 def default_block(evidence: Sequence[Evidence], shared_scopes: Sequence[Scope]) -> str:

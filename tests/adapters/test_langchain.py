@@ -429,9 +429,8 @@ def test_truncate_policy_cuts_the_page_content_of_the_copy_only() -> None:
     """Under policy="truncate" the last kept copy holds the cut text; the original is whole."""
     long_text = " ".join(DOCS[i].page_content for i in range(len(DOCS)))
     original = doc(long_text)
-    kept = BudgetedRetriever(retriever=Recorder(output=[original]), max_tokens=60, policy="truncate").invoke(
-        "q"
-    )
+    retriever = BudgetedRetriever(retriever=Recorder(output=[original]), max_tokens=60, policy="truncate", cut="head")
+    kept = retriever.invoke("q")
     assert len(kept) == 1
     assert kept[0].page_content.endswith("…")
     assert long_text.startswith(kept[0].page_content[:-1])

@@ -1,0 +1,117 @@
+"""Cuts section of ``python -m recallpack.bench``: what cutting one long text costs.
+
+The baseline is what any token-aware step pays at least once: tiktoken encoding the text.
+- ``cut_focus`` of a ~1 MB document (distinct paragraphs of the standard library's own source)
+  to 280 tokens, for a known-item query (a line from the middle, every third word dropped) and
+  for a query of common words (the many matches are the expensive case), against one
+  ``encode_ordinary`` of the same document. Target: below 1, the cut reads the text once.
+- ``cut_head`` of a 10 MB text against one ``encode_ordinary`` of it: the head cut's work is
+  bounded by the room, so the ratio is tiny and shrinks as the text grows.
+
+Every run gets a fresh tokenizer (an empty count cache), so no count carries over between runs.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from recallpack._bench.corpus import source_paragraphs
+from recallpack.packing.cuts import cut_focus, cut_head
+from recallpack.packing.tokenizer import TiktokenTokenizer, get_tokenizer
+
+if TYPE_CHECKING:
+    import tiktoken
+
+__all__ = ["run"]
+
+ROOM = 280
+DOCUMENT_CHARS = 1_000_000
+HEAD_CHARS = 10_000_000
+REPEAT = 5
+FOCUS_TARGET = 1.0
+HEAD_TARGET = 0.05
+
+
+def _best(fn: Callable[[TiktokenTokenizer], object], encoding: tiktoken.Encoding, repeat: int) -> float:
+    """Best wall time of ``fn`` over ``repeat`` runs, in seconds, collector paused; each run gets
+    a tokenizer of its own, made (and its longest-token size read) before the clock starts."""
+    times = []
+    for _ in range(repeat):
+        tokenizer = TiktokenTokenizer(encoding)
+        _ = tokenizer.max_token_bytes
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            fn(tokenizer)
+            times.append(time.perf_counter() - start)
+        finally:
+            gc.enable()
+    return min(times)
+
+
+def _document() -> str:
+    paragraphs: list[str] = []
+    size = 0
+    for _, _, paragraph in source_paragraphs(60_000):
+        paragraphs.append(paragraph)
+        size += len(paragraph) + 2
+        if size >= DOCUMENT_CHARS:
+            break
+    return "\n\n".join(paragraphs)
+
+
+def _known_item(document: str) -> tuple[str, str]:
+    """A line from the middle of the document with at least eight words, and it as a query
+    with every third word dropped."""
+    middle = len(document) // 2
+    for line in document[middle:].splitlines()[1:]:
+        words = line.split()
+        if len(words) >= 8:
+            return line.strip(), " ".join(w for i, w in enumerate(words) if i % 3 != 2)
+    return "", "return the value"
+
+
+def run() -> list[str]:
+    base = get_tokenizer("cl100k_base")
+    if not isinstance(base, TiktokenTokenizer):
+        return ["cuts: skipped, cl100k_base does not resolve exactly here"]
+    encoding = base.encoding
+    document = _document()
+    answer, query = _known_item(document)
+    common = "what is the value of the name in the list"
+
+    encode = _best(lambda _: encoding.encode_ordinary(document), encoding, REPEAT)
+    kept = cut_focus(document, query, ROOM, TiktokenTokenizer(encoding))
+    focus = _best(lambda tok: cut_focus(document, query, ROOM, tok), encoding, REPEAT)
+    focus_common = _best(lambda tok: cut_focus(document, common, ROOM, tok), encoding, REPEAT)
+
+    huge = (document * (HEAD_CHARS // len(document) + 1))[:HEAD_CHARS]
+    encode_huge = _best(lambda _: encoding.encode_ordinary(huge), encoding, 1)
+    head = _best(lambda tok: cut_head(huge, ROOM, tok), encoding, REPEAT)
+
+    found = kept is not None and answer in kept.text
+    ratios = [
+        ("cut_focus 1 MB, known-item query / encode 1 MB", focus / encode, FOCUS_TARGET),
+        ("cut_focus 1 MB, common-word query / encode 1 MB", focus_common / encode, FOCUS_TARGET),
+        ("cut_head 10 MB / encode 10 MB", head / encode_huge, HEAD_TARGET),
+    ]
+    lines = [
+        f"cuts: one text cut to {ROOM} tokens (cl100k_base) vs tiktoken encoding it once; "
+        f"best of {REPEAT}, a fresh tokenizer each run",
+        f"  encode_ordinary 1 MB:  {encode * 1e3:8.1f} ms    10 MB: {encode_huge * 1e3:8.1f} ms",
+        f"  cut_focus 1 MB:        {focus * 1e3:8.1f} ms    (common words: {focus_common * 1e3:.1f} ms;"
+        f" the answer line {'kept' if found else 'NOT kept'})",
+        f"  cut_head 10 MB:        {head * 1e3:8.1f} ms",
+    ]
+    for name, ratio, target in ratios:
+        verdict = "ok" if ratio < target else "MISS"
+        lines.append(f"  {verdict:<4} {name}: {ratio:.3f} (target < {target})")
+    return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(run()))

@@ -1,0 +1,108 @@
+"""The Makefile's targets install what they need and no more: make demo, make test, make notebook."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+requirements = pytest.importorskip("packaging.requirements")
+tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+EXTRAS: dict[str, list[str]] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+    "optional-dependencies"
+]
+CORE: list[str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def extra_closure(extra: str) -> set[str]:
+    """Every distribution that installing recallpack[extra] brings, as installed here."""
+    todo = [requirements.Requirement(spec) for spec in [*CORE, *EXTRAS[extra]]]
+    seen: set[str] = set()
+    while todo:
+        req = todo.pop()
+        name = canonical(req.name)
+        if name == "recallpack":
+            todo += [requirements.Requirement(spec) for e in req.extras for spec in EXTRAS[e]]
+            continue
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            specs = importlib.metadata.requires(req.name) or []
+        except importlib.metadata.PackageNotFoundError:  # not for this platform
+            continue
+        for spec in specs:
+            dep = requirements.Requirement(spec)
+            wanted = {"extra": ""} if not req.extras else None
+            envs = [{"extra": e} for e in req.extras] if wanted is None else [wanted]
+            if dep.marker is None or any(dep.marker.evaluate(env) for env in envs):
+                todo.append(dep)
+    return seen
+
+
+def imported_top_levels(script: Path) -> set[str]:
+    tree = ast.parse(script.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_demo_extra_covers_every_example_import() -> None:
+    """make demo installs the demo extra only: the imports of every script it runs come with it."""
+    from tests.test_examples_all import NOT_IN_DEMO
+
+    closure = extra_closure("demo")
+    providers = importlib.metadata.packages_distributions()
+    for script in sorted(p for p in (ROOT / "examples").glob("*.py") if p.name not in NOT_IN_DEMO):
+        for module in imported_top_levels(script) - set(sys.stdlib_module_names) - {"recallpack"}:
+            dists = {canonical(d) for d in providers.get(module, [])}
+            assert dists & closure, f"examples/{script.name} imports {module}, which the demo extra lacks"
+
+
+def test_demo_extra_leaves_out_the_dev_tools() -> None:
+    """The demo extra brings no test or lint tool, and no Jupyter: those are make test's and make notebook's."""
+    closure = extra_closure("demo")
+    for tool in ("pytest", "mypy", "ruff", "hypothesis", "langchain-tests", "nbclient", "jupyterlab"):
+        assert tool not in closure, tool
+    assert any("jupyterlab" in spec for spec in EXTRAS["notebook"])
+    assert "recallpack[demo]" in EXTRAS["dev"] and "recallpack[demo]" in EXTRAS["notebook"]
+
+
+@pytest.mark.parametrize(
+    ("target", "runs"),
+    [
+        ("notebook", "jupyter lab examples/quickstart.ipynb"),
+        ("demo", "examples/stdlib_demo.py"),
+        ("test", "-m pytest"),
+    ],
+)
+def test_make_targets_exist(target: str, runs: str) -> None:
+    """make -n TARGET (dry run: nothing is installed or started) shows the command it would run."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    done = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and runs in done.stdout, done.stdout + done.stderr
+
+
+def test_each_target_installs_its_own_extra_in_strict_editable_mode() -> None:
+    """The install rule is per extra and strict, so make demo never installs the dev stack."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert "editable_mode=strict" in makefile
+    for target, extra in (("demo", "demo"), ("test", "dev"), ("notebook", "notebook")):
+        rule = re.search(rf"^{target}:(.*)$", makefile, re.M)
+        assert rule and f".installed-{extra}" in rule.group(1), target
