@@ -233,15 +233,11 @@ def cli(args: list[str]) -> tuple[int, str]:
     return code, err.getvalue()
 
 
-#: The command line on main lets argparse print its usage (seven lines) and lets a directory
-#: escape as a traceback; the command-line rework (branch ``newcomer``) passes both rows.
-CLI_REWORK = pytest.mark.xfail(reason="fixed by the command-line rework", strict=False)
-
 CLI_ROWS = [
     pytest.param(["pack", "/no/such/file.jsonl"], r"/no/such/file\.jsonl", id="cli-missing-file"),
-    pytest.param(["pack", "{dir}"], r"directory", id="cli-directory", marks=CLI_REWORK),
+    pytest.param(["pack", "{dir}"], r"directory", id="cli-directory"),
     pytest.param(["pack", "{good}", "--max-tokens", "0"], r"max.tokens", id="cli-max-tokens-zero"),
-    pytest.param(["pack", "{good}", "--policy", "nope"], r"policy", id="cli-policy-unknown", marks=CLI_REWORK),
+    pytest.param(["pack", "{good}", "--policy", "nope"], r"policy", id="cli-policy-unknown"),
     pytest.param(["pack", "{bad}"], r"line 2|:2:", id="cli-bad-json-line"),
 ]
 
