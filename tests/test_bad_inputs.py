@@ -59,6 +59,7 @@ from tests.test_allowance_bad_inputs import BAD_INPUTS as ALLOWANCE_BAD_INPUTS
 DOCS = [Document(page_content="Paris is in France.")]
 NODES = [NodeWithScore(node=TextNode(text="Paris is in France."), score=1.0)]
 ONE = [Candidate(text="Paris is in France.")]
+LONG = [Candidate(text="Paris is the capital of France. " * 100 + "The answer is 42. " + "Filler. " * 100)]
 
 
 def upstream() -> RunnableLambda[str, list[Document]]:
@@ -126,6 +127,10 @@ CORE = [
     row(lambda: Reader(id="me", scopes=["org-1"]), ConfigError, "scopes", "reader-scopes-list"),
     row(lambda: Scope(name="club", descripton="x"), ConfigError, "description", "scope-typo"),
     row(lambda: recall(ONE, embed=42), ConfigError, "embed", "embed-int"),
+    row(lambda: recall(LONG, max_tokens=80, query="answer", embed=lambda texts: [[1.0] * (i + 1) for i in range(len(texts))]),
+        ConfigError, "embed", "embed-ragged-vectors"),
+    row(lambda: recall(LONG, max_tokens=80, query="answer", embed=lambda texts: [["a"]] * len(texts)), ConfigError,
+        "embed", "embed-str-vectors"),
     row(lambda: recall(ONE, citation_keys=5), ConfigError, "citation_keys", "citation-keys-int"),
     row(lambda: recall(ONE, max_token=100), ConfigError, "max_tokens", "recall-typo"),
     row(lambda: recall_many([ONE], queries=["a", "b"]), ConfigError, "queries", "recall-many-queries"),
