@@ -82,9 +82,8 @@ class PackerComponent(PackSettings):
         for name in names:  # hold the values as validated (a Reader from its dict form, say)
             if name not in host:
                 self.__dict__[name] = getattr(self._packer, name)
-        lane = getattr(self, "lane")  # noqa: B009  (a generated field)
-        self._lane = None if lane is None else coerce_lane(lane)
-        check_on_unknown_lane(getattr(self, "on_unknown_lane"))  # noqa: B009
+        # The same checks as for components that are not pydantic models (lane_key="" too).
+        self._lane, _, _ = item_settings({name: getattr(self, name) for name in ITEM_SETTINGS})
         return self
 
     def _host_settings(self) -> dict[str, Any]:
@@ -95,6 +94,15 @@ class PackerComponent(PackSettings):
     def packer(self) -> Packer:
         """The validated Packer every call of this component packs with."""
         return self._packer
+
+    def _per_call(self, overrides: Mapping[str, Any]) -> Packer:
+        """The Packer for one call's settings, refused per call where refused at construction."""
+        for name in sorted(HOST_DECIDES & set(overrides)):
+            raise ConfigError(
+                f"{name}= is decided by {type(self).__name__} (it is what its host shows the model) "
+                "and cannot be set per call"
+            )
+        return self._packer.replace(**overrides)
 
     def _candidate(
         self,

@@ -50,6 +50,8 @@ def node_candidates(
     lanes: Sequence[LaneKind] | None = None,
 ) -> list[Candidate]:
     """One Candidate per node, in order; anything that is not a NodeWithScore is named."""
+    if not isinstance(nodes, (list, tuple)):
+        raise UpstreamError(f"nodes must be a list of NodeWithScore, got {type(nodes).__name__}")
     candidates = []
     for position, item in enumerate(nodes):
         if not isinstance(item, NodeWithScore):

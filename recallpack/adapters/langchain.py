@@ -108,6 +108,19 @@ def _documents(output: object, source: str) -> list[Document]:
     return list(output)
 
 
+def _lane_map(lanes: object) -> dict[Any, Any]:
+    if not isinstance(lanes, Mapping):
+        raise ConfigError(f"lanes={lanes!r:.60} must be a mapping of lane name to retriever")
+    return dict(lanes)
+
+
+def _listed(documents: object) -> object:
+    """A sequence of documents as a list; anything else as is, for _documents to name."""
+    if isinstance(documents, Sequence) and not isinstance(documents, str):
+        return list(documents)
+    return documents
+
+
 def _kept(docs: Sequence[Document], result: RecallResult) -> list[Document]:
     """Copies of the kept Documents, in evidence order, with recallpack's fields added.
 
@@ -153,7 +166,7 @@ class _Call:
         if "k" in overrides:
             overrides["max_items"] = _k_or_max_items(overrides.pop("k"), overrides.get("max_items", "unset"))
         self.fetch_k = check_max_items(overrides.pop("fetch_k", owner.fetch_k), "fetch_k")
-        self.packer: Packer = owner.packer.replace(**overrides)
+        self.packer: Packer = owner._per_call(overrides)
         self.sink: list[RecallResult] | None = kwargs.get(_SINK)
 
 
@@ -201,7 +214,7 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
                 )
             data["retriever"] = RunnableLambda(upstream)
         if data.get("lanes") is not None:
-            lanes = dict(data["lanes"])
+            lanes = _lane_map(data["lanes"])
             data["lanes"] = {coerce_lane(n, field=f"lanes key {n!r}"): r for n, r in lanes.items()}
             data["weights"] = check_weights(data.get("weights"), list(data["lanes"])) or None
         check_rrf_k(data.get("rrf_k", DEFAULT_RRF_K))
@@ -374,20 +387,24 @@ class EvidenceRenderer(_LangChainComponent, RunnableSerializable[list[Document],
         super().__init__(**data)
 
     def invoke(self, input: list[Document], config: RunnableConfig | None = None, **kwargs: Any) -> str:
-        return self._call_with_config(self._render, input, config)
+        # Per-call settings (from invoke or .bind) are validated, never silently ignored.
+        packer = self._per_call(kwargs)
+        return self._call_with_config(lambda docs: self._render(docs, packer), input, config)
 
     async def ainvoke(
         self, input: list[Document], config: RunnableConfig | None = None, **kwargs: Any
     ) -> str:
         # Packing is pure CPU and quick; a thread hop would cost more than it frees.
-        return await self._acall_with_config(self._arender, input, config)
+        packer = self._per_call(kwargs)
 
-    def _render(self, docs: list[Document]) -> str:
+        async def arender(docs: list[Document]) -> str:
+            return self._render(docs, packer)
+
+        return await self._acall_with_config(arender, input, config)
+
+    def _render(self, docs: list[Document], packer: Packer) -> str:
         docs = _documents(docs, "render_evidence input")
-        return self.packer.recall(self._candidates(docs)).to_markdown()
-
-    async def _arender(self, docs: list[Document]) -> str:
-        return self._render(docs)
+        return packer.recall(self._candidates(docs)).to_markdown()
 
 
 render_evidence: Runnable[list[Document], str] = EvidenceRenderer()
@@ -408,7 +425,7 @@ class BudgetCompressor(_LangChainComponent, BaseDocumentCompressor):
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
-        docs = _documents(list(documents), "compressor input")
+        docs = _documents(_listed(documents), "compressor input")
         return _kept(docs, self.packer.recall(self._candidates(docs), query=query or None))
 
     async def acompress_documents(
@@ -419,5 +436,5 @@ class BudgetCompressor(_LangChainComponent, BaseDocumentCompressor):
 
     def compress(self, documents: Sequence[Document], query: str | None = None) -> RecallResult:
         """The RecallResult of compressing ``documents`` (evidence, report, trace)."""
-        docs = _documents(list(documents), "compressor input")
+        docs = _documents(_listed(documents), "compressor input")
         return self.packer.recall(self._candidates(docs), query=query)

@@ -173,7 +173,9 @@ class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        return self.pack_nodes(nodes, query_bundle.query_str if query_bundle else None)[0]
+        # A str is taken as the query, as LlamaIndex retrievers take one (QueryType).
+        query = query_bundle if isinstance(query_bundle, str) else getattr(query_bundle, "query_str", None)
+        return self.pack_nodes(nodes, query)[0]
 
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
@@ -254,8 +256,13 @@ class BudgetedRetriever(BaseRetriever):
         once, under the lane that ranked it best, with the fused score. ``aretrieve`` calls the
         lanes concurrently.
         """
-        if not lanes:
-            raise ConfigError("from_lanes needs at least one lane, e.g. {'sources': retriever}")
+        # Checked here too, so a misspelled ``weights`` or ``rrf_k`` is named as the closest one.
+        refuse_unknown(cls.__name__, settings, [*cls._OWN, *Packer.settings_names(), "weights", "rrf_k"])
+        if not isinstance(lanes, Mapping) or not lanes:
+            raise ConfigError(
+                f"lanes={lanes!r:.60} must be a non-empty mapping of lane name to retriever, "
+                "e.g. {'sources': retriever}"
+            )
         if "lane" in settings:
             raise ConfigError("from_lanes takes each lane from its key; do not pass lane=")
         resolved: dict[LaneKind, BaseRetriever] = {}

@@ -173,7 +173,11 @@ class Candidate(BaseModel):
                 raise ValueError(
                     f"scope_ids holds {scope_id!r}; every scope id must be a non-empty str"
                 )
-        return tuple(clean_text(scope_id) for scope_id in value)
+            # Refused, not repaired: replacing a lone surrogate would make distinct ids equal
+            # ("\ud800" and "\udc00" both "\ufffd"), and a reader holding one could read the other.
+            if clean_text(scope_id) is not scope_id:
+                raise ValueError(f"scope_ids holds {scope_id!r}, which has a lone surrogate")
+        return tuple(value)
 
     @property
     def provenance(self) -> Provenance:
@@ -190,12 +194,24 @@ def _explain(exc: ValidationError) -> str:
     return "invalid Candidate: " + "; ".join(parts)
 
 
+def _valid_scope_ids(value: object) -> bool:
+    return isinstance(value, tuple) and all(
+        isinstance(s, str) and s.strip() and clean_text(s) is s for s in value
+    )
+
+
 def coerce_candidate(item: object, position: int) -> Candidate:
     """Accept a Candidate or a mapping of its fields; name ``position`` when it is neither."""
     if isinstance(item, Candidate):
         if not isinstance(item.text, str):  # model_construct() skips validation
             raise CandidateError(
                 f"candidates[{position}].text must be a str, got {type(item.text).__name__}"
+            )
+        # So does model_copy(update=...): scope_ids="" there would show the item to everyone.
+        if not _valid_scope_ids(item.scope_ids):
+            raise CandidateError(
+                f"candidates[{position}].scope_ids={item.scope_ids!r:.60} must be a tuple of non-empty "
+                "scope id strings (model_copy and model_construct skip validation; build a Candidate)"
             )
         return item
     if isinstance(item, Mapping):

@@ -817,7 +817,15 @@ class _Similarity:
                 f"embed ({type(self.source).__name__}) returned {len(vectors)} vectors for "
                 f"{len(texts)} texts; it must return one per text"
             )
-        return [_cosine(target, vector) for vector in vectors]
+        try:
+            if any(len(vector) != len(target) for vector in vectors):
+                raise TypeError("vectors of different lengths")
+            return [_cosine(target, vector) for vector in vectors]
+        except TypeError as exc:  # strings, None, ragged rows: zip() would quietly truncate those
+            raise ConfigError(
+                f"embed ({type(self.source).__name__}) returned vectors that are not lists of "
+                f"numbers of one length ({exc})"
+            ) from None
 
 
 def embed_function(obj: object) -> EmbedFn:

@@ -6,6 +6,7 @@ import it without forming a cycle.
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
@@ -93,9 +94,7 @@ class Allowance(BaseModel):
             known = next((c for c in causes if isinstance(c, BudgetError)), None)
             if known is not None:
                 raise known from None
-            error = exc.errors()[0]
-            where = ".".join(str(p) for p in error["loc"])
-            raise BudgetError(f"invalid Allowance: {where}: {error['msg']}") from None
+            raise _invalid(type(self), exc) from None
 
     @field_validator("max_tokens_ceiling", mode="before")
     @classmethod
@@ -130,10 +129,28 @@ class Remaining(BaseModel):
     tokens: int = Field(ge=0)
     blocks: int = Field(ge=0)
 
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _invalid(type(self), exc) from None
+
     @property
     def exhausted(self) -> bool:
         """True when no optional evidence at all can be added."""
         return self.items == 0 or self.tokens == 0
+
+
+def _invalid(model: type[BaseModel], exc: ValidationError) -> BudgetError:
+    """The first problem of ``exc`` as a BudgetError; a misspelled key with its closest name."""
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    error = errors[0]
+    where = ".".join(str(p) for p in error["loc"])
+    if error["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(where, list(model.model_fields), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return BudgetError(f"{model.__name__} got an unknown setting {where!r}{hint}")
+    return BudgetError(f"invalid {model.__name__}: {where}={error.get('input')!r:.60} {error['msg']}")
 
 
 def as_remaining(allowance: Allowance | Remaining) -> Remaining:

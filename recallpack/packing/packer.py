@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -309,7 +310,7 @@ def _recall_many(
     candidate_lists: Iterable[Iterable[Candidate | Mapping[str, Any]]],
     queries: Sequence[str | None] | None,
 ) -> list[RecallResult]:
-    lists = [_as_list(c) for c in candidate_lists]
+    lists = _candidate_lists(candidate_lists)
     if queries is not None and len(queries) != len(lists):
         raise ConfigError(f"queries has {len(queries)} entries for {len(lists)} candidate lists")
     asked = list(queries) if queries is not None else [None] * len(lists)
@@ -340,7 +341,7 @@ def _measure(packer: Packer, walk: Walk, max_tokens: int | None) -> tuple[int, s
         # The model is shown the joined texts; the block is rendered only if someone asks, from
         # the kept evidence alone (the closure must not keep the caller's candidates alive).
         evidence, scopes = walk.evidence(), walk.shared_scopes()
-        return walk.cost.measure(walk), lambda: _render(packer, evidence, scopes, None)
+        return walk.cost.measure(walk), lambda: _render(packer, evidence, scopes, max_tokens)
     text = _render(packer, walk.evidence(), walk.shared_scopes(), max_tokens)
     if packer._compiled is None and packer._tok.splits_at_line_starts:
         return walk.cost.measure(walk), text
@@ -478,14 +479,29 @@ def _lane_budgets(value: Mapping[str, int] | None) -> dict[LaneKind | Provenance
     return budgets
 
 
+_URI_FIELDS = frozenset({"artifact_id", "artifact_content_id"})
+
+
 def _check_uri_template(template: str) -> None:
+    # Plain fields only: a format spec ("{artifact_id:>100000000}") would pad every item's
+    # resource line to any size, and "{artifact_id.__class__}" reaches past the value.
     try:
-        template.format(artifact_id="a", artifact_content_id="b")
-    except (KeyError, IndexError, ValueError, AttributeError) as exc:
+        parsed = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(template)]
+        plain = all(n is None or (n in _URI_FIELDS and not (spec or conv)) for n, spec, conv in parsed)
+        problem = "" if plain else "a field that is not plain {artifact_id} or {artifact_content_id}"
+    except ValueError as exc:  # an unmatched brace
+        problem = str(exc)
+    if problem:
         raise ConfigError(
-            f"resource_uri_template={template!r} cannot be filled ({type(exc).__name__}: {exc}); "
-            "use {artifact_id} and {artifact_content_id} as its only fields"
-        ) from None
+            f"resource_uri_template={template!r:.80} cannot be filled ({problem}); "
+            "use {artifact_id} and {artifact_content_id} as its only fields, with no format spec"
+        )
+
+
+def _candidate_lists(value: object) -> list[Sequence[Any]]:
+    if value is None or isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise CandidateError(f"candidate_lists must be a list of candidate lists, got {type(value).__name__}")
+    return [_as_list(candidates) for candidates in value]
 
 
 def _as_list(candidates: object) -> Sequence[Any]:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import difflib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from recallpack.packing.candidate import Candidate, Provenance, ValueEnum
-from recallpack.packing.errors import TemplateError
+from recallpack.packing.candidate import Candidate, Provenance, ValueEnum, clean_text
+from recallpack.packing.errors import ConfigError, TemplateError
 from recallpack.packing.report_html import report_html, trace_html
 
 __all__ = [
@@ -32,10 +33,23 @@ PRIVATE = "private"
 class Scope(BaseModel):
     """Whose memory an item is: a name the reader knows it by, and what that means."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     description: str = ""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _config_error(type(self), exc) from None
+
+    @field_validator("name", "description")
+    @classmethod
+    def _encodable(cls, value: str) -> str:
+        # Both are rendered in the block's header: a lone surrogate (a scope table read from
+        # JSON) would make the block unencodable as UTF-8 downstream, so it is repaired here.
+        return clean_text(value)
 
 
 class Reader(BaseModel):
@@ -53,6 +67,12 @@ class Reader(BaseModel):
     scopes: Mapping[str, Scope] = Field(default_factory=dict)
     #: True only for :meth:`everyone`: every scope is readable (scope ids become their names).
     open: bool = False
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _config_error(type(self), exc) from None
 
     @classmethod
     def everyone(cls) -> Reader:
@@ -85,6 +105,23 @@ class Reader(BaseModel):
             scope = self.scope_for(scope_id)
             scopes.append(scope if scope is not None else Scope(name=scope_id))
         return tuple(scopes)
+
+
+def _config_error(model: type[BaseModel], exc: ValidationError) -> ConfigError:
+    """A Reader or Scope's ValidationError as a ConfigError naming each field (and a misspelled
+    one's closest name), like every other bad setting."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or model.__name__
+        message = error["msg"]
+        if error["type"] == "missing":
+            parts.append(f"{where} is required")
+            continue
+        if error["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(str(error["loc"][-1]), list(model.model_fields), n=1)
+            message = "is not a setting" + (f"; did you mean {close[0]!r}?" if close else "")
+        parts.append(f"{where}={error.get('input')!r:.60} {message}")
+    return ConfigError(f"{model.__name__}: " + "; ".join(parts))
 
 
 class Evidence(BaseModel):

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from recallpack.packing import encodings as shipped
 from recallpack.packing.encodings import SourceUnavailable
-from recallpack.packing.errors import BudgetError, RecallpackWarning, TokenizerError
+from recallpack.packing.errors import BudgetError, CandidateError, RecallpackWarning, TokenizerError
 
 if TYPE_CHECKING:
     import tiktoken
@@ -770,15 +770,22 @@ def _check_limit(value: object, field: str, *, minimum: int = 1) -> int:
     return value
 
 
+def _check_text(value: object) -> str:
+    # A non-str would fail deep in the encoder (or count its repr) instead of naming the mistake.
+    if not isinstance(value, str):
+        raise CandidateError(f"text={value!r:.60} must be a str, got {type(value).__name__}")
+    return value
+
+
 def count_tokens(text: str, tokenizer: TokenizerSpec = None) -> int:
     """Tokens in ``text``."""
-    return get_tokenizer(tokenizer).count(text)
+    return get_tokenizer(tokenizer).count(_check_text(text))
 
 
 def truncate_to_tokens(text: str, max_tokens: int, tokenizer: TokenizerSpec = None) -> str:
     """The longest prefix of ``text`` on token boundaries that counts at most ``max_tokens``."""
     _check_limit(max_tokens, "max_tokens", minimum=0)
-    return get_tokenizer(tokenizer).truncate(text, max_tokens)
+    return get_tokenizer(tokenizer).truncate(_check_text(text), max_tokens)
 
 
 def split_token_windows(
@@ -792,4 +799,4 @@ def split_token_windows(
         raise BudgetError(
             f"overlap_tokens={overlap_tokens} must be less than max_tokens={max_tokens}"
         )
-    return get_tokenizer(tokenizer).split_windows(text, max_tokens, overlap_tokens)
+    return get_tokenizer(tokenizer).split_windows(_check_text(text), max_tokens, overlap_tokens)

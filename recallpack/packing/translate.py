@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
+from recallpack.packing.candidate import Candidate, LaneKind, clean_text, coerce_lane
 from recallpack.packing.errors import CandidateError, ConfigError, LaneError
 from recallpack.packing.result import Evidence
 
@@ -54,15 +54,19 @@ def scope_ids_from(metadata: Mapping[str, Any]) -> tuple[tuple[str, ...], str | 
     """The scope ids an item's metadata holds, and why they cannot be read if they cannot.
 
     Absent means unscoped. Present, they must be one non-empty string or a non-empty list of
-    non-empty strings: anything else (``0``, ``""``, ``False``, ``[]``, ``None``, ``[1]``) is
-    reported, so the packer withholds the item instead of showing it to every reader.
+    non-empty strings: anything else (``0``, ``""``, ``False``, ``[]``, ``None``, ``[1]``, an
+    id with a lone surrogate) is reported, so the packer withholds the item instead of showing
+    it to every reader.
     """
     if SCOPE_KEY not in metadata:
         return (), None
     value = metadata[SCOPE_KEY]
     if isinstance(value, str):
         value = [value]
-    if isinstance(value, (list, tuple)) and value and all(isinstance(s, str) and s.strip() for s in value):
+    # A lone surrogate is malformed too: repaired, two distinct ids would become the same one.
+    if isinstance(value, (list, tuple)) and value and all(
+        isinstance(s, str) and s.strip() and clean_text(s) is s for s in value
+    ):
         return tuple(value), None
     return (), (
         f"metadata[{SCOPE_KEY!r}]={value!r:.60} is not a non-empty list of non-empty scope id strings"

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, clean_text, coerce_candidate
+from recallpack.packing.errors import ConfigError
 from recallpack.packing.limits import Policy
 from recallpack.packing.render import header_text, item_text
 from recallpack.packing.result import PRIVATE, Evidence, Outcome, Reader, Reason, Scope, TraceEntry
@@ -105,7 +106,13 @@ class JoinedCost:
         return self.tok.count_upto(text, (1 << 62) if limit is None else limit) + 1
 
     def measure(self, walk: Walk) -> int:
-        return self.tok.count(self.join([k.evidence.text for k in walk.kept])) if walk.kept else 0
+        if not walk.kept:
+            return 0
+        joined = self.join([k.evidence.text for k in walk.kept])
+        if not isinstance(joined, str):
+            kind = type(joined).__name__
+            raise ConfigError(f"join returned {kind}; it must return the str the model is shown")
+        return self.tok.count(joined)
 
 
 class BlockCost:

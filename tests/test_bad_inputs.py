@@ -1,0 +1,286 @@
+"""One table of bad inputs across recallpack: each ends in a recallpack error naming the field.
+
+The core, both adapters (construction and per call), the allowance (its own tables are
+included) and the command line. A row is the call, the error class it must raise, and a
+pattern naming the field; a bad input that escapes as a bare TypeError or KeyError, or is
+accepted silently, fails here.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain_core")
+pytest.importorskip("llama_index.core")
+
+from langchain_core.documents import Document
+from langchain_core.runnables import RunnableLambda
+from llama_index.core.retrievers import BaseRetriever as LlamaRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from recallpack import (
+    BudgetError,
+    Candidate,
+    CandidateError,
+    ConfigError,
+    LaneError,
+    Packer,
+    PolicyError,
+    Reader,
+    RecallpackError,
+    Scope,
+    TemplateError,
+    TokenizerError,
+    UpstreamError,
+    count_tokens,
+    get_tokenizer,
+    pack,
+    recall,
+    recall_many,
+    split_token_windows,
+    truncate_to_tokens,
+)
+from recallpack.adapters import langchain as lc
+from recallpack.adapters import llamaindex as li
+from recallpack.allowance import Allowance, Remaining
+from recallpack.cli import main as cli_main
+from tests.adapters.test_langchain_memory_bad_inputs import BAD_INPUTS as MEMORY_BAD_INPUTS
+from tests.test_allowance_bad_inputs import BAD_INPUTS as ALLOWANCE_BAD_INPUTS
+
+DOCS = [Document(page_content="Paris is in France.")]
+NODES = [NodeWithScore(node=TextNode(text="Paris is in France."), score=1.0)]
+ONE = [Candidate(text="Paris is in France.")]
+LONG = [Candidate(text="Paris is the capital of France. " * 100 + "The answer is 42. " + "Filler. " * 100)]
+
+
+def upstream() -> RunnableLambda[str, list[Document]]:
+    return RunnableLambda(lambda q: DOCS)
+
+
+class Nodes(LlamaRetriever):
+    """A LlamaIndex retriever returning fixed items (NodeWithScore or not)."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+        super().__init__()
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[Any]:
+        return self.items
+
+
+def lc_retriever(**settings: Any) -> lc.BudgetedRetriever:
+    return lc.BudgetedRetriever(retriever=upstream(), **settings)
+
+
+def li_retriever(items: list[Any] | None = None, **settings: Any) -> li.BudgetedRetriever:
+    return li.BudgetedRetriever(Nodes(NODES if items is None else items), **settings)
+
+
+def row(probe: Callable[[], object], error: type[Exception], field: str, id: str) -> Any:
+    """One table row; ``field`` is a literal substring the message must contain."""
+    return pytest.param(probe, error, re.escape(field), id=id)
+
+
+CORE = [
+    row(lambda: recall(None), CandidateError, "candidates", "recall-none"),  # type: ignore[arg-type]
+    row(lambda: recall("Paris"), CandidateError, "candidates", "recall-str"),  # type: ignore[arg-type]
+    row(lambda: recall([42]), CandidateError, "candidates[0]", "recall-item-int"),  # type: ignore[list-item]
+    row(lambda: recall([{"txt": "a"}]), CandidateError, "txt", "recall-item-key-typo"),
+    row(lambda: recall(ONE, max_tokens=0), BudgetError, "max_tokens", "max-tokens-zero"),
+    row(lambda: recall(ONE, max_tokens=1.5), BudgetError, "max_tokens", "max-tokens-float"),
+    row(lambda: recall(ONE, max_tokens="100"), BudgetError, "max_tokens", "max-tokens-str"),
+    row(lambda: recall(ONE, max_tokens=True), BudgetError, "max_tokens", "max-tokens-bool"),
+    row(lambda: recall(ONE, max_tokens=10**9), BudgetError, "max_tokens", "max-tokens-huge"),
+    row(lambda: recall(ONE, max_items=0), BudgetError, "max_items", "max-items-zero"),
+    row(lambda: recall(ONE, policy="nope"), PolicyError, "policy", "policy-unknown"),
+    row(lambda: recall(ONE, tokenizer="no-such-encoding"), TokenizerError, "no-such-encoding", "tokenizer-name"),
+    row(lambda: recall(ONE, tokenizer=42), TokenizerError, "tokenizer", "tokenizer-int"),
+    row(lambda: recall(ONE, lane_budgets=["facts"]), BudgetError, "lane_budgets", "lane-budgets-list"),
+    row(lambda: recall(ONE, lane_budgets={"fact": 3}), LaneError, "lane_budgets", "lane-budgets-key"),
+    row(lambda: recall(ONE, lane_budgets={"facts": -1}), BudgetError, "lane_budgets", "lane-budgets-neg"),
+    row(lambda: recall(ONE, dedupe="no"), ConfigError, "dedupe", "dedupe-str"),
+    row(lambda: recall(ONE, floor=1), ConfigError, "floor", "floor-int"),
+    row(lambda: recall(ONE, cut="middle"), ConfigError, "cut", "cut-unknown"),
+    row(lambda: recall(ONE, cut="focus"), ConfigError, "query", "cut-focus-no-query"),
+    row(lambda: recall(ONE, query=5), ConfigError, "query", "query-int"),  # type: ignore[arg-type]
+    row(lambda: recall(ONE, template=123), TemplateError, "template", "template-int"),
+    row(lambda: recall(ONE, template="{% for %}"), TemplateError, "template", "template-syntax"),
+    row(lambda: recall(ONE, template=Path("/no/such.j2")), TemplateError, "template", "template-path-missing"),
+    row(lambda: recall(ONE, template="{{ 1/0 }}"), TemplateError, "template", "template-raises"),
+    row(lambda: recall(ONE, resource_uri_template="{artifact}"), ConfigError, "resource_uri_template",
+        "uri-template-field"),
+    row(lambda: recall(ONE, resource_uri_template=5), ConfigError, "resource_uri_template", "uri-template-int"),
+    row(lambda: recall(ONE, resource_uri_template="{artifact_id:>100000000}"), ConfigError,
+        "resource_uri_template", "uri-template-format-spec"),
+    row(lambda: recall(ONE, reader="me"), ConfigError, "reader", "reader-str"),
+    row(lambda: recall(ONE, reader={"idd": "me"}), ConfigError, "Reader: idd", "reader-key-typo"),
+    row(lambda: Reader(id=5), ConfigError, "id=5", "reader-id-int"),
+    row(lambda: Reader(id="me", scopes=["org-1"]), ConfigError, "scopes", "reader-scopes-list"),
+    row(lambda: Scope(name="club", descripton="x"), ConfigError, "description", "scope-typo"),
+    row(lambda: recall(ONE, embed=42), ConfigError, "embed", "embed-int"),
+    row(lambda: recall(LONG, max_tokens=80, query="answer", embed=lambda texts: [[1.0] * (i + 1) for i in range(len(texts))]),
+        ConfigError, "embed", "embed-ragged-vectors"),
+    row(lambda: recall(LONG, max_tokens=80, query="answer", embed=lambda texts: [["a"]] * len(texts)), ConfigError,
+        "embed", "embed-str-vectors"),
+    row(lambda: recall(ONE, citation_keys=5), ConfigError, "citation_keys", "citation-keys-int"),
+    row(lambda: recall(ONE, max_token=100), ConfigError, "max_tokens", "recall-typo"),
+    row(lambda: recall_many([ONE], queries=["a", "b"]), ConfigError, "queries", "recall-many-queries"),
+    row(lambda: recall_many(None), CandidateError, "candidate_lists", "recall-many-none"),  # type: ignore[arg-type]
+    row(lambda: recall(ONE, join=lambda texts: len(texts)), ConfigError, "join", "join-returns-int"),
+    row(lambda: pack(ONE, 0), BudgetError, "max_tokens", "pack-zero"),
+    row(lambda: Packer(max_token=100), ConfigError, "max_tokens", "packer-typo"),
+    row(lambda: Packer().recall(ONE, polcy="skip"), ConfigError, "policy", "packer-call-typo"),
+    row(lambda: Packer(reader=Reader(id="a")).recall(ONE, reader=Reader(id="b")), ConfigError, "reader",
+        "packer-call-reader-swap"),
+    row(lambda: Packer(reader=Reader(id="a")).replace(reader=None), ConfigError, "reader",
+        "packer-reader-lifted"),
+    row(lambda: Candidate(text=None), CandidateError, "text", "candidate-text-none"),
+    row(lambda: Candidate(text=b"bytes"), CandidateError, "text", "candidate-text-bytes"),
+    row(lambda: Candidate(text="a", lane="nope"), LaneError, "lane", "candidate-lane"),
+    row(lambda: Candidate(text="a", score=math.nan), CandidateError, "score", "candidate-score-nan"),
+    row(lambda: Candidate(text="a", score=math.inf), CandidateError, "score", "candidate-score-inf"),
+    row(lambda: Candidate(text="a", scope_ids=[""]), CandidateError, "scope_ids", "candidate-scope-empty"),
+    row(lambda: Candidate(text="a", scope_ids=0), CandidateError, "scope_ids", "candidate-scope-int"),
+    row(lambda: Candidate(text="a", scope_ids=[["x"]]), CandidateError, "scope_ids", "candidate-scope-nested"),
+    row(lambda: Candidate(text="a", colour="red"), CandidateError, "colour", "candidate-extra"),
+    row(lambda: count_tokens(5), CandidateError, "text", "count-tokens-int"),  # type: ignore[arg-type]
+    row(lambda: truncate_to_tokens(None, 3), CandidateError, "text", "truncate-text-none"),  # type: ignore[arg-type]
+    row(lambda: count_tokens("a", "no-such-encoding"), TokenizerError, "no-such-encoding", "count-tokens-enc"),
+    row(lambda: get_tokenizer(3.5), TokenizerError, "3.5", "get-tokenizer-float"),  # type: ignore[arg-type]
+    row(lambda: truncate_to_tokens("abc", -1), BudgetError, "max_tokens", "truncate-negative"),
+    row(lambda: Allowance(max_item=3), BudgetError, "did you mean 'max_items'", "allowance-typo"),
+    row(lambda: Remaining(items=1, tokens=-1, blocks=1), BudgetError, "tokens=-1", "remaining-negative"),
+    row(lambda: recall(ONE, allowance={"max_items": 3}), BudgetError, "allowance", "recall-allowance-dict"),
+    row(lambda: split_token_windows("abc", 0), BudgetError, "max_tokens", "windows-zero"),
+]
+
+LANGCHAIN = [
+    row(lambda: lc.BudgetedRetriever(), ConfigError, "retriever", "lc-no-upstream"),
+    row(lambda: lc.BudgetedRetriever(retriever=42), ConfigError, "retriever", "lc-upstream-int"),
+    row(lambda: lc_retriever(readers=Reader(id="me")), ConfigError, "reader", "lc-typo-readers"),
+    row(lambda: lc_retriever(max_token=100), ConfigError, "max_tokens", "lc-typo-max-token"),
+    row(lambda: lc_retriever(max_tokens=0), BudgetError, "max_tokens", "lc-max-tokens-zero"),
+    row(lambda: lc_retriever(k=0), BudgetError, "k", "lc-k-zero"),
+    row(lambda: lc_retriever(k=3, max_items=4), ConfigError, "max_items", "lc-k-disagrees"),
+    row(lambda: lc_retriever(fetch_k=-1), BudgetError, "fetch_k", "lc-fetch-k-neg"),
+    row(lambda: lc_retriever(lane="nope"), LaneError, "lane", "lc-lane"),
+    row(lambda: lc_retriever(lane_key=""), ConfigError, "lane_key", "lc-lane-key-empty"),
+    row(lambda: lc.BudgetedRetriever(lanes=[upstream()]), ConfigError, "lanes", "lc-lanes-list"),
+    row(lambda: lc_retriever(on_unknown_lane="ignore"), ConfigError, "on_unknown_lane", "lc-on-unknown-lane"),
+    row(lambda: lc.BudgetedRetriever.from_lanes({"nope": upstream()}), LaneError, "nope", "lc-lanes-key"),
+    row(lambda: lc.BudgetedRetriever.from_lanes({"facts": upstream()}, weights={"facts": -1}), ConfigError,
+        "weights", "lc-weight-neg"),
+    row(lambda: lc.BudgetedRetriever.from_lanes({"facts": upstream()}, weights={"facts": math.nan}),
+        ConfigError, "weights", "lc-weight-nan"),
+    row(lambda: lc.BudgetedRetriever.from_lanes({"facts": upstream()}, rrf_k=0), ConfigError, "rrf_k",
+        "lc-rrf-k"),
+    row(lambda: lc_retriever().invoke("q", max_token=5), ConfigError, "max_tokens", "lc-invoke-typo"),
+    row(lambda: lc_retriever().invoke("q", max_tokens=-5), BudgetError, "max_tokens", "lc-invoke-budget"),
+    row(lambda: lc_retriever().invoke("q", fetch_k="all"), BudgetError, "fetch_k", "lc-invoke-fetch-k"),
+    row(lambda: lc_retriever(reader=Reader(id="me")).invoke("q", reader=None), ConfigError, "reader",
+        "lc-invoke-reader-lifted"),
+    row(lambda: lc_retriever().as_evidence(polcy="skip"), ConfigError, "policy", "lc-as-evidence-typo"),
+    row(lambda: lc_retriever().invoke("q", join="\n".join), ConfigError, "join", "lc-invoke-join"),
+    row(lambda: lc.BudgetedRetriever(retriever=RunnableLambda(lambda q: "text")).invoke("q"), UpstreamError,
+        "upstream", "lc-upstream-returns-str"),
+    row(lambda: lc.BudgetCompressor(max_token=5), ConfigError, "max_tokens", "lc-compressor-typo"),
+    row(lambda: lc.BudgetCompressor(policy="nope"), PolicyError, "policy", "lc-compressor-policy"),
+    row(lambda: lc.BudgetCompressor().compress_documents(["text"], "q"), UpstreamError, "Document",
+        "lc-compressor-input"),  # type: ignore[list-item]
+    row(lambda: lc.BudgetCompressor().compress_documents(None, "q"), UpstreamError, "compressor input",
+        "lc-compressor-none"),  # type: ignore[arg-type]
+    row(lambda: lc.EvidenceRenderer(max_token=5), ConfigError, "max_tokens", "lc-renderer-typo"),
+    row(lambda: lc.EvidenceRenderer(template=5), TemplateError, "template", "lc-renderer-template"),
+    row(lambda: lc.render_evidence.invoke(DOCS, max_token=5), ConfigError, "max_tokens",
+        "lc-renderer-invoke-typo"),
+    row(lambda: lc.render_evidence.invoke("not documents"), UpstreamError, "render_evidence",
+        "lc-renderer-input"),  # type: ignore[arg-type]
+]
+
+LLAMAINDEX = [
+    row(lambda: li.BudgetPostprocessor(lane_budget={"facts": 3}), ConfigError, "lane_budgets", "li-pp-typo"),
+    row(lambda: li.BudgetPostprocessor(max_tokens=0), BudgetError, "max_tokens", "li-pp-budget"),
+    row(lambda: li.BudgetPostprocessor(response_mode="nope"), ConfigError, "response_mode", "li-pp-mode"),
+    row(lambda: li.BudgetPostprocessor(reader="me"), ConfigError, "reader", "li-pp-reader-str"),
+    row(lambda: li.BudgetPostprocessor().postprocess_nodes(["x"]), UpstreamError, "NodeWithScore",
+        "li-pp-input"),  # type: ignore[list-item]
+    row(lambda: li.BudgetPostprocessor().postprocess_nodes(None), UpstreamError, "nodes", "li-pp-none"),  # type: ignore[arg-type]
+    row(lambda: li_retriever(max_token=5), ConfigError, "max_tokens", "li-ret-typo"),
+    row(lambda: li_retriever(fetch_k=0), BudgetError, "fetch_k", "li-ret-fetch-k"),
+    row(lambda: li_retriever(lane_key=""), ConfigError, "lane_key", "li-ret-lane-key"),
+    row(lambda: li.BudgetedRetriever("not a retriever"), ConfigError, "retriever", "li-ret-upstream"),
+    row(lambda: li.BudgetedRetriever.from_lanes({}), ConfigError, "lane", "li-lanes-empty"),
+    row(lambda: li.BudgetedRetriever.from_lanes(["facts"]), ConfigError, "lanes", "li-lanes-list"),  # type: ignore[arg-type]
+    row(lambda: li.BudgetedRetriever.from_lanes({"facts": Nodes(NODES)}, weights={"facts": math.inf}),
+        ConfigError, "weights", "li-weight-inf"),
+    row(lambda: li.BudgetedRetriever.from_lanes({"facts": Nodes(NODES)}, weight={"facts": 1}), ConfigError,
+        "weights", "li-lanes-typo"),
+]
+
+
+def cli(args: list[str]) -> tuple[int, str]:
+    """Run the command line in-process: its exit status and what it wrote to stderr."""
+    err, out = io.StringIO(), io.StringIO()
+    with redirect_stderr(err), redirect_stdout(out):
+        try:
+            code = cli_main(args)
+        except SystemExit as exc:  # argparse exits on a bad flag
+            code = exc.code if isinstance(exc.code, int) else 2
+    return code, err.getvalue()
+
+
+CLI_ROWS = [
+    pytest.param(["pack", "/no/such/file.jsonl"], r"/no/such/file\.jsonl", id="cli-missing-file"),
+    pytest.param(["pack", "{dir}"], r"directory", id="cli-directory"),
+    pytest.param(["pack", "{good}", "--max-tokens", "0"], r"max.tokens", id="cli-max-tokens-zero"),
+    pytest.param(["pack", "{good}", "--policy", "nope"], r"policy", id="cli-policy-unknown"),
+    pytest.param(["pack", "{bad}"], r"line 2|:2:", id="cli-bad-json-line"),
+]
+
+
+TABLE = [*CORE, *LANGCHAIN, *LLAMAINDEX, *ALLOWANCE_BAD_INPUTS, *MEMORY_BAD_INPUTS]
+
+
+def test_the_table_is_large_and_spans_every_surface() -> None:
+    """At least 40 rows of our own, plus the allowance's and the memory tool's tables."""
+    assert len(CORE) + len(LANGCHAIN) + len(LLAMAINDEX) + len(CLI_ROWS) >= 40
+    assert len(LANGCHAIN) >= 10 and len(LLAMAINDEX) >= 5
+    assert ALLOWANCE_BAD_INPUTS and MEMORY_BAD_INPUTS
+
+
+@pytest.mark.filterwarnings("ignore::recallpack.RecallpackWarning")
+@pytest.mark.parametrize(("probe", "error", "field"), TABLE)
+def test_bad_input_raises_a_recallpack_error_naming_the_field(
+    probe: Callable[[], object], error: type[RecallpackError], field: str
+) -> None:
+    """Each bad input raises its recallpack error (never a bare Python error), naming the field."""
+    with pytest.raises(Exception) as caught:
+        probe()
+    assert isinstance(caught.value, RecallpackError), f"{type(caught.value).__name__}: {caught.value}"
+    assert isinstance(caught.value, error), f"{type(caught.value).__name__}: {caught.value}"
+    assert re.search(field, str(caught.value)), str(caught.value)
+
+
+@pytest.mark.parametrize(("args", "field"), CLI_ROWS)
+def test_the_command_line_says_one_line_and_exits_2(args: list[str], field: str, tmp_path: Path) -> None:
+    """A bad flag or file ends with exit status 2 and one line on stderr naming it, no traceback."""
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps({"text": "Paris is in France."}) + "\n")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"text": "fine"}) + "\n{not json\n")
+    paths = {"{good}": str(good), "{bad}": str(bad), "{dir}": str(tmp_path)}
+    code, err = cli([paths.get(a, a) for a in args])
+    assert code == 2, err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert re.search(field, lines[0]), lines[0]
