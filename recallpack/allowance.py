@@ -1,4 +1,4 @@
-"""One evidence allowance per model request, and receipts that bind counts to bytes (seed 001).
+"""One evidence allowance per model request, and receipts that bind counts to bytes.
 
 In an agent, automatic recall and every deliberate memory search each pack within their own
 budget, so the evidence a single model request carries has no bound of its own. An

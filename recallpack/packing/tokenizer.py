@@ -792,7 +792,8 @@ def split_token_windows(
     text: str, max_tokens: int, overlap_tokens: int = 0, tokenizer: TokenizerSpec = None
 ) -> list[str]:
     """Split ``text`` into windows of at most ``max_tokens``, consecutive windows sharing
-    ``overlap_tokens`` (seed 003's token-window chunking)."""
+    ``overlap_tokens`` (token-window chunking; :func:`recallpack.token_windows` gives each window
+    its offsets, count and a stable id)."""
     _check_limit(max_tokens, "max_tokens")
     _check_limit(overlap_tokens, "overlap_tokens", minimum=0)
     if overlap_tokens >= max_tokens:
