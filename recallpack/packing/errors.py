@@ -2,20 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = [
-    "RecallpackError",
-    "ConfigError",
-    "BudgetError",
-    "PolicyError",
-    "LaneError",
-    "TokenizerError",
-    "TemplateError",
-    "CandidateError",
-    "UpstreamError",
-    "ReceiptError",
-    "RecallpackWarning",
-]
-
 
 class RecallpackError(Exception):
     """Base class of every error recallpack raises on purpose."""

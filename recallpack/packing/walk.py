@@ -62,24 +62,17 @@ class WalkSettings:
     citation_keys: tuple[str, ...]
 
 
+@dataclass(slots=True)
 class Kept:
-    __slots__ = ("rank", "candidate", "evidence", "cost", "scopes", "cut")
+    """One kept item: where it ranked, the candidate, its evidence, what it cost, its scopes,
+    and the cut that made it fit (None when it fitted whole)."""
 
-    def __init__(
-        self,
-        rank: int,
-        candidate: Candidate,
-        evidence: Evidence,
-        cost: int,
-        scopes: tuple[Scope, ...],
-        cut: CutResult | None,
-    ) -> None:
-        self.rank = rank
-        self.candidate = candidate
-        self.evidence = evidence
-        self.cost = cost
-        self.scopes = scopes
-        self.cut = cut
+    rank: int
+    candidate: Candidate
+    evidence: Evidence
+    cost: int
+    scopes: tuple[Scope, ...]
+    cut: CutResult | None
 
 
 class CostModel(Protocol):
