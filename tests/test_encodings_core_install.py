@@ -22,6 +22,8 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.test_install import installer
+
 ROOT = Path(__file__).resolve().parent.parent
 # The import names of the core dependencies (pydantic, jinja2, tiktoken) and theirs.
 CORE_PACKAGES = [
@@ -64,10 +66,17 @@ def core_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     except Exception as exc:  # noqa: BLE001
         pytest.skip(f"cannot create a virtual environment here: {exc}")
     python = base / "venv" / "bin" / "python"
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(base / "wheel"), str(source)], check=True)
-    wheel = next((base / "wheel").glob("recallpack-*.whl"))
-    subprocess.run([*pip, "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)], check=True)
+    # The wheel is built with this environment's setuptools (PEP 517, no download), then put in
+    # with this environment's pip, or the uv that make puts in a .venv it creates without pip.
+    build = "import sys; from setuptools import build_meta; print(build_meta.build_wheel(sys.argv[1]))"
+    (base / "wheel").mkdir()
+    name = subprocess.run(
+        [sys.executable, "-c", build, str(base / "wheel")], cwd=source, capture_output=True, text=True, check=True
+    ).stdout.strip().splitlines()[-1]
+    command = installer(python)
+    if command is None:
+        pytest.skip("neither pip nor uv is available to install with")
+    subprocess.run([*command, "--no-deps", str(base / "wheel" / name)], check=True, timeout=600)
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
     here = Path(tiktoken.__file__).resolve().parent.parent
     deps = base / "core-deps"

@@ -67,6 +67,7 @@ from recallpack.packing.walk import (
     Walk,
     WalkSettings,
     default_block,
+    newline_join,
 )
 
 __all__ = ["Packer", "recall", "pack", "recall_many", "CutMode", "DEFAULT_CITATION_KEYS", "unknown_setting"]
@@ -572,7 +573,7 @@ def pack(
     >>> [c.text[0] for c in pack([Candidate(text=t) for t in texts], 2048, tokenizer="chars")]
     ['a', 'b', 'c']
     """
-    defaults: dict[str, Any] = {"join": "\n".join, "dedupe": False, "floor": False}
+    defaults: dict[str, Any] = {"join": newline_join, "dedupe": False, "floor": False}
     return _packer({**defaults, **settings, "max_tokens": max_tokens}).pack(candidates)
 
 

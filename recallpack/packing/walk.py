@@ -99,6 +99,10 @@ class JoinedCost:
         return self.tok.count_upto(text, (1 << 62) if limit is None else limit) + 1
 
     def measure(self, walk: Walk) -> int:
+        if self.join is newline_join:
+            # The prefix walk's own rule: each text's tokens plus one for its newline, summed.
+            # That sum is what it promises, so nothing is counted again.
+            return sum(k.cost for k in walk.kept)
         if not walk.kept:
             return 0
         joined = self.join([k.evidence.text for k in walk.kept])
@@ -415,6 +419,11 @@ class Walk(Ledger):
             return True
         self._count_reason(Reason.OVER_BUDGET, 1)
         return False
+
+
+def newline_join(texts: Sequence[str]) -> str:
+    """The texts one per line: with it, JoinedCost is the plain prefix walk of :func:`pack`."""
+    return "\n".join(texts)
 
 
 def resource_of(c: Candidate, settings: WalkSettings) -> str | None:
