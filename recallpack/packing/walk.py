@@ -210,13 +210,13 @@ class Ledger:
         return resource_of(c, self.s)
 
     def _keep(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], text: str, cost: int,
-              header: int, cut: CutResult | None, replace: bool = False) -> None:
+              header: int, cut: CutResult | None, replace: bool = False, uri: str | None = None) -> None:
         evidence = Evidence(
             provenance=c.provenance,
             label=c.provenance.label,
             text=text,
             scopes=self._names(scopes),
-            resource_uri=self._uri(c),
+            resource_uri=uri if uri is not None else self._uri(c),
             token_count=cost,
             truncated=cut is not None,
         )
@@ -348,10 +348,11 @@ class Walk(Ledger):
         header = self.cost.header_delta(self, scopes)
         room, lane_room = self._rooms(c, header)
         limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
-        cost = self.cost.item(self, c.provenance.label, self._names(scopes), c.text, self._uri(c), limit)
+        uri = self._uri(c)
+        cost = self.cost.item(self, c.provenance.label, self._names(scopes), c.text, uri, limit)
         fits_global = room is None or cost <= room
         if fits_global and (lane_room is None or cost <= lane_room):
-            self._keep(rank, c, scopes, c.text, cost, header, None)
+            self._keep(rank, c, scopes, c.text, cost, header, None, uri=uri)
             return True
         if fits_global:  # only a lane's own budget is spent; the other lanes go on
             self.full.update(k for k in self._lane_keys(c) if self._lane_left(k) < cost)
