@@ -28,6 +28,7 @@ from recallpack import (
     POLICIES,
     Candidate,
     LaneKind,
+    Reader,
     RecallpackError,
     get_tokenizer,
     recall,
@@ -319,6 +320,8 @@ def _pack(args: argparse.Namespace) -> int:
             policy=args.policy,
             tokenizer=args.encoding,
             max_tokens_ceiling=args.max_tokens_ceiling,
+            query=args.query,
+            reader=Reader.everyone() if args.show_scoped else None,
         )
     except RecallpackError as exc:
         raise UsageError(_shell_words(str(exc), name, lines)) from None
@@ -390,6 +393,16 @@ stderr with the file and line or the flag; 130 interrupted.""",
         "--encoding", default=DEFAULT_ENCODING, metavar="NAME",
         help="what counts tokens: an encoding, a model name such as gpt-4o, or chars "
         "(default: %(default)s)",
+    )
+    pack.add_argument(
+        "--query", default=None, metavar="TEXT",
+        help="the question the candidates answer: an item that must be cut keeps the passages "
+        "that match it instead of its start (default: none, cut at the start)",
+    )
+    pack.add_argument(
+        "--show-scoped", action="store_true",
+        help="show candidates that carry scope_ids to whoever reads the output; without it they "
+        "are withheld, as the shell has no reader (default: withheld)",
     )
     pack.add_argument(
         "--format", choices=("markdown", "json"), default="markdown",

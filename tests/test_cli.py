@@ -216,7 +216,7 @@ def test_pack_help_documents_every_flag_and_field(monkeypatch, capsys) -> None:
     for option in options:
         if not option.startswith("-h"):
             assert "(default: " in " ".join(option.split()), option
-    assert len(options) == 7
+    assert len(options) == 9
     for default in ("(default: 2048)", "(default: 16384)", "(default: no cap)", "(default: prefix)",
                     "(default: cl100k_base)", "(default: markdown)"):
         assert default in " ".join(out.split())
@@ -371,3 +371,21 @@ def test_doctor_chars_is_an_estimate(monkeypatch, capsys) -> None:
     assert code == 0 and out.startswith("chars: ESTIMATE")
     code, _, err = run(monkeypatch, capsys, "doctor", "--encoding", "chars", "--require-exact")
     assert code == 1 and "--require-exact" in err
+
+
+def test_scoped_candidates_are_withheld_unless_shown_on_purpose(monkeypatch, capsys) -> None:
+    """The shell has no reader: scoped lines are withheld, and --show-scoped shows them."""
+    scoped = json.dumps({"text": "Team plan: ship on Friday.", "scope_ids": ["team-1"]}) + "\n"
+    code, out, err = run(monkeypatch, capsys, "pack", stdin=scoped)
+    assert code == 0 and "Friday" not in out and "no_reader" in err
+    code, out, err = run(monkeypatch, capsys, "pack", "--show-scoped", stdin=scoped)
+    assert code == 0 and "Friday" in out and "team-1" in out
+
+
+def test_query_steers_the_cut_of_a_long_line(monkeypatch, capsys) -> None:
+    """--query makes a cut keep the passage that matches it instead of the start."""
+    filler = " ".join(f"Paragraph {i} talks about nothing in particular." for i in range(200))
+    long_line = json.dumps({"text": filler + " The vault code is kept by the night porter. " + filler}) + "\n"
+    _, head, _ = run(monkeypatch, capsys, "pack", "--max-tokens", "120", stdin=long_line)
+    _, focus, err = run(monkeypatch, capsys, "pack", "--max-tokens", "120", "--query", "who keeps the vault code", stdin=long_line)
+    assert "night porter" not in head and "night porter" in focus and "focus cut" in err
