@@ -369,6 +369,28 @@ exit status: 0 packed; also 0 for an input with no candidates (a note on stderr 
 and when stdout closes early (as with | head); 2 bad input or flag, said in one line on
 stderr with the file and line or the flag; 130 interrupted.""",
     )
+    _pack_arguments(pack)
+    pack.set_defaults(run=_pack)
+
+    doctor = commands.add_parser(
+        "doctor",
+        help="say how each tokenizer encoding resolves offline",
+        description="Say, for each encoding, whether it counts exactly here or falls back to an "
+        "estimate, and where its vocabulary comes from.",
+    )
+    doctor.add_argument(
+        "--encoding", action="append", metavar="NAME",
+        help=f"an encoding or model name, repeatable (default: {' and '.join(DOCTOR_ENCODINGS)})",
+    )
+    doctor.add_argument(
+        "--require-exact", action="store_true", help="exit 1 if any encoding falls back (default: off)"
+    )
+    doctor.set_defaults(run=_doctor)
+    return parser
+
+
+def _pack_arguments(pack: argparse.ArgumentParser) -> None:
+    """The flags of ``recallpack pack``, each with its default in its help."""
     pack.add_argument(
         "file", nargs="?", default="-", help="JSON Lines file of candidates (default: - , stdin)"
     )
@@ -408,23 +430,7 @@ stderr with the file and line or the flag; 130 interrupted.""",
         "--format", choices=("markdown", "json"), default="markdown",
         help="markdown: the block; json: evidence and report as one JSON object (default: %(default)s)",
     )
-    pack.set_defaults(run=_pack)
 
-    doctor = commands.add_parser(
-        "doctor",
-        help="say how each tokenizer encoding resolves offline",
-        description="Say, for each encoding, whether it counts exactly here or falls back to an "
-        "estimate, and where its vocabulary comes from.",
-    )
-    doctor.add_argument(
-        "--encoding", action="append", metavar="NAME",
-        help=f"an encoding or model name, repeatable (default: {' and '.join(DOCTOR_ENCODINGS)})",
-    )
-    doctor.add_argument(
-        "--require-exact", action="store_true", help="exit 1 if any encoding falls back (default: off)"
-    )
-    doctor.set_defaults(run=_doctor)
-    return parser
 
 
 def _silence_stdout() -> None:
