@@ -279,3 +279,16 @@ def test_join_budgets_the_joined_texts() -> None:
 def test_enums_print_as_their_values() -> None:
     """Reasons and lanes format as their plain values in f-strings."""
     assert f"{Reason.OVER_BUDGET}/{Outcome.WITHHELD}" == "over_budget/withheld"
+
+
+def test_a_cut_that_cannot_shrink_enough_takes_no_earlier_item_with_it() -> None:
+    """When a template's block is over budget and the cut last item cannot be cut shorter, only
+    that item is given back: the whole items before it stay."""
+    tripled = "{% for item in evidence %}{{ item.text }} {{ item.text }} {{ item.text }}\n{% endfor %}"
+    first = Candidate(text="Alice works at Initech in the payments team.")
+    long = Candidate(text="The handbook says many things about expenses. " * 200)
+    for budget in (40, 80, 150):
+        result = recall([first, long], max_tokens=budget, policy="truncate", template=tripled)
+        assert [e.text for e in result.evidence][:1] == [first.text], budget
+        assert count_tokens(result.to_markdown()) <= budget == result.report.max_tokens
+        assert result.report.items_selected + result.report.items_dropped == 2

@@ -300,7 +300,9 @@ def _pack_once(
     # Per-item counts are nearly always exact; this makes the bound a guarantee whatever
     # the template or join: the last item is cut shorter or given back until the whole fits.
     while max_tokens is not None and used > max_tokens and walk.kept:
-        if not walk.recut_last(used - max_tokens) and walk.kept and walk.kept[-1].cut is None:
+        if walk.kept[-1].cut is not None:
+            walk.recut_last(used - max_tokens)  # shorter, or given back when it cannot be
+        else:
             walk.give_back_last()
         used, markdown = _measure(packer, walk, max_tokens)
     return _result(packer, walk, listed, used, markdown, max_tokens)

@@ -7,7 +7,7 @@ same bytes) whichever host they came through. Host-neutral: it imports no framew
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from recallpack.packing.candidate import Candidate, LaneKind, clean_text, coerce_lane
@@ -153,9 +153,3 @@ def evidence_metadata(evidence: Evidence) -> dict[str, Any]:
         "token_count": evidence.token_count,
     }
 
-
-def kept_pairs(
-    items: Sequence[Any], ranks: Sequence[int], evidence: Sequence[Evidence]
-) -> list[tuple[Any, Evidence]]:
-    """Each kept upstream item with its evidence, in evidence order."""
-    return [(items[rank], e) for rank, e in zip(ranks, evidence)]
