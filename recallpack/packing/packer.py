@@ -216,10 +216,10 @@ class Packer(BaseModel):
         if not overrides:
             return self
         settings = {name: getattr(self, name) for name in self.settings_names()}
-        replaced = type(self)(**{**settings, **overrides})
-        if "tokenizer" not in overrides:
-            replaced._tok = self._tok  # keeps a callable tokenizer's count cache across calls
-        return replaced
+        # The resolved tokenizer goes on as is: nothing is resolved again per call, and a
+        # callable tokenizer keeps its count cache across calls.
+        settings["tokenizer"] = self._tok
+        return type(self)(**{**settings, **overrides})
 
     def recall(
         self,
