@@ -195,7 +195,7 @@ def _explain(exc: ValidationError) -> str:
 
 
 def _valid_scope_ids(value: object) -> bool:
-    return isinstance(value, tuple) and all(
+    return value == () or isinstance(value, tuple) and all(
         isinstance(s, str) and s.strip() and clean_text(s) is s for s in value
     )
 

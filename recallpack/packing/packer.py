@@ -6,6 +6,7 @@ setting is defined here once and every host takes it by the same name.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import string
@@ -149,6 +150,7 @@ class Packer(BaseModel):
     _compiled: jinja2.Template | None = PrivateAttr(default=None)
     _budgets: dict[LaneKind | Provenance, int] = PrivateAttr(default_factory=dict)
     _embed: EmbedFn | None = PrivateAttr(default=None)
+    _settings: WalkSettings = PrivateAttr()
 
     def __init__(self, **settings: Any) -> None:
         refuse_unknown(type(self).__name__, settings, self.settings_names())
@@ -192,6 +194,7 @@ class Packer(BaseModel):
         self._budgets = _lane_budgets(self.lane_budgets)
         _check_uri_template(self.resource_uri_template)
         self._embed = None if self.embed is None else embed_function(self.embed)
+        self._settings = _walk_settings(self, self.max_tokens, self.max_items)
         return self
 
     # -- calls ----------------------------------------------------------------------------------
@@ -240,17 +243,12 @@ class Packer(BaseModel):
 
     def pack(self, candidates: Iterable[Candidate | Mapping[str, Any]]) -> list[Candidate]:
         """The kept candidates themselves (a cut one with its cut text), in order."""
-        listed = _as_list(candidates)
-        result = self._recall(listed)
-        ranks = result.selected_ranks
-        kept = []
-        for rank, evidence in zip(ranks, result.evidence):
-            item = listed[rank]
-            candidate = item if isinstance(item, Candidate) else Candidate(**item)
-            if evidence.truncated:
-                candidate = candidate.model_copy(update={"text": evidence.text})
-            kept.append(candidate)
-        return kept
+        # The walk's own kept items: no evidence, trace entries or report are made for them.
+        walk, *_ = _fitted_walk(self, _as_list(candidates))
+        return [
+            k.candidate if k.cut is None else k.candidate.model_copy(update={"text": k.text})
+            for k in walk.kept
+        ]
 
     def recall_many(
         self,
@@ -284,6 +282,19 @@ def _pack_once(
     unbounded: bool = False,
 ) -> RecallResult:
     listed = _as_list(candidates)
+    walk, used, block, max_tokens = _fitted_walk(packer, listed, query, allowance, unbounded)
+    return _result(packer, walk, listed, used, block, max_tokens)
+
+
+def _fitted_walk(
+    packer: Packer,
+    listed: Sequence[Any],
+    query: str | None = None,
+    allowance: Allowance | Remaining | None = None,
+    unbounded: bool = False,
+) -> tuple[Walk, int, str | None, int | None]:
+    """The walk over ``listed``, made to fit: its exact count, the rendered block (None when
+    the model is shown the joined texts) and the budget it fits."""
     max_tokens: int | None = None if unbounded else packer.max_tokens
     max_items = packer.max_items
     if allowance is not None:
@@ -292,11 +303,13 @@ def _pack_once(
         left = as_remaining(allowance)
         max_tokens = left.tokens if max_tokens is None else min(max_tokens, left.tokens)
         max_items = left.items if max_items is None else min(max_items, left.items)
-    settings = _walk_settings(packer, max_tokens, max_items)
+    settings = packer._settings  # made once per Packer; a call changes only its bounds
+    if max_tokens != settings.max_tokens or max_items != settings.max_items:
+        settings = dataclasses.replace(settings, max_tokens=max_tokens, max_items=max_items)
     cost: CostModel = BlockCost(packer._tok) if packer.join is None else JoinedCost(packer._tok, packer.join)
     walk = Walk(listed, settings, cost, _cutter(packer, query))
     walk.run()
-    used, markdown = _measure(packer, walk, max_tokens)
+    used, block = _measure(packer, walk, max_tokens)
     # Per-item counts are nearly always exact; this makes the bound a guarantee whatever
     # the template or join: the last item is cut shorter or given back until the whole fits.
     while max_tokens is not None and used > max_tokens and walk.kept:
@@ -304,8 +317,8 @@ def _pack_once(
             walk.recut_last(used - max_tokens)  # shorter, or given back when it cannot be
         else:
             walk.give_back_last()
-        used, markdown = _measure(packer, walk, max_tokens)
-    return _result(packer, walk, listed, used, markdown, max_tokens)
+        used, block = _measure(packer, walk, max_tokens)
+    return walk, used, block, max_tokens
 
 
 def _recall_many(
@@ -338,13 +351,11 @@ def _walk_settings(packer: Packer, max_tokens: int | None, max_items: int | None
     )
 
 
-def _measure(packer: Packer, walk: Walk, max_tokens: int | None) -> tuple[int, str | Callable[[], str]]:
-    """The exact token count of what the model is shown, and the block (rendered once)."""
+def _measure(packer: Packer, walk: Walk, max_tokens: int | None) -> tuple[int, str | None]:
+    """The exact token count of what the model is shown, and the block (rendered once; None
+    when the model is shown the joined texts)."""
     if packer.join is not None:
-        # The model is shown the joined texts; the block is rendered only if someone asks, from
-        # the kept evidence alone (the closure must not keep the caller's candidates alive).
-        evidence, scopes = walk.evidence(), walk.shared_scopes()
-        return walk.cost.measure(walk), lambda: _render(packer, evidence, scopes, max_tokens)
+        return walk.cost.measure(walk), None
     text = _render(packer, walk.evidence(), walk.shared_scopes(), max_tokens)
     if packer._compiled is None and packer._tok.splits_at_line_starts:
         return walk.cost.measure(walk), text
@@ -366,7 +377,7 @@ def _render(
 
 
 def _result(
-    packer: Packer, walk: Walk, listed: Sequence[Any], used: int, markdown: str | Callable[[], str],
+    packer: Packer, walk: Walk, listed: Sequence[Any], used: int, block: str | None,
     max_tokens: int | None,
 ) -> RecallResult:
     reasons = dict(walk.reasons)
@@ -391,9 +402,15 @@ def _result(
         cut=cut_kinds[0] if cut_kinds else None,
         largest_dropped_chars=max(walk.dropped_sizes.values(), default=0),
     )
+    evidence, scopes = walk.evidence(), walk.shared_scopes()
+    # With a join the model is shown the joined texts; the block is rendered only if someone
+    # asks, from the kept evidence alone (the closure must not keep the caller's candidates alive).
+    markdown: str | Callable[[], str] = (
+        (lambda: _render(packer, evidence, scopes, max_tokens)) if block is None else block
+    )
     return RecallResult(
-        walk.evidence(),
-        walk.shared_scopes(),
+        evidence,
+        scopes,
         report,
         Trace(walk.entries, len(listed), walk.tail_reason),
         markdown=markdown,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -178,16 +178,42 @@ class TraceEntry(BaseModel):
     preview: str = Field("", description="The first characters of the candidate's text.")
 
 
+class TraceRecord(NamedTuple):
+    """A reached candidate's TraceEntry as the walk records it: a plain tuple, made in a fraction
+    of a TraceEntry's time, that becomes one only when someone reads the trace."""
+
+    rank: int
+    outcome: Outcome
+    reason: Reason | None
+    lane: str | None
+    score: float | None
+    tokens: int | None
+    cut: str | None
+    kept_spans: tuple[tuple[int, int], ...]
+    preview: str
+
+    def entry(self) -> TraceEntry:
+        return TraceEntry(
+            rank=self.rank, outcome=self.outcome, reason=self.reason,
+            lane=None if self.lane is None else str(self.lane), score=self.score,
+            tokens=self.tokens, truncated=self.cut is not None, cut=self.cut,
+            kept_spans=self.kept_spans, preview=self.preview,
+        )
+
+
 class Trace(Sequence[TraceEntry]):
     """Every input candidate's TraceEntry, in input order.
 
     Candidates after the walk ended were never looked at (that is what keeps the packer's work
     in proportion to what it keeps); their entries are made on access, with the reason that
     ended the walk, and carry no lane, score or preview. The trace holds its own compact
-    records, never the caller's candidates, so nothing dropped stays alive through a result.
+    records, never the caller's candidates, so nothing dropped stays alive through a result;
+    a record becomes a TraceEntry when it is read.
     """
 
-    def __init__(self, entries: Sequence[TraceEntry], total: int, tail_reason: Reason | None) -> None:
+    def __init__(
+        self, entries: Sequence[TraceEntry | TraceRecord], total: int, tail_reason: Reason | None
+    ) -> None:
         self._entries = tuple(entries)
         self._total = total
         self._tail_reason = tail_reason
@@ -207,11 +233,12 @@ class Trace(Sequence[TraceEntry]):
         if not 0 <= index < len(self):
             raise IndexError("trace index out of range")
         if index < len(self._entries):
-            return self._entries[index]
+            return _as_entry(self._entries[index])
         return self._unreached(index)
 
     def __iter__(self) -> Iterator[TraceEntry]:
-        yield from self._entries
+        for record in self._entries:
+            yield _as_entry(record)
         for index in range(len(self._entries), len(self)):
             yield self._unreached(index)
 
@@ -235,6 +262,10 @@ class Trace(Sequence[TraceEntry]):
 
     def _repr_html_(self) -> str:
         return trace_html(self)
+
+
+def _as_entry(record: TraceEntry | TraceRecord) -> TraceEntry:
+    return record if isinstance(record, TraceEntry) else record.entry()
 
 
 class PackReport(BaseModel):

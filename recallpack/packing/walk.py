@@ -21,7 +21,7 @@ from recallpack.packing.candidate import Candidate, LaneKind, Provenance, clean_
 from recallpack.packing.errors import ConfigError
 from recallpack.packing.limits import Policy
 from recallpack.packing.render import header_text, item_text
-from recallpack.packing.result import PRIVATE, Evidence, Outcome, Reader, Reason, Scope, TraceEntry
+from recallpack.packing.result import PRIVATE, Evidence, Outcome, Reader, Reason, Scope, TraceRecord
 from recallpack.packing.tokenizer import Tokenizer
 
 __all__ = ["Walk", "WalkSettings", "CostModel", "BlockCost", "JoinedCost", "CutResult", "Cutter"]
@@ -64,19 +64,43 @@ class WalkSettings:
 
 @dataclass(slots=True)
 class Kept:
-    """One kept item: where it ranked, the candidate, its evidence, what it cost, its scopes,
-    and the cut that made it fit (None when it fitted whole)."""
+    """One kept item: where it ranked, the candidate, the text kept (cut or whole), what it
+    cost, its scopes and their names, its resource line, and the cut that made it fit (None
+    when it fitted whole). Its Evidence is made only when a result asks for it: :func:`pack`
+    never does."""
 
     rank: int
     candidate: Candidate
-    evidence: Evidence
+    text: str
     cost: int
     scopes: tuple[Scope, ...]
+    names: tuple[str, ...]
+    uri: str | None
     cut: CutResult | None
+    made: Evidence | None = None
+
+    @property
+    def label(self) -> str:
+        return self.candidate.provenance.label
+
+    def evidence(self) -> Evidence:
+        if self.made is None:
+            self.made = Evidence(
+                provenance=self.candidate.provenance,
+                label=self.label,
+                text=self.text,
+                scopes=self.names,
+                resource_uri=self.uri,
+                token_count=self.cost,
+                truncated=self.cut is not None,
+            )
+        return self.made
 
 
 class CostModel(Protocol):
     """What one kept item adds to what the model is shown, and the exact count of the whole."""
+
+    renders_items: bool
 
     def header_delta(self, walk: Walk, scopes: tuple[Scope, ...]) -> int: ...
     def item(self, walk: Walk, label: str, scopes: Sequence[str], text: str, uri: str | None,
@@ -86,6 +110,8 @@ class CostModel(Protocol):
 
 class JoinedCost:
     """Each item costs its tokens plus one for the separator; the whole is ``join(texts)``."""
+
+    renders_items = False  # an item's labels and resource line are not shown: no need to make them
 
     def __init__(self, tokenizer: Tokenizer, join: Callable[[Sequence[str]], str]) -> None:
         self.tok = tokenizer
@@ -105,7 +131,7 @@ class JoinedCost:
             return sum(k.cost for k in walk.kept)
         if not walk.kept:
             return 0
-        joined = self.join([k.evidence.text for k in walk.kept])
+        joined = self.join([k.text for k in walk.kept])
         if not isinstance(joined, str):
             kind = type(joined).__name__
             raise ConfigError(f"join returned {kind}; it must return the str the model is shown")
@@ -118,6 +144,8 @@ class BlockCost:
     Items are costed as the default template renders them; the Packer then counts the block it
     actually renders (whatever the template) and gives back until it fits.
     """
+
+    renders_items = True
 
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.tok = tokenizer
@@ -150,8 +178,8 @@ class BlockCost:
             # The block is header + items joined by newlines, split only at line starts, so the
             # walk's own counts add up exactly: only the last item (no newline after it) is
             # counted again.
-            last = walk.kept[-1].evidence
-            tail = self.tok.count(item_text(last.label, last.scopes, last.text, last.resource_uri))
+            last = walk.kept[-1]
+            tail = self.tok.count(item_text(last.label, last.names, last.text, last.uri))
             return self.header_cost + sum(k.cost for k in walk.kept[:-1]) + tail
         return self.tok.count(walk.default_block())
 
@@ -166,7 +194,7 @@ class Ledger:
         self.cost = cost
         self.cutter = cutter
         self.kept: list[Kept] = []
-        self.entries: list[TraceEntry] = []
+        self.entries: list[TraceRecord] = []
         self.tail_reason: Reason | None = None
         self.reasons: dict[str, int] = {}
         self.used = 0
@@ -179,6 +207,8 @@ class Ledger:
 
     def _rooms(self, c: Candidate, header: int) -> tuple[int | None, int | None]:
         room = None if self.s.max_tokens is None else self.s.max_tokens - self.used - header
+        if not self.s.lane_budgets:
+            return room, None
         lefts = [self._lane_left(k) for k in self._lane_keys(c)]
         return room, (min(lefts) if lefts else None)
 
@@ -190,13 +220,15 @@ class Ledger:
         return self.s.lane_budgets[key] - self.lane_used.get(key, 0)
 
     def _scopes(self, c: Candidate) -> tuple[Scope, ...]:
+        if not c.scope_ids:  # most items: nothing to resolve
+            return ()
         if self.s.reader is not None:
             return self.s.reader.resolve(c.scope_ids)
         return tuple(Scope(name=s) for s in c.scope_ids)
 
     @staticmethod
     def _names(scopes: tuple[Scope, ...]) -> tuple[str, ...]:
-        return tuple(s.name for s in scopes)
+        return tuple(s.name for s in scopes) if scopes else ()
 
     def _dedupe_key(self, c: Candidate) -> tuple[int, tuple[str, ...]]:
         # By length, not by hash: hashing a 10 MB text reads all of it, while texts of another
@@ -207,25 +239,18 @@ class Ledger:
         return c.text in self.seen.get(self._dedupe_key(c), ())
 
     def _uri(self, c: Candidate) -> str | None:
-        return resource_of(c, self.s)
+        # Made where it is priced; when items are not rendered, evidence() makes it for the kept.
+        return resource_of(c, self.s) if self.cost.renders_items else None
 
-    def _keep(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], text: str, cost: int,
-              header: int, cut: CutResult | None, replace: bool = False, uri: str | None = None) -> None:
-        evidence = Evidence(
-            provenance=c.provenance,
-            label=c.provenance.label,
-            text=text,
-            scopes=self._names(scopes),
-            resource_uri=uri if uri is not None else self._uri(c),
-            token_count=cost,
-            truncated=cut is not None,
-        )
+    def _keep(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], names: tuple[str, ...],
+              text: str, cost: int, header: int, cut: CutResult | None, uri: str | None,
+              replace: bool = False) -> None:
         for scope in scopes:
             if scope.name != PRIVATE:
                 self.scope_order.setdefault(scope.name, scope)
         if isinstance(self.cost, BlockCost):
             self.cost.header_cost += header
-        self.kept.append(Kept(rank, c, evidence, cost, scopes, cut))
+        self.kept.append(Kept(rank, c, text, cost, scopes, names, uri, cut))
         self.used += cost + header
         for key in self._lane_keys(c):
             self.lane_used[key] = self.lane_used.get(key, 0) + cost
@@ -258,26 +283,18 @@ class Ledger:
 
     @staticmethod
     def _entry(rank: int, c: Candidate, outcome: Outcome, reason: Reason | None, tokens: int | None,
-               cut: CutResult | None) -> TraceEntry:
-        return TraceEntry(
-            rank=rank,
-            outcome=outcome,
-            reason=reason,
-            lane=c.lane.value,
-            score=c.score,
-            tokens=tokens,
-            truncated=cut is not None,
-            cut=None if cut is None else cut.kind,
-            kept_spans=() if cut is None else cut.spans,
-            preview=c.text[:_PREVIEW_CHARS],
-        )
+               cut: CutResult | None) -> TraceRecord:
+        if cut is None:
+            return TraceRecord(rank, outcome, reason, c.lane, c.score, tokens, None, (),
+                               c.text[:_PREVIEW_CHARS])
+        return TraceRecord(rank, outcome, reason, c.lane, c.score, tokens, cut.kind, cut.spans,
+                           c.text[:_PREVIEW_CHARS])
 
     def give_back_last(self) -> None:
         """Drop the last kept item after the block it ends came out over budget."""
         last = self.kept.pop()
-        self.entries[last.rank] = self.entries[last.rank].model_copy(
-            update={"outcome": Outcome.DROPPED, "reason": Reason.OVER_BUDGET, "truncated": False,
-                    "cut": None, "kept_spans": ()}
+        self.entries[last.rank] = self.entries[last.rank]._replace(
+            outcome=Outcome.DROPPED, reason=Reason.OVER_BUDGET, cut=None, kept_spans=()
         )
         self._count_reason(Reason.OVER_BUDGET, 1)
         self.used -= last.cost
@@ -292,7 +309,11 @@ class Ledger:
             self.cost.header_cost = header
 
     def evidence(self) -> list[Evidence]:
-        return [k.evidence for k in self.kept]
+        if not self.cost.renders_items:
+            for k in self.kept:
+                if k.made is None:
+                    k.uri = resource_of(k.candidate, self.s)
+        return [k.evidence() for k in self.kept]
 
     def shared_scopes(self) -> list[Scope]:
         return list(self.scope_order.values())
@@ -333,7 +354,7 @@ class Walk(Ledger):
             return Reason.UNREADABLE, Outcome.WITHHELD
         if self.s.dedupe and self._seen(c):
             return Reason.DUPLICATE, Outcome.DROPPED
-        if any(key in self.full for key in self._lane_keys(c)):
+        if self.full and any(key in self.full for key in self._lane_keys(c)):
             return Reason.OVER_LANE_BUDGET, Outcome.DROPPED
         return None
 
@@ -348,11 +369,11 @@ class Walk(Ledger):
         header = self.cost.header_delta(self, scopes)
         room, lane_room = self._rooms(c, header)
         limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
-        uri = self._uri(c)
-        cost = self.cost.item(self, c.provenance.label, self._names(scopes), c.text, uri, limit)
+        uri, names = self._uri(c), self._names(scopes)
+        cost = self.cost.item(self, c.provenance.label, names, c.text, uri, limit)
         fits_global = room is None or cost <= room
         if fits_global and (lane_room is None or cost <= lane_room):
-            self._keep(rank, c, scopes, c.text, cost, header, None, uri=uri)
+            self._keep(rank, c, scopes, names, c.text, cost, header, None, uri)
             return True
         if fits_global:  # only a lane's own budget is spent; the other lanes go on
             self.full.update(k for k in self._lane_keys(c) if self._lane_left(k) < cost)
@@ -402,7 +423,7 @@ class Walk(Ledger):
         cost = measure(cut.text)
         if cost > room:  # a cutter's promise, checked: the budget never rests on it alone
             return False
-        self._keep(rank, c, scopes, cut.text, cost, header, cut, replace=replace)
+        self._keep(rank, c, scopes, names, cut.text, cost, header, cut, uri, replace=replace)
         return True
 
     def recut_last(self, excess: int) -> bool:
