@@ -34,8 +34,8 @@ from typing import Any, Final, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from recallpack.packing.candidate import ValueEnum
-from recallpack.packing.errors import BudgetError, ConfigError, ReceiptError
-from recallpack.packing.limits import Allowance, Remaining, as_remaining
+from recallpack.packing.errors import BudgetError, ConfigError, RecallpackError, ReceiptError
+from recallpack.packing.limits import Allowance, CheckedModel, Remaining, as_remaining
 from recallpack.packing.result import RecallResult
 from recallpack.packing.tokenizer import TokenizerSpec, get_tokenizer
 
@@ -161,7 +161,7 @@ def _context_for(context: ContextSource, source: object) -> Mapping[str, str] | 
     return context(source) if callable(context) and not isinstance(context, Mapping) else context
 
 
-class Receipt(BaseModel):
+class Receipt(CheckedModel):
     """The counts of one rendered block, bound to its exact bytes. It holds no content.
 
     ``tokens`` is the block's whole rendered text counted by ``tokenizer``. ``correction`` marks
@@ -185,11 +185,9 @@ class Receipt(BaseModel):
     run: str | None = None
     keyed: bool = False
 
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise ReceiptError(f"invalid Receipt: {_first_error(exc)}") from None
+    @classmethod
+    def _invalid(cls, exc: ValidationError) -> RecallpackError:
+        return ReceiptError(f"invalid Receipt: {_first_error(exc)}")
 
     @property
     def context(self) -> dict[str, str]:
@@ -247,7 +245,7 @@ def _issue(
 ) -> Receipt:
     if not isinstance(correction, bool):
         raise ReceiptError(f"correction={correction!r} must be True or False")
-    fields: dict[str, object] = {
+    fields: dict[str, Any] = {
         "kind": RECEIPT_KIND,
         "items": _check_count(items, "items"),
         "tokens": tokens,

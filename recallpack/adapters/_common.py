@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, model_validator
 
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
-from recallpack.packing.errors import ConfigError
+from recallpack.packing.errors import ConfigError, RecallpackError
+from recallpack.packing.limits import CheckedModel
 from recallpack.packing.packer import Packer, recallpack_error, refuse_unknown
 from recallpack.packing.translate import UnknownLane, candidate_from, check_on_unknown_lane
 
@@ -35,7 +36,7 @@ ITEM_SETTINGS: dict[str, tuple[Any, Any]] = {
 }
 
 
-class _Settings(BaseModel):
+class _Settings(CheckedModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
 
@@ -63,12 +64,13 @@ class PackerComponent(PackSettings):
     _packer: Packer = PrivateAttr()
     _lane: LaneKind | None = PrivateAttr(default=None)
 
-    def __init__(self, **data: Any) -> None:
-        refuse_unknown(type(self).__name__, data, [*type(self).model_fields, *self._aliases()])
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise recallpack_error(type(self).__name__, exc) from None
+    @classmethod
+    def _precheck(cls, data: dict[str, Any]) -> None:
+        refuse_unknown(cls.__name__, data, [*cls.model_fields, *cls._aliases()])
+
+    @classmethod
+    def _invalid(cls, exc: ValidationError) -> RecallpackError:
+        return recallpack_error(cls.__name__, exc)
 
     @classmethod
     def _aliases(cls) -> tuple[str, ...]:

@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from recallpack.packing.errors import CandidateError, LaneError
+from recallpack.packing.errors import CandidateError, LaneError, RecallpackError
+from recallpack.packing.limits import CheckedModel
 
 __all__ = [
     "ValueEnum",
@@ -99,7 +100,7 @@ def coerce_lane(value: object, *, field: str = "lane") -> LaneKind:
     raise LaneError(f"{field}={value!r} is not a lane kind; use one of: {_LANE_NAMES}")
 
 
-class Candidate(BaseModel):
+class Candidate(CheckedModel):
     """One retrieved item, in the order the caller should see it.
 
     >>> Candidate(text="Alice works at Initech.", lane="facts").lane.provenance.label
@@ -125,13 +126,11 @@ class Candidate(BaseModel):
     #: withholds it (reason ``malformed_scope``) rather than show it to everyone.
     scope_error: str | None = None
 
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            causes = [e.get("ctx", {}).get("error") for e in exc.errors()]
-            error_type = LaneError if any(isinstance(c, LaneError) for c in causes) else CandidateError
-            raise error_type(_explain(exc)) from exc
+    @classmethod
+    def _invalid(cls, exc: ValidationError) -> RecallpackError:
+        causes = [e.get("ctx", {}).get("error") for e in exc.errors()]
+        error_type = LaneError if any(isinstance(c, LaneError) for c in causes) else CandidateError
+        return error_type(_explain(exc))
 
     @field_validator("text", mode="before")
     @classmethod

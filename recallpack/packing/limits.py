@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from recallpack.packing.errors import BudgetError, PolicyError
+from recallpack.packing.errors import BudgetError, PolicyError, RecallpackError
 
 __all__ = [
     "Policy",
@@ -24,6 +24,7 @@ __all__ = [
     "check_policy",
     "Allowance",
     "Remaining",
+    "CheckedModel",
     "as_remaining",
 ]
 
@@ -68,7 +69,28 @@ def check_policy(value: object) -> Policy:
     return value  # type: ignore[return-value]
 
 
-class Allowance(BaseModel):
+class CheckedModel(BaseModel):
+    """A pydantic model whose bad input raises one error of recallpack's tree, naming the field
+    and the fix, never a bare ValidationError. A subclass says which error in ``_invalid`` and
+    may look at the raw keywords first in ``_precheck`` (to refuse unknown ones, say)."""
+
+    def __init__(self, **data: Any) -> None:
+        self._precheck(data)
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise self._invalid(exc) from None
+
+    @classmethod
+    def _precheck(cls, data: dict[str, Any]) -> None:
+        """Nothing by default: pydantic's own rules decide."""
+
+    @classmethod
+    def _invalid(cls, exc: ValidationError) -> RecallpackError:
+        return _invalid(cls, exc)
+
+
+class Allowance(CheckedModel):
     """What all the evidence in one model request may add up to, corrections aside.
 
     ``max_blocks`` bounds how many retained search blocks a request may carry (four by
@@ -86,15 +108,11 @@ class Allowance(BaseModel):
     max_tokens: int = 2000
     max_blocks: int = 4
 
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            causes = [e.get("ctx", {}).get("error") for e in exc.errors()]
-            known = next((c for c in causes if isinstance(c, BudgetError)), None)
-            if known is not None:
-                raise known from None
-            raise _invalid(type(self), exc) from None
+    @classmethod
+    def _invalid(cls, exc: ValidationError) -> RecallpackError:
+        causes = [e.get("ctx", {}).get("error") for e in exc.errors()]
+        known = next((c for c in causes if isinstance(c, BudgetError)), None)
+        return known if known is not None else _invalid(cls, exc)
 
     @field_validator("max_tokens_ceiling", mode="before")
     @classmethod
@@ -120,7 +138,7 @@ class Allowance(BaseModel):
         return Remaining(items=self.max_items, tokens=self.max_tokens, blocks=self.max_blocks)
 
 
-class Remaining(BaseModel):
+class Remaining(CheckedModel):
     """What an allowance has left: each part may be zero. Pass it to ``recall(allowance=...)``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -128,12 +146,6 @@ class Remaining(BaseModel):
     items: int = Field(ge=0)
     tokens: int = Field(ge=0)
     blocks: int = Field(ge=0)
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise _invalid(type(self), exc) from None
 
     @property
     def exhausted(self) -> bool:

@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 import jinja2
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -41,6 +40,7 @@ from recallpack.packing.limits import (
     DEFAULT_MAX_TOKENS,
     MAX_TOKENS_CEILING,
     Allowance,
+    CheckedModel,
     Policy,
     Remaining,
     as_remaining,
@@ -90,7 +90,7 @@ _ERROR_OF_FIELD: dict[str, type[RecallpackError]] = {
 }
 
 
-class Packer(BaseModel):
+class Packer(CheckedModel):
     """How to pack: a token budget, caps, a policy, who reads, and how the block looks.
 
     Built once (every setting is checked here, before any candidate), then used for any number
@@ -152,12 +152,13 @@ class Packer(BaseModel):
     _embed: EmbedFn | None = PrivateAttr(default=None)
     _settings: WalkSettings = PrivateAttr()
 
-    def __init__(self, **settings: Any) -> None:
-        refuse_unknown(type(self).__name__, settings, self.settings_names())
-        try:
-            super().__init__(**settings)
-        except ValidationError as exc:
-            raise recallpack_error(type(self).__name__, exc) from None
+    @classmethod
+    def _precheck(cls, data: dict[str, Any]) -> None:
+        refuse_unknown(cls.__name__, data, cls.settings_names())
+
+    @classmethod
+    def _invalid(cls, exc: ValidationError) -> RecallpackError:
+        return recallpack_error(cls.__name__, exc)
 
     @classmethod
     def settings_names(cls) -> tuple[str, ...]:

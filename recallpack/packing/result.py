@@ -10,7 +10,8 @@ from typing import Any, NamedTuple, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from recallpack.packing.candidate import Candidate, Provenance, ValueEnum, clean_text
-from recallpack.packing.errors import ConfigError, TemplateError
+from recallpack.packing.errors import ConfigError, RecallpackError, TemplateError
+from recallpack.packing.limits import CheckedModel
 from recallpack.packing.report_html import report_html, trace_html
 
 __all__ = [
@@ -30,19 +31,21 @@ DEFAULT_RESOURCE_URI_TEMPLATE = "recallpack://artifacts/{artifact_id}/contents/{
 PRIVATE = "private"
 
 
-class Scope(BaseModel):
+class _Setting(CheckedModel):
+    """A Reader or Scope: bad input is a ConfigError naming each field."""
+
+    @classmethod
+    def _invalid(cls, exc: ValidationError) -> RecallpackError:
+        return _config_error(cls, exc)
+
+
+class Scope(_Setting):
     """Whose memory an item is: a name the reader knows it by, and what that means."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     description: str = ""
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise _config_error(type(self), exc) from None
 
     @field_validator("name", "description")
     @classmethod
@@ -52,7 +55,7 @@ class Scope(BaseModel):
         return clean_text(value)
 
 
-class Reader(BaseModel):
+class Reader(_Setting):
     """Who reads the evidence: their own id (rendered as scope ``private``) and the other scope
     ids they may read, each mapped to its Scope. Anything else is withheld.
 
@@ -67,12 +70,6 @@ class Reader(BaseModel):
     scopes: Mapping[str, Scope] = Field(default_factory=dict)
     #: True only for :meth:`everyone`: every scope is readable (scope ids become their names).
     open: bool = False
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise _config_error(type(self), exc) from None
 
     @classmethod
     def everyone(cls) -> Reader:
