@@ -12,20 +12,17 @@ counts only what it reaches. Texts are made unique per repetition so no count ca
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import os
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import accumulate, count
-from typing import TypeVar
 
 from recallpack._bench.corpus import stdlib_docs
+from recallpack._bench.timing import best_time
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.packer import pack, recall, recall_many
 from recallpack.packing.tokenizer import TiktokenTokenizer, get_tokenizer, split_token_windows
 
-T = TypeVar("T")
 MAX_TOKENS = 2048
 SIZES = (100, 1_000, 10_000, 100_000)
 _run_ids = count()
@@ -40,22 +37,6 @@ def _windows() -> list[str]:
 def _candidates(windows: Sequence[str], n: int) -> list[Candidate]:
     run = next(_run_ids)  # a fresh prefix per call: every text is new to every cache
     return [Candidate(text=f"[{run}.{i}] {windows[i % len(windows)]}") for i in range(n)]
-
-
-def _best_time(fn: Callable[[T], object], inputs: Sequence[T]) -> float:
-    """Best time of ``fn`` over ``inputs`` (one run each), in seconds, with the collector paused
-    (as timeit does). Each run gets its own input, so no cache carries over between runs."""
-    times = []
-    for item in inputs:
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.perf_counter()
-            fn(item)
-            times.append(time.perf_counter() - start)
-        finally:
-            gc.enable()
-    return min(times)
 
 
 def _baseline(candidates: Sequence[Candidate], tokenizer: TiktokenTokenizer) -> list[Candidate]:
@@ -76,9 +57,9 @@ def core(repeat: int = 5) -> tuple[list[str], dict[str, tuple[float, float, bool
     recall_time: dict[int, float] = {}
     for n in SIZES:
         fresh = [_candidates(windows, n) for _ in range(repeat)]
-        recall_time[n] = _best_time(lambda c: recall(c, max_tokens=MAX_TOKENS), fresh)
+        recall_time[n] = best_time(lambda c: recall(c, max_tokens=MAX_TOKENS), fresh)
         base_runs = fresh[:1] if n >= 100_000 else fresh  # the baseline at 100,000 takes seconds
-        base = _best_time(lambda c: _baseline(c, tokenizer), base_runs)
+        base = best_time(lambda c: _baseline(c, tokenizer), base_runs)
         ratio = base / recall_time[n]
         lines.append(f"  {n:>10,}  {recall_time[n] * 1e3:>8.2f}ms  {base * 1e3:>8.1f}ms  {ratio:>7.0f}x")
         if n == 1_000:
@@ -100,23 +81,23 @@ def core(repeat: int = 5) -> tuple[list[str], dict[str, tuple[float, float, bool
     # Runs of about a millisecond: more of them, alternating, so that load hits both sides alike.
     ideal = walk_time = recall_kept = float("inf")
     for _ in range(3 * repeat):
-        ideal = min(ideal, _best_time(kept_only, [_candidates(windows, 1_000)]))
-        walk_time = min(walk_time, _best_time(lambda c: pack(c, MAX_TOKENS), [_candidates(windows, 1_000)]))
+        ideal = min(ideal, best_time(kept_only, [_candidates(windows, 1_000)]))
+        walk_time = min(walk_time, best_time(lambda c: pack(c, MAX_TOKENS), [_candidates(windows, 1_000)]))
         recall_kept = min(
-            recall_kept, _best_time(lambda c: recall(c, max_tokens=MAX_TOKENS), [_candidates(windows, 1_000)])
+            recall_kept, best_time(lambda c: recall(c, max_tokens=MAX_TOKENS), [_candidates(windows, 1_000)])
         )
     kept_ratio, walk_ratio = recall_kept / ideal, walk_time / ideal
     lines.append(f"  encoding only the kept texts of 1,000: {ideal * 1e3:.2f}ms; pack (the prefix walk) "
                  f"{walk_ratio:.2f}x that, recall (the rendered block) {kept_ratio:.2f}x")
     batches = [[_candidates(windows, 50) for _ in range(1_000)] for _ in range(2)]
-    loop = _best_time(lambda lists: [recall(c, max_tokens=MAX_TOKENS) for c in lists], batches[:1])
-    many = _best_time(lambda lists: recall_many(lists, max_tokens=MAX_TOKENS), batches[1:])
+    loop = best_time(lambda lists: [recall(c, max_tokens=MAX_TOKENS) for c in lists], batches[:1])
+    many = best_time(lambda lists: recall_many(lists, max_tokens=MAX_TOKENS), batches[1:])
     many_ratio = loop / many
     lines.append(
         f"  recall_many on 1,000 lists of 50 ({os.cpu_count()} cores): {many * 1e3:.0f}ms, "
         f"a loop of recall {loop * 1e3:.0f}ms ({many_ratio:.2f}x)"
     )
-    huge = _best_time(lambda c: recall(c, max_tokens=MAX_TOKENS), [huge_head() for _ in range(repeat)])
+    huge = best_time(lambda c: recall(c, max_tokens=MAX_TOKENS), [huge_head() for _ in range(repeat)])
     lines.append(f"  10 MB text at the head of 1,000: {huge * 1e3:.2f}ms")
     scale = recall_time[100_000] / recall_time[1_000]
     head_ratio = huge / recall_time[1_000]

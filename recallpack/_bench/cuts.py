@@ -13,12 +13,11 @@ Every run gets a fresh tokenizer (an empty count cache), so no count carries ove
 
 from __future__ import annotations
 
-import gc
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from recallpack._bench.corpus import source_paragraphs
+from recallpack._bench.timing import best_time
 from recallpack.packing.cuts import cut_focus, cut_head
 from recallpack.packing.tokenizer import TiktokenTokenizer, get_tokenizer
 
@@ -36,21 +35,12 @@ HEAD_TARGET = 0.05
 
 
 def _best(fn: Callable[[TiktokenTokenizer], object], encoding: tiktoken.Encoding, repeat: int) -> float:
-    """Best wall time of ``fn`` over ``repeat`` runs, in seconds, collector paused; each run gets
-    a tokenizer of its own, made (and its longest-token size read) before the clock starts."""
-    times = []
-    for _ in range(repeat):
-        tokenizer = TiktokenTokenizer(encoding)
+    """Best wall time of ``fn`` over ``repeat`` runs; each run gets a tokenizer of its own, made
+    (and its longest-token size read) before the clock starts."""
+    tokenizers = [TiktokenTokenizer(encoding) for _ in range(repeat)]
+    for tokenizer in tokenizers:
         _ = tokenizer.max_token_bytes
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.perf_counter()
-            fn(tokenizer)
-            times.append(time.perf_counter() - start)
-        finally:
-            gc.enable()
-    return min(times)
+    return best_time(fn, tokenizers)
 
 
 def _document() -> str:

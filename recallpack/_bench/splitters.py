@@ -12,11 +12,10 @@ windows never do. A host that is not installed is skipped.
 
 from __future__ import annotations
 
-import gc
-import time
 from collections.abc import Callable
 
 from recallpack._bench.corpus import stdlib_docs
+from recallpack._bench.timing import timed
 from recallpack.packing.tokenizer import TiktokenTokenizer, get_tokenizer
 from recallpack.packing.windows import token_windows
 
@@ -25,17 +24,6 @@ __all__ = ["run"]
 MAX_TOKENS = 300
 OVERLAP = 30
 REPEAT = 7
-
-
-def _timed(split: Callable[[str], list[str]], text: str) -> tuple[float, list[str]]:
-    gc.collect()
-    gc.disable()  # as timeit does
-    try:
-        start = time.perf_counter()
-        chunks = split(text)
-        return time.perf_counter() - start, chunks
-    finally:
-        gc.enable()
 
 
 def _splitters(encoding: object) -> tuple[dict[str, Callable[[str], list[str]]], list[str]]:
@@ -90,7 +78,7 @@ def run(repeat: int = REPEAT) -> list[str]:
     chunks: dict[str, list[str]] = {}
     for _ in range(repeat):
         for name, split in splitters.items():
-            seconds, chunks[name] = _timed(split, text)
+            seconds, chunks[name] = timed(split, text)
             times[name] = min(times[name], seconds)
     for name, seconds in times.items():
         over = sum(tokenizer.count(chunk) > MAX_TOKENS for chunk in chunks[name])

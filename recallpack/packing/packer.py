@@ -12,10 +12,11 @@ import os
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import jinja2
 from pydantic import (
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -90,6 +91,10 @@ _ERROR_OF_FIELD: dict[str, type[RecallpackError]] = {
 }
 
 
+def _one_or_many(value: object) -> object:
+    return (value,) if isinstance(value, str) else value  # one key needs no tuple around it
+
+
 class Packer(CheckedModel):
     """How to pack: a token budget, caps, a policy, who reads, and how the block looks.
 
@@ -138,7 +143,7 @@ class Packer(CheckedModel):
     """Template source (a str) or a template file (a Path); None: the default block."""
     resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE
     """The resource line for items with ``artifact_id`` and ``artifact_content_id``."""
-    citation_keys: tuple[str, ...] = DEFAULT_CITATION_KEYS
+    citation_keys: Annotated[tuple[str, ...], BeforeValidator(_one_or_many)] = DEFAULT_CITATION_KEYS
     """Metadata keys a resource line is read from when an item has no artifact ids."""
     join: Callable[[Sequence[str]], str] | None = None
     """None: the model is shown the rendered block. A function: it is shown ``join(kept texts)``
@@ -180,13 +185,6 @@ class Packer(CheckedModel):
     def _policy(cls, value: object) -> object:
         return check_policy(value)
 
-    @field_validator("citation_keys", mode="before")
-    @classmethod
-    def _keys(cls, value: object) -> object:
-        if isinstance(value, str):
-            return (value,)
-        return value
-
     @model_validator(mode="after")
     def _resolve(self) -> Packer:
         check_max_tokens(self.max_tokens, self.max_tokens_ceiling)
@@ -195,7 +193,7 @@ class Packer(CheckedModel):
         self._budgets = _lane_budgets(self.lane_budgets)
         _check_uri_template(self.resource_uri_template)
         self._embed = None if self.embed is None else embed_function(self.embed)
-        self._settings = _walk_settings(self, self.max_tokens, self.max_items)
+        self._settings = _walk_settings(self)
         return self
 
     # -- calls ----------------------------------------------------------------------------------
@@ -338,18 +336,10 @@ def _recall_many(
     return [packer._recall(c, query=q) for c, q in zip(lists, asked)]
 
 
-def _walk_settings(packer: Packer, max_tokens: int | None, max_items: int | None) -> WalkSettings:
-    return WalkSettings(
-        max_tokens=max_tokens,
-        max_items=max_items,
-        policy=packer.policy,
-        floor=packer.floor,
-        reader=packer.reader,
-        lane_budgets=packer._budgets,
-        dedupe=packer.dedupe,
-        resource_uri_template=packer.resource_uri_template,
-        citation_keys=packer.citation_keys,
-    )
+def _walk_settings(packer: Packer) -> WalkSettings:
+    # Every walk setting is the Packer setting of that name, but the lane budgets: checked.
+    shared = {f.name: getattr(packer, f.name) for f in dataclasses.fields(WalkSettings)}
+    return WalkSettings(**{**shared, "lane_budgets": packer._budgets})
 
 
 def _measure(packer: Packer, walk: Walk, max_tokens: int | None) -> tuple[int, str | None]:
