@@ -30,10 +30,9 @@ from recallpack.packing.tokenizer import Tokenizer, TokenizerSpec, get_tokenizer
 from recallpack.packing.windows import (
     DEFAULT_OVERLAP_TOKENS,
     DEFAULT_WINDOW_TOKENS,
-    Window,
+    WindowSplitting,
     check_window_settings,
     refuse_unknown_settings,
-    token_windows,
 )
 
 if TYPE_CHECKING:
@@ -55,7 +54,7 @@ __all__ = ["TokenWindowSplitter"]
 _SETTINGS = ("max_tokens", "overlap_tokens", "tokenizer", "add_start_index")
 
 
-class TokenWindowSplitter(_Base):
+class TokenWindowSplitter(WindowSplitting, _Base):
     """Split text into token windows of at most ``max_tokens``, consecutive windows sharing
     about ``overlap_tokens``; ``tokenizer`` is anything :func:`recallpack.get_tokenizer` takes
     (``None`` is cl100k_base), the same option the packer has."""
@@ -83,17 +82,8 @@ class TokenWindowSplitter(_Base):
             )
         self._add_start_index = add_start_index
 
-    @property
-    def tokenizer_used(self) -> str:
-        """The name of the tokenizer that counts every chunk."""
-        return self._tok.name
-
-    def split_windows(self, text: str) -> list[Window]:
-        """The windows of ``text``, with their offsets, counts and ids."""
-        return token_windows(text, self.max_tokens, self.overlap_tokens, self._tok)
-
-    def split_text(self, text: str) -> list[str]:
-        return [window.text for window in self.split_windows(text)]
+    def window_tokenizer(self) -> Tokenizer:
+        return self._tok
 
     def create_documents(
         self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None

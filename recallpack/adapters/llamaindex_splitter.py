@@ -12,11 +12,11 @@ their ``id_`` is the chunk id, so inserting the same document again replaces its
 of adding copies.
 
 >>> from llama_index.core import Document
->>> parser = TokenWindowNodeParser(max_tokens=8, overlap_tokens=0)
->>> nodes = parser([Document(text="one two three " * 6, metadata={"source": "a.txt"})])
->>> [(n.metadata["source"], n.metadata["chunk_index"], n.start_char_idx) for n in nodes]
-[('a.txt', 0, 0), ('a.txt', 1, 35), ('a.txt', 2, 73)]
->>> nodes[0].id_ == nodes[0].metadata["chunk_id"]
+>>> from llama_index.core.schema import NodeRelationship
+>>> nodes = TokenWindowNodeParser(8, 0)([Document(text="one two three " * 6)])
+>>> [(n.start_char_idx, n.end_char_idx, n.metadata["token_count"]) for n in nodes]
+[(0, 35, 8), (35, 73, 8), (73, 84, 3)]
+>>> nodes[1].relationships[NodeRelationship.PREVIOUS].node_id == nodes[0].id_ == nodes[0].metadata["chunk_id"]
 True
 """
 
@@ -42,9 +42,9 @@ from recallpack.packing.windows import (
     DEFAULT_OVERLAP_TOKENS,
     DEFAULT_WINDOW_TOKENS,
     Window,
+    WindowSplitting,
     check_window_settings,
     refuse_unknown_settings,
-    token_windows,
 )
 
 __all__ = ["TokenWindowNodeParser"]
@@ -66,7 +66,7 @@ def _chunk_ids(windows: Sequence[Window]) -> IdFuncCallable:
     return lambda i, doc: ids[i]
 
 
-class TokenWindowNodeParser(TextSplitter):
+class TokenWindowNodeParser(WindowSplitting, TextSplitter):
     """Split documents into nodes of at most ``max_tokens``, consecutive nodes sharing about
     ``overlap_tokens``; ``tokenizer`` is anything :func:`recallpack.get_tokenizer` takes
     (``None`` is cl100k_base), the same option the packer has. Node ids are the chunk ids
@@ -110,8 +110,7 @@ class TokenWindowNodeParser(TextSplitter):
             memo[id(shared)] = shared
         return super().__deepcopy__(memo)
 
-    @property
-    def _tokenizer(self) -> Tokenizer:
+    def window_tokenizer(self) -> Tokenizer:
         if self._tok is None:
             self._tok = _resolve(self.tokenizer)
         return self._tok
@@ -119,18 +118,6 @@ class TokenWindowNodeParser(TextSplitter):
     @classmethod
     def class_name(cls) -> str:
         return "TokenWindowNodeParser"
-
-    @property
-    def tokenizer_used(self) -> str:
-        """The name of the tokenizer that counts every node."""
-        return self._tokenizer.name
-
-    def split_windows(self, text: str) -> list[Window]:
-        """The windows of ``text``, with their offsets, counts and ids."""
-        return token_windows(text, self.max_tokens, self.overlap_tokens, self._tokenizer)
-
-    def split_text(self, text: str) -> list[str]:
-        return [window.text for window in self.split_windows(text)]
 
     def _parse_nodes(
         self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any

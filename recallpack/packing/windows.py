@@ -49,6 +49,7 @@ __all__ = [
     "chunk_size_for",
     "check_window_settings",
     "refuse_unknown_settings",
+    "WindowSplitting",
     "CHUNK_METADATA_KEYS",
     "DEFAULT_WINDOW_TOKENS",
     "DEFAULT_OVERLAP_TOKENS",
@@ -137,6 +138,31 @@ def refuse_unknown_settings(owner: str, unknown: Mapping[str, object], valid: Se
 
 # What the hosts' own splitters call these settings.
 _HOST_NAMES = {"chunk_size": "max_tokens", "chunk_overlap": "overlap_tokens", "length_function": "tokenizer"}
+
+
+class WindowSplitting:
+    """What both hosts' splitters do with their ``max_tokens`` and ``overlap_tokens``: the
+    windows of a text, their texts, and the name of the tokenizer that counts them. A host's
+    class gives ``window_tokenizer()`` (how it holds its tokenizer is its own business)."""
+
+    if TYPE_CHECKING:
+        max_tokens: int
+        overlap_tokens: int
+
+    def window_tokenizer(self) -> Tokenizer:
+        raise NotImplementedError
+
+    @property
+    def tokenizer_used(self) -> str:
+        """The name of the tokenizer that counts every chunk."""
+        return self.window_tokenizer().name
+
+    def split_windows(self, text: str) -> list[Window]:
+        """The windows of ``text``, with their offsets, counts and ids."""
+        return token_windows(text, self.max_tokens, self.overlap_tokens, self.window_tokenizer())
+
+    def split_text(self, text: str) -> list[str]:
+        return [window.text for window in self.split_windows(text)]
 
 
 def token_windows(
