@@ -254,7 +254,28 @@ def test_count_cache_is_bounded_by_characters(monkeypatch: pytest.MonkeyPatch) -
     texts = [f"{i:03d}" + "x" * 97 for i in range(30)]  # 100 chars each: ten fit
     for text in texts:
         assert tokenizer.count(text) == 100
+        assert tokenizer.count(text) == 100  # the second count admits it
     assert len(tokenizer._cache) == 10
     tokenizer.count(texts[-10])  # touched: now the most recent
     tokenizer.count("y" * 100)
+    tokenizer.count("y" * 100)
     assert tokenizer._cache.get(texts[-10]) == 100 and tokenizer._cache.get(texts[-9]) is None
+
+
+def test_a_text_counted_once_is_not_kept() -> None:
+    """The cache admits a text on its second count: one-off texts pin no memory, repeated
+    ones are counted once more and then never again."""
+    calls: list[str] = []
+
+    def counting(text: str) -> int:
+        calls.append(text)
+        return len(text)
+
+    tokenizer = tk.CallableTokenizer(counting, name="counting")
+    once = [f"one-off {i}" for i in range(1_000)]
+    for text in once:
+        tokenizer.count(text)
+    assert len(tokenizer._cache) == 0
+    for _ in range(5):
+        assert tokenizer.count("again and again") == len("again and again")
+    assert calls.count("again and again") == 2 and len(tokenizer._cache) == 1

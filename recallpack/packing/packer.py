@@ -11,6 +11,7 @@ import difflib
 import os
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -151,11 +152,7 @@ class Packer(CheckedModel):
     max_tokens_ceiling: int = Field(MAX_TOKENS_CEILING, strict=True, ge=1)
     """Raise it to allow a max_tokens above 16384."""
 
-    _tok: Tokenizer = PrivateAttr()
-    _compiled: jinja2.Template | None = PrivateAttr(default=None)
-    _budgets: dict[LaneKind | Provenance, int] = PrivateAttr(default_factory=dict)
-    _embed: EmbedFn | None = PrivateAttr(default=None)
-    _settings: WalkSettings = PrivateAttr()
+    _run: Resolved = PrivateAttr()
 
     @classmethod
     def _precheck(cls, data: dict[str, Any]) -> None:
@@ -188,12 +185,15 @@ class Packer(CheckedModel):
     @model_validator(mode="after")
     def _resolve(self) -> Packer:
         check_max_tokens(self.max_tokens, self.max_tokens_ceiling)
-        self._tok = get_tokenizer(self.tokenizer)
-        self._compiled = None if self.template is None else load_template(self.template)
-        self._budgets = _lane_budgets(self.lane_budgets)
         _check_uri_template(self.resource_uri_template)
-        self._embed = None if self.embed is None else embed_function(self.embed)
-        self._settings = _walk_settings(self)
+        # Every walk setting is the Packer setting of that name, but the lane budgets: checked.
+        shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(WalkSettings)}
+        self._run = Resolved(
+            tok=get_tokenizer(self.tokenizer),
+            template=None if self.template is None else load_template(self.template),
+            embed=None if self.embed is None else embed_function(self.embed),
+            walk=WalkSettings(**{**shared, "lane_budgets": _lane_budgets(self.lane_budgets)}),
+        )
         return self
 
     # -- calls ----------------------------------------------------------------------------------
@@ -201,7 +201,7 @@ class Packer(CheckedModel):
     @property
     def tokenizer_used(self) -> Tokenizer:
         """The resolved tokenizer every call counts with."""
-        return self._tok
+        return self._run.tok
 
     def replace(self, **overrides: Any) -> Packer:
         """A Packer with some settings changed, validated like a new one.
@@ -220,7 +220,7 @@ class Packer(CheckedModel):
         settings = {name: getattr(self, name) for name in self.settings_names()}
         # The resolved tokenizer goes on as is: nothing is resolved again per call, and a
         # callable tokenizer keeps its count cache across calls.
-        settings["tokenizer"] = self._tok
+        settings["tokenizer"] = self._run.tok
         return type(self)(**{**settings, **overrides})
 
     def recall(
@@ -302,13 +302,14 @@ def _fitted_walk(
         left = as_remaining(allowance)
         max_tokens = left.tokens if max_tokens is None else min(max_tokens, left.tokens)
         max_items = left.items if max_items is None else min(max_items, left.items)
-    settings = packer._settings  # made once per Packer; a call changes only its bounds
+    run = packer._run
+    settings = run.walk  # made once per Packer; a call changes only its bounds
     if max_tokens != settings.max_tokens or max_items != settings.max_items:
         settings = dataclasses.replace(settings, max_tokens=max_tokens, max_items=max_items)
-    cost: CostModel = BlockCost(packer._tok) if packer.join is None else JoinedCost(packer._tok, packer.join)
-    walk = Walk(listed, settings, cost, _cutter(packer, query))
+    cost: CostModel = BlockCost(run.tok) if packer.join is None else JoinedCost(run.tok, packer.join)
+    walk = Walk(listed, settings, cost, _cutter(packer, run, query))
     walk.run()
-    used, block = _measure(packer, walk, max_tokens)
+    used, block = _measure(packer, run, walk, max_tokens)
     # Per-item counts are nearly always exact; this makes the bound a guarantee whatever
     # the template or join: the last item is cut shorter or given back until the whole fits.
     while max_tokens is not None and used > max_tokens and walk.kept:
@@ -316,7 +317,7 @@ def _fitted_walk(
             walk.recut_last(used - max_tokens)  # shorter, or given back when it cannot be
         else:
             walk.give_back_last()
-        used, block = _measure(packer, walk, max_tokens)
+        used, block = _measure(packer, run, walk, max_tokens)
     return walk, used, block, max_tokens
 
 
@@ -336,31 +337,37 @@ def _recall_many(
     return [packer._recall(c, query=q) for c, q in zip(lists, asked)]
 
 
-def _walk_settings(packer: Packer) -> WalkSettings:
-    # Every walk setting is the Packer setting of that name, but the lane budgets: checked.
-    shared = {f.name: getattr(packer, f.name) for f in dataclasses.fields(WalkSettings)}
-    return WalkSettings(**{**shared, "lane_budgets": packer._budgets})
+@dataclass(frozen=True)
+class Resolved:
+    """What a Packer's settings resolve to, once. A call reads it once: each read of a pydantic
+    private attribute costs about a microsecond, a good part of a small packing's overhead."""
+
+    tok: Tokenizer
+    template: jinja2.Template | None
+    embed: EmbedFn | None
+    walk: WalkSettings
 
 
-def _measure(packer: Packer, walk: Walk, max_tokens: int | None) -> tuple[int, str | None]:
+def _measure(packer: Packer, run: Resolved, walk: Walk, max_tokens: int | None) -> tuple[int, str | None]:
     """The exact token count of what the model is shown, and the block (rendered once; None
     when the model is shown the joined texts)."""
     if packer.join is not None:
         return walk.cost.measure(walk), None
-    text = _render(packer, walk.evidence(), walk.shared_scopes(), max_tokens)
-    if packer._compiled is None and packer._tok.splits_at_line_starts:
+    text = _render(run.template, walk.evidence(), walk.shared_scopes(), max_tokens)
+    if run.template is None and run.tok.splits_at_line_starts:
         return walk.cost.measure(walk), text
-    return (packer._tok.count(text) if text else 0), text
+    return (run.tok.count(text) if text else 0), text
 
 
 def _render(
-    packer: Packer, evidence: Sequence[Evidence], scopes: Sequence[Scope], max_tokens: int | None
+    template: jinja2.Template | None, evidence: Sequence[Evidence], scopes: Sequence[Scope],
+    max_tokens: int | None,
 ) -> str:
-    if packer._compiled is None:
+    if template is None:
         return default_block(evidence, scopes)
     bound = None if max_tokens is None else max_tokens * OUTPUT_CHARS_PER_TOKEN + OUTPUT_SLACK_CHARS
     return render(
-        packer._compiled,
+        template,
         [e.model_dump() for e in evidence],
         [s.model_dump() for s in scopes],
         max_chars=bound,
@@ -371,6 +378,7 @@ def _result(
     packer: Packer, walk: Walk, listed: Sequence[Any], used: int, block: str | None,
     max_tokens: int | None,
 ) -> RecallResult:
+    run = packer._run
     reasons = dict(walk.reasons)
     tail = len(listed) - len(walk.entries)
     if tail:
@@ -385,7 +393,7 @@ def _result(
         items_selected=len(walk.kept),
         items_dropped=len(listed) - len(walk.kept) - withheld,
         items_withheld=withheld,
-        tokenizer_used=packer._tok.name,
+        tokenizer_used=run.tok.name,
         policy=packer.policy,
         truncated=bool(cut_kinds),
         reasons=reasons,
@@ -397,7 +405,7 @@ def _result(
     # With a join the model is shown the joined texts; the block is rendered only if someone
     # asks, from the kept evidence alone (the closure must not keep the caller's candidates alive).
     markdown: str | Callable[[], str] = (
-        (lambda: _render(packer, evidence, scopes, max_tokens)) if block is None else block
+        (lambda: _render(run.template, evidence, scopes, max_tokens)) if block is None else block
     )
     return RecallResult(
         evidence,
@@ -409,14 +417,14 @@ def _result(
     )
 
 
-def _cutter(packer: Packer, query: str | None) -> Cutter:
+def _cutter(packer: Packer, run: Resolved, query: str | None) -> Cutter:
     """How this call cuts an item: by focus on the query when there is one (or ``cut="focus"``),
     else by head."""
     if query is not None and not isinstance(query, str):
         raise ConfigError(f"query={query!r} must be a str or None")
     if packer.cut == "focus" and not query:
         raise ConfigError("cut='focus' needs the query: pass recall(..., query=...) or use cut='auto'")
-    tok, embed = packer._tok, packer._embed
+    tok, embed = run.tok, run.embed
     if packer.cut == "head" or not query:
         return lambda text, room, measure: cut_head(text, room, tok, measure=measure)
     return lambda text, room, measure: cut_focus(text, query, room, tok, embed=embed, measure=measure)

@@ -51,26 +51,44 @@ __all__ = [
 DEFAULT_ENCODING = "cl100k_base"
 _CACHE_MAX_TEXT = 65_536  # longer texts are not cached: hashing them would cost more than it saves
 _CACHE_CHARS = 16_000_000  # what one tokenizer's cache may hold, in characters of cached text
+_SEEN_MAX = 65_536  # hashes of texts counted once (about 4 MB at most), then forgotten together
 
 
 class _CountCache:
     """Least-recently-used counts, bounded by the characters of text it keeps alive (a bound
-    on entries alone would let 65,536 long texts pin gigabytes)."""
+    on entries alone would let 65,536 long texts pin gigabytes).
+
+    A text is admitted the second time it is counted: most texts a packer sees are counted
+    once and never again, and keeping those would cost an insertion, an eviction and the text's
+    memory each, for nothing. The first sight leaves only the text's hash behind.
+    """
 
     def __init__(self, max_chars: int) -> None:
         self._counts: OrderedDict[str, int] = OrderedDict()
         self._chars = 0
         self._max_chars = max_chars
+        self._seen: set[int] = set()
         self._lock = threading.Lock()
 
+    # A lookup and a first sight take no lock: one dict or set operation is atomic (under the
+    # GIL, and by the containers' own locks on free-threaded builds), and these are the common
+    # cases. Reordering and insertion, which take several steps, hold the lock.
+
     def get(self, text: str) -> int | None:
-        with self._lock:
-            count = self._counts.get(text)
-            if count is not None:
-                self._counts.move_to_end(text)
-            return count
+        count = self._counts.get(text)
+        if count is not None:
+            with self._lock:
+                if text in self._counts:
+                    self._counts.move_to_end(text)
+        return count
 
     def put(self, text: str, count: int) -> None:
+        key = hash(text)  # computed once per str object, and kept in it
+        if key not in self._seen:
+            if len(self._seen) >= _SEEN_MAX:
+                self._seen.clear()
+            self._seen.add(key)
+            return
         with self._lock:
             if text in self._counts:
                 return
@@ -83,6 +101,7 @@ class _CountCache:
     def clear(self) -> None:
         with self._lock:
             self._counts.clear()
+            self._seen.clear()
             self._chars = 0
 
     def __len__(self) -> int:

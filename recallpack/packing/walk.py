@@ -103,7 +103,7 @@ class CostModel(Protocol):
     renders_items: bool
 
     def header_delta(self, walk: Walk, scopes: tuple[Scope, ...]) -> int: ...
-    def item(self, walk: Walk, label: str, scopes: Sequence[str], text: str, uri: str | None,
+    def item(self, walk: Walk, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
              limit: int | None) -> int: ...
     def measure(self, walk: Walk) -> int: ...
 
@@ -120,7 +120,7 @@ class JoinedCost:
     def header_delta(self, walk: Walk, scopes: tuple[Scope, ...]) -> int:
         return 0
 
-    def item(self, walk: Walk, label: str, scopes: Sequence[str], text: str, uri: str | None,
+    def item(self, walk: Walk, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
              limit: int | None) -> int:
         return self.tok.count_upto(text, (1 << 62) if limit is None else limit) + 1
 
@@ -161,7 +161,7 @@ class BlockCost:
     def header_of(self, scopes: Any) -> int:
         return self.tok.count(header_text([(s.name, s.description) for s in scopes]))
 
-    def item(self, walk: Walk, label: str, scopes: Sequence[str], text: str, uri: str | None,
+    def item(self, walk: Walk, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
              limit: int | None) -> int:
         limit = (1 << 62) if limit is None else limit
         # A text far longer than the room is rejected on its own, before it is indented
@@ -169,7 +169,7 @@ class BlockCost:
         if len(text) > _PRECHECK_CHARS and self.tok.count_upto(text, limit) > limit:
             return limit + 1
         # The newline that joins it to the next item is part of its cost.
-        return self.tok.count_upto(item_text(label, scopes, text, uri) + "\n", limit)
+        return self.tok.count_upto(item_text(c.provenance.label, scopes, text, uri) + "\n", limit)
 
     def measure(self, walk: Walk) -> int:
         if not walk.kept:
@@ -370,7 +370,7 @@ class Walk(Ledger):
         room, lane_room = self._rooms(c, header)
         limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
         uri, names = self._uri(c), self._names(scopes)
-        cost = self.cost.item(self, c.provenance.label, names, c.text, uri, limit)
+        cost = self.cost.item(self, c, names, c.text, uri, limit)
         fits_global = room is None or cost <= room
         if fits_global and (lane_room is None or cost <= lane_room):
             self._keep(rank, c, scopes, names, c.text, cost, header, None, uri)
@@ -412,10 +412,10 @@ class Walk(Ledger):
 
     def _keep_cut(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], header: int, room: int,
                   replace: bool = False) -> bool:
-        names, uri, label = self._names(scopes), self._uri(c), c.provenance.label
+        names, uri = self._names(scopes), self._uri(c)
 
         def measure(text: str) -> int:  # what the cut text costs rendered in its item
-            return self.cost.item(self, label, names, text, uri, room)
+            return self.cost.item(self, c, names, text, uri, room)
 
         cut = self.cutter(c.text, room, measure)
         if cut is None:
