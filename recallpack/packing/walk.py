@@ -248,12 +248,13 @@ class Ledger:
         for scope in scopes:
             if scope.name != PRIVATE:
                 self.scope_order.setdefault(scope.name, scope)
-        if isinstance(self.cost, BlockCost):
+        if header and isinstance(self.cost, BlockCost):
             self.cost.header_cost += header
         self.kept.append(Kept(rank, c, text, cost, scopes, names, uri, cut))
         self.used += cost + header
-        for key in self._lane_keys(c):
-            self.lane_used[key] = self.lane_used.get(key, 0) + cost
+        if self.s.lane_budgets:
+            for key in self._lane_keys(c):
+                self.lane_used[key] = self.lane_used.get(key, 0) + cost
         if self.s.dedupe:
             self.seen.setdefault(self._dedupe_key(c), []).append(c.text)
         entry = self._entry(rank, c, Outcome.SELECTED, None, cost, cut)
