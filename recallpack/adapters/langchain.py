@@ -82,10 +82,8 @@ class _LangChainComponent(PackerComponent):
         return data
 
     def _candidates(self, docs: Sequence[Document]) -> list[Candidate]:
-        return [
-            self._candidate(d.page_content, d.metadata, i, score=score_from(d.metadata))
-            for i, d in enumerate(docs)
-        ]
+        make = self._candidate_maker()
+        return [make(d.page_content, d.metadata, i, score=score_from(d.metadata)) for i, d in enumerate(docs)]
 
 
 def _k_or_max_items(k: object, max_items: object) -> int | None:

@@ -165,7 +165,8 @@ class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
         self, nodes: Sequence[NodeWithScore], query: str | None = None
     ) -> tuple[list[NodeWithScore], RecallResult]:
         """The kept node copies and the RecallResult (report and trace) of this one call."""
-        result = self.packer.recall(node_candidates(nodes, self.metadata_mode, self._candidate), query=query)
+        candidates = node_candidates(nodes, self.metadata_mode, self._candidate_maker())
+        result = self.packer.recall(candidates, query=query)
         self._last_result = result
         dispatcher.event(RecallPackedEvent(report=result.report, component=self.class_name()))
         return kept_nodes(nodes, result), result
