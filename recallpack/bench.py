@@ -14,13 +14,13 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
-import os
 import time
 from collections.abc import Callable, Sequence
 from itertools import accumulate, count
 from typing import TypeVar
 
 from recallpack._bench.corpus import stdlib_docs
+from recallpack.packing.batch import resident_bytes, usable_cores
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.packer import pack, recall, recall_many
 from recallpack.packing.tokenizer import TiktokenTokenizer, get_tokenizer, split_token_windows
@@ -108,13 +108,26 @@ def core(repeat: int = 5) -> tuple[list[str], dict[str, tuple[float, float, bool
     kept_ratio, walk_ratio = recall_kept / ideal, walk_time / ideal
     lines.append(f"  encoding only the kept texts of 1,000: {ideal * 1e3:.2f}ms; pack (the prefix walk) "
                  f"{walk_ratio:.2f}x that, recall (the rendered block) {kept_ratio:.2f}x")
-    batches = [[_candidates(windows, 50) for _ in range(1_000)] for _ in range(2)]
-    loop = _best_time(lambda lists: [recall(c, max_tokens=MAX_TOKENS) for c in lists], batches[:1])
-    many = _best_time(lambda lists: recall_many(lists, max_tokens=MAX_TOKENS), batches[1:])
+    # A fork copies the process's page tables, so recall_many's gain shrinks as the process
+    # grows (docs/scaling.md): drop the 500,000 candidates of the size table, which no user's
+    # batch job would still hold, and print the size it runs at.
+    del fresh, base_runs
+    gc.collect()
+    # Both sides get fresh batches of the same shape, in alternating runs so that load from
+    # elsewhere hits both alike; the best of each counts.
+    loop = many = float("inf")
+    held = 0
+    for _ in range(repeat):
+        batch = [_candidates(windows, 50) for _ in range(1_000)]
+        loop = min(loop, _best_time(lambda lists: [recall(c, max_tokens=MAX_TOKENS) for c in lists], [batch]))
+        batch = [_candidates(windows, 50) for _ in range(1_000)]
+        held = max(held, resident_bytes())
+        many = min(many, _best_time(lambda lists: recall_many(lists, max_tokens=MAX_TOKENS), [batch]))
+        del batch
     many_ratio = loop / many
     lines.append(
-        f"  recall_many on 1,000 lists of 50 ({os.cpu_count()} cores): {many * 1e3:.0f}ms, "
-        f"a loop of recall {loop * 1e3:.0f}ms ({many_ratio:.2f}x)"
+        f"  recall_many on 1,000 lists of 50 ({usable_cores()} cores, a {held / 2**20:.0f} MB process): "
+        f"{many * 1e3:.0f}ms, a loop of recall {loop * 1e3:.0f}ms ({many_ratio:.2f}x)"
     )
     huge = _best_time(lambda c: recall(c, max_tokens=MAX_TOKENS), [huge_head() for _ in range(repeat)])
     lines.append(f"  10 MB text at the head of 1,000: {huge * 1e3:.2f}ms")
@@ -132,8 +145,9 @@ def core(repeat: int = 5) -> tuple[list[str], dict[str, tuple[float, float, bool
         # The rendered block holds more tokens than the raw texts (labels, indentation), and its
         # last item is counted again without its joining newline: that is most of the gap.
         "recall / encoding only the kept texts (<= 2x)": (kept_ratio, 2.0, kept_ratio <= 2),
-        # One process cannot do better here (docs/scaling.md): it must at least not do worse.
-        "recall_many / loop of recall (>= 0.9x)": (many_ratio, 0.9, many_ratio >= 0.9),
+        # Forked workers on 2 cores (docs/scaling.md): fork, pickling and copy-on-write cost
+        # about a tenth of the work, so 2x is out of reach, 1.6x is not.
+        "recall_many / loop of recall (>= 1.6x)": (many_ratio, 1.6, many_ratio >= 1.6),
     }
     return lines, targets
 

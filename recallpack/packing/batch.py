@@ -35,7 +35,7 @@ from typing import Any, Generic, NoReturn, TypeVar
 
 from recallpack.packing.errors import ConfigError, RecallpackWarning
 
-__all__ = ["run", "usable_cores", "check_workers", "BatchStats"]
+__all__ = ["run", "usable_cores", "check_workers", "resident_bytes", "BatchStats"]
 
 R = TypeVar("R")
 
@@ -132,7 +132,7 @@ class _Plan:
     @classmethod
     def make(cls, start: int, stop: int, workers: int, each: float) -> _Plan | None:
         """A plan, or None when forking would not pay for itself."""
-        held = _resident_bytes() / 2**30
+        held = resident_bytes() / 2**30
         if (stop - start) * each < _PAYS_FROM_SECONDS + _PAYS_PER_GB_SECONDS * held:
             return None
         chunk = max(1, int(_CHUNK_SECONDS / each), -(-(stop - start) // _MAX_CHUNKS))
@@ -163,7 +163,8 @@ def _unsafe(n: int, workers: int) -> str | None:
     return None
 
 
-def _resident_bytes() -> int:
+def resident_bytes() -> int:
+    """The memory this process holds (0 where /proc does not say)."""
     try:
         with open("/proc/self/statm", "rb") as statm:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
