@@ -66,7 +66,13 @@ def words(text: str) -> int:
 def forks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """Every batch takes the forked path however small (chunks of one list), and the pids of the
     children it forks are listed."""
-    assert threading.active_count() == 1, f"a thread left alive by another test: {threading.enumerate()}"
+    others = [t for t in threading.enumerate() if t is not threading.main_thread()]
+    if others:
+        # An earlier test may leave an idle daemon thread in this process (tqdm's monitor waits
+        # on an Event, holding no lock a child takes): fork anyway. The guard that keeps a batch
+        # in one process while a thread is alive has its own test.
+        assert all(t.daemon for t in others), f"a thread left alive by another test: {others}"
+        monkeypatch.setattr(batch, "_threads_alive", lambda: 1)
     pids: list[int] = []
 
     def counting_fork() -> int:
@@ -226,6 +232,7 @@ def test_a_live_thread_keeps_the_batch_in_one_process(monkeypatch: pytest.Monkey
 def test_one_worker_or_a_small_batch_is_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     """workers=1 never forks, nor does a batch whose rest would cost less than a fork."""
     monkeypatch.setattr(batch, "_fork", lambda: pytest.fail("forked"))
+    monkeypatch.setattr(batch, "_threads_alive", lambda: 1)  # whatever other tests left running
     packer = Packer(max_tokens=400)
     assert len(packer.recall_many(lists(200), workers=1)) == 200
     assert batch.last_run.fallback == "one worker"

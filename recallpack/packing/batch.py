@@ -61,6 +61,7 @@ _RECORD = struct.Struct("<IIQQ")
 _MISSING: Any = object()
 
 _fork: Callable[[], int] = os.fork  # tests count forks through this
+_threads_alive: Callable[[], int] = threading.active_count
 _in_child = False
 
 
@@ -157,7 +158,7 @@ def _unsafe(n: int, workers: int) -> str | None:
         return "not Linux"  # elsewhere fork is missing or unsafe with system frameworks
     if _in_child:
         return "inside a worker already"
-    if threading.active_count() > 1:
+    if _threads_alive() > 1:
         # A child gets a copy of every lock, held or not, and only this thread to release them.
         return "another thread is alive"
     return None
