@@ -292,3 +292,48 @@ def test_an_interrupt_in_the_caller_ends_its_workers(forks: list[int]) -> None:
     with pytest.raises(KeyboardInterrupt):
         Packer(max_tokens=300, tokenizer=interrupted).recall_many(batch_lists, workers=2)
     assert forks and sorted(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_thread_started_by_the_first_lists_keeps_the_rest_in_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A callable that starts a thread while the first lists are packed is seen before any fork."""
+    started: list[threading.Thread] = []
+    stop = threading.Event()
+
+    def threaded(text: str) -> int:
+        if not started:
+            started.append(threading.Thread(target=stop.wait, daemon=True))
+            started[0].start()
+        return len(text) // 4 + 1
+
+    monkeypatch.setattr(batch, "_fork", lambda: pytest.fail("forked with a thread alive"))
+    monkeypatch.setattr(batch, "_threads_alive", lambda: 1 + len(started))  # the threads this test knows
+    monkeypatch.setattr(batch, "_PAYS_FROM_SECONDS", 0.0)
+    monkeypatch.setattr(batch, "_PAYS_PER_GB_SECONDS", 0.0)
+    monkeypatch.setattr(batch, "_CHUNK_SECONDS", 0.0)
+    monkeypatch.setattr(batch, "_PROBE_SECONDS", 0.0)
+    packer = Packer(max_tokens=300, tokenizer=threaded)
+    try:
+        many = packer.recall_many(lists(40), workers=2)
+    finally:
+        stop.set()
+    assert started and batch.last_run.fallback == "another thread is alive"
+    assert [fingerprint(r) for r in many] == [fingerprint(packer.recall(c)) for c in lists(40)]
+
+
+def test_recall_many_inside_a_forked_batch_is_the_loop(forks: list[int]) -> None:
+    """A callable that calls recall_many while a batch is shared out gets the loop, and the outer
+    batch its results."""
+    inner = Packer(max_tokens=50, tokenizer="chars")
+    paths: list[str | None] = []
+
+    def nested(text: str) -> int:
+        if batch._inside:
+            assert len(inner.recall_many([[Candidate(text=text)]] * 3, workers=2)) == 3
+            paths.append(batch.last_run.fallback)
+        return len(text) // 4 + 1
+
+    packer = Packer(max_tokens=300, tokenizer=nested)
+    batch_lists = [[Candidate(text=f"#{i} {TEXTS[i]}")] for i in range(30)]
+    many = packer.recall_many(batch_lists, workers=2)
+    assert len(forks) == 1 and paths and set(paths) == {"inside a forked batch already"}
+    assert [fingerprint(r) for r in many] == [fingerprint(packer.recall(c)) for c in batch_lists]

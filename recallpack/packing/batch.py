@@ -18,6 +18,7 @@ This module knows nothing of packing: :func:`run` calls ``pack_one(i)`` for each
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import os
@@ -62,7 +63,7 @@ _MISSING: Any = object()
 
 _fork: Callable[[], int] = os.fork  # tests count forks through this
 _threads_alive: Callable[[], int] = threading.active_count
-_in_child = False
+_inside = False  # in a forked run already, as its caller or one of its children
 
 
 @dataclass
@@ -113,8 +114,9 @@ def run(pack_one: Callable[[int], R], n: int, workers: int) -> list[R]:
         results.append(pack_one(len(results)))
     each = max((time.perf_counter() - start) / len(results), 1e-7)
     plan = _Plan.make(len(results), n, workers, each)
-    if plan is None:
-        stats.fallback = "too small to pay for a fork"
+    # Asked again: a callable of the settings may have started a thread in the first lists.
+    stats.fallback = "too small to pay for a fork" if plan is None else _unsafe(n, workers)
+    if plan is None or stats.fallback is not None:
         return results + [pack_one(i) for i in range(len(results), n)]
     return results + _Forked(pack_one, plan, stats).run()
 
@@ -156,8 +158,8 @@ def _unsafe(n: int, workers: int) -> str | None:
         return "one worker" if workers < 2 else "fewer than two lists"
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return "not Linux"  # elsewhere fork is missing or unsafe with system frameworks
-    if _in_child:
-        return "inside a worker already"
+    if _inside:
+        return "inside a forked batch already"  # a callable of the settings called recall_many
     if _threads_alive() > 1:
         # A child gets a copy of every lock, held or not, and only this thread to release them.
         return "another thread is alive"
@@ -199,16 +201,19 @@ class _Forked(Generic[R]):
         self.registry: dict[Any, Any] = {}  # warnings the children saw, shown once as the loop would
 
     def run(self) -> list[R]:
+        global _inside
         unfreeze = gc.get_freeze_count() == 0
         if unfreeze:
             # Collections in either process would otherwise walk every inherited object and
             # write to its page, copying it: the faults that made an earlier attempt slower.
             gc.freeze()
+        _inside = True
         try:
             self._fork()
             self._pack_own()
             self._collect()
         finally:
+            _inside = False
             self._end()
             if unfreeze:
                 gc.unfreeze()
@@ -222,7 +227,7 @@ class _Forked(Generic[R]):
         try:
             for stream in (sys.stdout, sys.stderr):
                 # A child that flushed would print the caller's buffered output a second time.
-                if stream is not None:
+                with contextlib.suppress(AttributeError, OSError, ValueError):  # None, or closed
                     stream.flush()
             forking = time.perf_counter()
             for worker in range(self.plan.children):
@@ -349,8 +354,6 @@ def _child(forked: _Forked[R], worker: int, status: int) -> NoReturn:
     """Pack chunks until the tickets run out; never return, never run the caller's exit."""
     code = 1
     try:
-        global _in_child
-        _in_child = True
         gc.freeze()  # a collection here must not copy the inherited pages either
         os.close(forked.status)
         code = _serve(forked, worker, status)
