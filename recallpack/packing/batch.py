@@ -1,20 +1,19 @@
 """Many independent packings on every core: forked workers that inherit the batch.
 
-One packing costs about a millisecond and its walk is Python, so threads cannot share a batch
-out (the GIL) and a process pool would pay more to ship the candidates than the packing costs
-(docs/scaling.md has the measurements). A forked child costs neither: it inherits the packer,
-the candidate lists and any callable the settings hold, as they are. So :func:`run` forks
-``workers - 1`` children per call, packs a share itself, and takes the children's results
-back pickled through a memory file. The shares are small chunks handed out through a pipe,
-first come first served, so a loaded core takes fewer. Nothing is sent to a child at all.
+One packing costs about a millisecond and its walk is Python: threads gain little (the GIL),
+and a process pool pays in the caller to ship every candidate out and every result back
+(docs/scaling.md has the measurements). A forked child inherits the packer, the candidate
+lists and any callable the settings hold, as they are. So :func:`run` forks ``workers - 1``
+children per call, packs a share itself, and takes the children's results back pickled
+through a memory file. The shares are small chunks handed out through a pipe, first come,
+first served, so a loaded core takes fewer. Nothing is sent to a child at all.
 
 It falls back to a plain loop, in order, when forking is unsafe or cannot pay: not Linux,
 ``workers == 1``, another thread alive (a child inherits locks other threads may hold), inside
-a worker already, or a batch whose rest is estimated to cost less than a fork does. Whatever
-path runs, the results and the first error are those of the loop.
+a forked batch already, or a batch whose rest is estimated to cost less than forking does.
+Whatever path runs, the results and the first error are those of the loop.
 
-This module knows nothing of packing: :func:`run` calls ``pack_one(i)`` for each index.
-"""
+This module knows nothing of packing: :func:`run` calls ``pack_one(i)`` for each index."""
 
 from __future__ import annotations
 

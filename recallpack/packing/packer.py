@@ -326,6 +326,7 @@ def _recall_many(
     if queries is not None and len(queries) != len(lists):
         raise ConfigError(f"queries has {len(queries)} entries for {len(lists)} candidate lists")
     asked = list(queries) if queries is not None else [None] * len(lists)
+    # Every list is packed as recall packs it, in whichever process: so the results are a loop's.
     return batch.run(lambda i: packer._recall(lists[i], query=asked[i]), len(lists), processes)
 
 
