@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 from collections.abc import Callable, Sequence
 from itertools import accumulate, count
 
 from recallpack._bench.corpus import stdlib_docs
 from recallpack._bench.timing import best_time
+from recallpack.packing.batch import resident_bytes, usable_cores
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.packer import pack, recall, recall_many
 from recallpack.packing.tokenizer import TiktokenTokenizer, get_tokenizer, split_token_windows
@@ -74,6 +74,27 @@ def _against_kept_texts(
     return best
 
 
+def _recall_many_ratio(windows: Sequence[str], repeat: int) -> tuple[str, float]:
+    """recall_many against a loop of recall on 1,000 lists of 50, and the line that says so.
+
+    Both sides get fresh batches of the same shape, in alternating runs so that load from
+    elsewhere hits both alike; the best of each counts."""
+    loop = many = float("inf")
+    held = 0
+    for _ in range(repeat):
+        batch = [_candidates(windows, 50) for _ in range(1_000)]
+        loop = min(loop, best_time(lambda lists: [recall(c, max_tokens=MAX_TOKENS) for c in lists], [batch]))
+        batch = [_candidates(windows, 50) for _ in range(1_000)]
+        held = max(held, resident_bytes())
+        many = min(many, best_time(lambda lists: recall_many(lists, max_tokens=MAX_TOKENS), [batch]))
+        del batch
+    return (
+        f"  recall_many on 1,000 lists of 50 ({usable_cores()} cores, a {held / 2**20:.0f} MB process): "
+        f"{many * 1e3:.0f}ms, a loop of recall {loop * 1e3:.0f}ms ({loop / many:.2f}x)",
+        loop / many,
+    )
+
+
 def core(repeat: int = 5) -> tuple[list[str], dict[str, tuple[float, float, bool]]]:
     tokenizer = get_tokenizer("cl100k_base")
     assert isinstance(tokenizer, TiktokenTokenizer), "cl100k_base must resolve exactly to benchmark"
@@ -83,6 +104,10 @@ def core(repeat: int = 5) -> tuple[list[str], dict[str, tuple[float, float, bool
         f"  candidates of ~300 tokens of stdlib docstrings; best of {repeat} runs, new texts each run",
         f"  {'candidates':>10}  {'recall':>10}  {'baseline':>10}  {'speedup':>8}",
     ]
+    # First, while the process holds what a batch job's would (the library, its tokenizer, the
+    # batches): the size table below leaves hundreds of MB behind, and every fork copies the
+    # page tables of all of it (docs/scaling.md measures that cost).
+    many_line, many_ratio = _recall_many_ratio(windows, repeat)
     recall_time: dict[int, float] = {}
     for n in SIZES:
         fresh = [_candidates(windows, n) for _ in range(repeat)]
@@ -113,14 +138,7 @@ def core(repeat: int = 5) -> tuple[list[str], dict[str, tuple[float, float, bool
         f"    after a full collection (cold caches): {kept['kept', True] * 1e3:.2f}ms; "
         f"pack {cold['pack']:.2f}x, recall {cold['recall']:.2f}x"
     )
-    batches = [[_candidates(windows, 50) for _ in range(1_000)] for _ in range(2)]
-    loop = best_time(lambda lists: [recall(c, max_tokens=MAX_TOKENS) for c in lists], batches[:1])
-    many = best_time(lambda lists: recall_many(lists, max_tokens=MAX_TOKENS), batches[1:])
-    many_ratio = loop / many
-    lines.append(
-        f"  recall_many on 1,000 lists of 50 ({os.cpu_count()} cores): {many * 1e3:.0f}ms, "
-        f"a loop of recall {loop * 1e3:.0f}ms ({many_ratio:.2f}x)"
-    )
+    lines.append(many_line)
     huge = best_time(lambda c: recall(c, max_tokens=MAX_TOKENS), [huge_head() for _ in range(repeat)])
     lines.append(f"  10 MB text at the head of 1,000: {huge * 1e3:.2f}ms")
     scale = recall_time[100_000] / recall_time[1_000]
@@ -137,8 +155,9 @@ def core(repeat: int = 5) -> tuple[list[str], dict[str, tuple[float, float, bool
         # The rendered block holds more tokens than the raw texts (labels, indentation), and its
         # last item is counted again without its joining newline: that is most of the gap.
         "recall / encoding only the kept texts (<= 2x)": (kept_ratio, 2.0, kept_ratio <= 2),
-        # One process cannot do better here (docs/scaling.md): it must at least not do worse.
-        "recall_many / loop of recall (>= 0.9x)": (many_ratio, 0.9, many_ratio >= 0.9),
+        # Forked workers on 2 cores (docs/scaling.md): fork, pickling and copy-on-write cost
+        # about a tenth of the work, so 2x is out of reach, 1.6x is not.
+        "recall_many / loop of recall (>= 1.6x)": (many_ratio, 1.6, many_ratio >= 1.6),
     }
     return lines, targets
 

@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from recallpack.packing import batch
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.cuts import EmbedFn, cut_focus, cut_head, embed_function
 from recallpack.packing.errors import (
@@ -254,11 +255,17 @@ class Packer(CheckedModel):
         candidate_lists: Iterable[Iterable[Candidate | Mapping[str, Any]]],
         *,
         queries: Sequence[str | None] | None = None,
+        workers: int | None = None,
     ) -> list[RecallResult]:
-        """Pack many independent lists (one per query, ``queries`` to steer their cuts): the
-        same results as a loop of :meth:`recall`, checked once. To use several cores, give each
-        worker process its own share of the queries (see ``docs/scaling.md``)."""
-        return _recall_many(self, candidate_lists, queries)
+        """Pack many independent lists (one per query, ``queries`` to steer their cuts) on up to
+        ``workers`` processes (None: every usable core; 1: one after another in this one): the
+        same results, and the same first error, as a loop of :meth:`recall`.
+
+        On Linux a batch worth it is shared with forked copies of this process, which inherit
+        the lists; elsewhere, with other threads alive, or for a small batch, it is the loop
+        (``docs/scaling.md`` says when and what it gains).
+        """
+        return _recall_many(self, candidate_lists, queries, workers)
 
     # -- one packing ----------------------------------------------------------------------------
 
@@ -325,16 +332,15 @@ def _recall_many(
     packer: Packer,
     candidate_lists: Iterable[Iterable[Candidate | Mapping[str, Any]]],
     queries: Sequence[str | None] | None,
+    workers: int | None,
 ) -> list[RecallResult]:
+    processes = batch.check_workers(workers)
     lists = _candidate_lists(candidate_lists)
     if queries is not None and len(queries) != len(lists):
         raise ConfigError(f"queries has {len(queries)} entries for {len(lists)} candidate lists")
     asked = list(queries) if queries is not None else [None] * len(lists)
-    # One process, in order. tiktoken holds the GIL while it encodes, so threads only take
-    # turns, and forked workers pay more in copy-on-write faults on the inherited candidates
-    # than a ~1 ms packing saves (both measured, docs/scaling.md): parallelism pays at the level
-    # of whole jobs, each worker loading its own data (examples/ray_batch.py).
-    return [packer._recall(c, query=q) for c, q in zip(lists, asked)]
+    # Every list is packed as recall packs it, in whichever process: so the results are a loop's.
+    return batch.run(lambda i: packer._recall(lists[i], query=asked[i]), len(lists), processes)
 
 
 @dataclass(frozen=True)
@@ -599,10 +605,12 @@ def recall_many(
     candidate_lists: Iterable[Iterable[Candidate | Mapping[str, Any]]],
     *,
     queries: Sequence[str | None] | None = None,
+    workers: int | None = None,
     **settings: Any,
 ) -> list[RecallResult]:
-    """:func:`recall` for many independent lists: the same results as a loop."""
-    return _packer(settings).recall_many(candidate_lists, queries=queries)
+    """:func:`recall` for many independent lists, on up to ``workers`` processes (None: every
+    usable core): the same results as a loop."""
+    return _packer(settings).recall_many(candidate_lists, queries=queries, workers=workers)
 
 
 def _unbounded(candidates: Sequence[Candidate | Mapping[str, Any]], **settings: Any) -> RecallResult:

@@ -1,0 +1,339 @@
+"""recall_many on several processes: the results, the first error and the process's state are a
+loop's, whichever path it takes."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from recallpack import (
+    Candidate,
+    CandidateError,
+    ConfigError,
+    Packer,
+    Reader,
+    RecallpackWarning,
+    RecallResult,
+    Scope,
+    recall_many,
+)
+from recallpack.packing import batch
+from recallpack.testing import paragraphs
+
+TEXTS = [text for _, text in paragraphs()][:300]
+READER = Reader(id="me", scopes={"org": Scope(name="team", description="the team's notes")})
+QUERIES = ["parse the command line arguments", "read a file line by line", None, "sort a list"]
+TEMPLATE = "{% for e in evidence %}* [{{ e.label }}] {{ e.text }}\n{% endfor %}"
+
+
+def lists(n: int, size: int = 30) -> list[list[Candidate]]:
+    """``n`` candidate lists of real paragraphs, each in another order, some of them scoped."""
+    return [
+        [
+            Candidate(text=TEXTS[(i * 7 + j * 13) % len(TEXTS)], scope_ids=("org",) if j % 9 == 4 else ())
+            for j in range(size)
+        ]
+        for i in range(n)
+    ]
+
+
+def fingerprint(result: RecallResult) -> tuple[Any, ...]:
+    """Everything a caller can read from a result."""
+    return (
+        result.to_markdown(),
+        result.report,
+        list(result.trace),
+        result.selected_ranks,
+        result.evidence,
+        result.shared_scopes,
+    )
+
+
+def words(text: str) -> int:
+    return len(text.split()) + text.count("\n")
+
+
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Every batch takes the forked path however small (chunks of one list), and the pids of the
+    children it forks are listed."""
+    others = [t for t in threading.enumerate() if t is not threading.main_thread()]
+    if others:
+        # An earlier test may leave an idle daemon thread in this process (tqdm's monitor waits
+        # on an Event, holding no lock a child takes): fork anyway. The guard that keeps a batch
+        # in one process while a thread is alive has its own test.
+        assert all(t.daemon for t in others), f"a thread left alive by another test: {others}"
+        monkeypatch.setattr(batch, "_threads_alive", lambda: 1)
+    pids: list[int] = []
+
+    def counting_fork() -> int:
+        pid = os.fork()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(batch, "_fork", counting_fork)
+    for name in ("_PAYS_FROM_SECONDS", "_PAYS_PER_GB_SECONDS", "_PROBE_SECONDS", "_CHUNK_SECONDS", "_EXIT_PER_FORK"):
+        monkeypatch.setattr(batch, name, 0.0)
+    yield pids
+    for pid in pids:  # every child was reaped by the call that forked it: none is left a zombie
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+SETTINGS: dict[str, tuple[dict[str, Any], bool]] = {
+    "reader": ({"max_tokens": 600, "reader": READER}, False),
+    "queries": ({"max_tokens": 400, "reader": READER}, True),
+    "template": ({"max_tokens": 500, "template": TEMPLATE, "reader": READER}, False),
+    "truncate": ({"max_tokens": 700, "policy": "truncate", "floor": False}, True),
+    "skip, caps": ({"max_tokens": 900, "policy": "skip", "max_items": 4, "lane_budgets": {"sources": 500}}, False),
+    "join": ({"max_tokens": 500, "join": "\n---\n".join}, False),
+    "callable tokenizer": ({"max_tokens": 300, "tokenizer": words, "cut": "head"}, True),
+}
+
+
+@pytest.mark.parametrize("name", list(SETTINGS))
+def test_forked_batch_equals_a_loop_of_recall(name: str, forks: list[int]) -> None:
+    """Across settings, a batch packed by forked workers gives a loop's results, list by list."""
+    config, with_queries = SETTINGS[name]
+    batch_lists = lists(120)
+    queries = [QUERIES[i % len(QUERIES)] for i in range(len(batch_lists))] if with_queries else None
+    packer = Packer(**config)
+    many = packer.recall_many(batch_lists, queries=queries, workers=2)
+    assert len(forks) == 1 and batch.last_run.forked == 1
+    assert batch.last_run.from_children > 0, "the child packed nothing: the test proves nothing"
+    loop = [packer.recall(c, query=None if queries is None else queries[i]) for i, c in enumerate(batch_lists)]
+    assert [fingerprint(r) for r in many] == [fingerprint(r) for r in loop]
+
+
+def test_module_recall_many_forks_with_the_same_results(forks: list[int]) -> None:
+    """The module-level recall_many takes workers too, and three workers give the loop's results."""
+    batch_lists = lists(90)
+    many = recall_many(batch_lists, max_tokens=500, reader=READER, queries=[QUERIES[0]] * 90, workers=3)
+    assert len(forks) == 2
+    loop = Packer(max_tokens=500, reader=READER)
+    assert [fingerprint(r) for r in many] == [fingerprint(loop.recall(c, query=QUERIES[0])) for c in batch_lists]
+
+
+def test_repeated_calls_leave_no_process_file_or_output(forks: list[int], capfd: pytest.CaptureFixture[str]) -> None:
+    """Called again and again, recall_many closes every file it opened, reaps every child, prints nothing."""
+    packer = Packer(max_tokens=400)
+    batch_lists = lists(40)
+    expected = [fingerprint(packer.recall(c)) for c in batch_lists]
+    before = sorted(os.listdir("/proc/self/fd"))
+    for _ in range(4):
+        assert [fingerprint(r) for r in packer.recall_many(batch_lists)] == expected
+    assert sorted(os.listdir("/proc/self/fd")) == before
+    assert len(forks) == 4
+    assert capfd.readouterr() == ("", "")
+
+
+def bad_batch(n: int, bad: dict[int, object]) -> list[list[Any]]:
+    """``n`` lists whose list ``i`` starts with ``bad[i]`` (reached first, so it raises)."""
+    out: list[list[Any]] = [list(c) for c in lists(n, size=10)]
+    for i, item in bad.items():
+        out[i].insert(0, item)
+    return out
+
+
+def error_of(call: Callable[[], object]) -> tuple[type[BaseException], str]:
+    with pytest.raises(Exception) as info:
+        call()
+    return info.type, str(info.value)
+
+
+@pytest.mark.parametrize("first", [5, 537])
+def test_the_first_failing_list_raises_its_error_in_the_caller(first: int, forks: list[int]) -> None:
+    """Bad candidates in several lists raise the first one's error, as the loop does, whoever packed it."""
+    # Every list from `first` on is bad, each in its own words, so whichever process reaches one
+    # first, only list `first`'s error is the loop's.
+    broken = bad_batch(600, {i: {"text": i} for i in range(first, 600, 3)})
+    packer = Packer(max_tokens=300)
+    loop = error_of(lambda: [packer.recall(c) for c in broken])
+    assert loop == (CandidateError, f"candidates[0]: invalid Candidate: text: text must be a str, got int {first}")
+    assert error_of(lambda: packer.recall_many(broken, workers=2)) == loop
+    assert forks
+
+
+def test_an_error_from_a_callable_is_raised_as_the_loop_raises_it(forks: list[int]) -> None:
+    """A user tokenizer's own exception in a late list comes out with its own type and message."""
+
+    def fussy(text: str) -> int:
+        found = re.search(r"#(53[78]) ", text)
+        if found:
+            raise KeyError(f"no count for list {found[1]}")
+        return len(text) // 4 + 1
+
+    batch_lists = [[Candidate(text=f"#{i} {TEXTS[i % len(TEXTS)]}")] for i in range(600)]
+    packer = Packer(max_tokens=300, tokenizer=fussy)
+    loop = error_of(lambda: [packer.recall(c) for c in batch_lists])
+    assert loop == (KeyError, "'no count for list 537'")
+    assert error_of(lambda: packer.recall_many(batch_lists)) == loop
+
+
+def test_a_child_that_dies_costs_time_not_results(forks: list[int]) -> None:
+    """A worker killed mid-batch is reported, and the caller packs its lists itself: same results."""
+    caller = os.getpid()
+
+    def deadly(text: str) -> int:
+        if os.getpid() != caller:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return len(text) // 4 + 1
+
+    packer = Packer(max_tokens=300, tokenizer=deadly)
+    batch_lists = lists(50)
+    with pytest.warns(RecallpackWarning, match="killed by signal 9"):
+        many = packer.recall_many(batch_lists, workers=2)
+    assert batch.last_run.children_lost == [0]
+    assert [fingerprint(r) for r in many] == [fingerprint(packer.recall(c)) for c in batch_lists]
+
+
+def test_a_warning_in_a_child_reaches_the_caller(forks: list[int]) -> None:
+    """What a worker warns is warned in the caller's process, not printed by the child."""
+    caller = os.getpid()
+
+    def chatty(text: str) -> int:
+        if os.getpid() != caller:
+            warnings.warn("counted in a worker", UserWarning, stacklevel=1)
+        return len(text) // 4 + 1
+
+    with pytest.warns(UserWarning, match="counted in a worker"):
+        Packer(max_tokens=300, tokenizer=chatty).recall_many(lists(40))
+    assert batch.last_run.from_children > 0
+
+
+def test_a_live_thread_keeps_the_batch_in_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With another thread alive, forking could copy a lock it holds: the batch is the plain loop."""
+    forked: list[int] = []
+    monkeypatch.setattr(batch, "_fork", lambda: forked.append(1) or os.fork())
+    monkeypatch.setattr(batch, "_PAYS_FROM_SECONDS", 0.0)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        packer = Packer(max_tokens=400)
+        many = packer.recall_many(lists(60), workers=2)
+    finally:
+        stop.set()
+        thread.join()
+    assert forked == [] and batch.last_run.fallback == "another thread is alive"
+    assert [fingerprint(r) for r in many] == [fingerprint(packer.recall(c)) for c in lists(60)]
+
+
+def test_one_worker_or_a_small_batch_is_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """workers=1 never forks, nor does a batch whose rest would cost less than a fork."""
+    monkeypatch.setattr(batch, "_fork", lambda: pytest.fail("forked"))
+    monkeypatch.setattr(batch, "_threads_alive", lambda: 1)  # whatever other tests left running
+    packer = Packer(max_tokens=400)
+    assert len(packer.recall_many(lists(200), workers=1)) == 200
+    assert batch.last_run.fallback == "one worker"
+    monkeypatch.setattr(batch, "_PAYS_FROM_SECONDS", 3600.0)
+    assert len(packer.recall_many(lists(20), workers=2)) == 20
+    assert batch.last_run.fallback == "too small to pay for a fork"
+    assert packer.recall_many([], workers=2) == []
+
+
+@pytest.mark.parametrize("workers", [0, -2, 1.5, True, "2"])
+def test_workers_is_checked_before_any_work(workers: object) -> None:
+    """A workers value that is not a positive int (or None) is refused with what to pass."""
+    with pytest.raises(ConfigError, match=r"workers=.* must be an int of at least 1 .* or None"):
+        Packer().recall_many(lists(2), workers=workers)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="workers="):
+        recall_many(None, workers=workers)  # type: ignore[arg-type]
+
+
+def test_workers_none_is_the_usable_cores() -> None:
+    """None means the cores this process may run on."""
+    assert batch.check_workers(None) == len(os.sched_getaffinity(0))
+    assert batch.check_workers(3) == 3
+
+
+texts = st.text(alphabet="ab .\nxyz", min_size=0, max_size=60)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    batch_lists=st.lists(st.lists(texts, max_size=8), min_size=3, max_size=10),
+    max_tokens=st.integers(1, 60),
+    policy=st.sampled_from(["prefix", "skip", "truncate"]),
+)
+def test_small_random_batches_match_the_loop(
+    forks: list[int], batch_lists: list[list[str]], max_tokens: int, policy: str
+) -> None:
+    """Any small batch, packed by two processes, gives the loop's results."""
+    packer = Packer(max_tokens=max_tokens, policy=policy, tokenizer="chars")
+    candidates = [[Candidate(text=t) for t in row] for row in batch_lists]
+    many = packer.recall_many(candidates, workers=2)
+    assert batch.last_run.forked == 1
+    assert [fingerprint(r) for r in many] == [fingerprint(packer.recall(c)) for c in candidates]
+
+
+def test_an_interrupt_in_the_caller_ends_its_workers(forks: list[int]) -> None:
+    """Ctrl-C while the caller packs its share: the children are killed and reaped, no file is left open."""
+    caller = os.getpid()
+
+    def interrupted(text: str) -> int:
+        found = re.search(r"#(\d+) ", text)
+        if os.getpid() == caller and found and int(found[1]) >= 30:
+            raise KeyboardInterrupt
+        return len(text) // 4 + 1
+
+    batch_lists = [[Candidate(text=f"#{i} {TEXTS[i % len(TEXTS)]}")] for i in range(200)]
+    before = sorted(os.listdir("/proc/self/fd"))
+    with pytest.raises(KeyboardInterrupt):
+        Packer(max_tokens=300, tokenizer=interrupted).recall_many(batch_lists, workers=2)
+    assert forks and sorted(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_thread_started_by_the_first_lists_keeps_the_rest_in_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A callable that starts a thread while the first lists are packed is seen before any fork."""
+    started: list[threading.Thread] = []
+    stop = threading.Event()
+
+    def threaded(text: str) -> int:
+        if not started:
+            started.append(threading.Thread(target=stop.wait, daemon=True))
+            started[0].start()
+        return len(text) // 4 + 1
+
+    monkeypatch.setattr(batch, "_fork", lambda: pytest.fail("forked with a thread alive"))
+    monkeypatch.setattr(batch, "_threads_alive", lambda: 1 + len(started))  # the threads this test knows
+    monkeypatch.setattr(batch, "_PAYS_FROM_SECONDS", 0.0)
+    monkeypatch.setattr(batch, "_PAYS_PER_GB_SECONDS", 0.0)
+    monkeypatch.setattr(batch, "_CHUNK_SECONDS", 0.0)
+    monkeypatch.setattr(batch, "_PROBE_SECONDS", 0.0)
+    packer = Packer(max_tokens=300, tokenizer=threaded)
+    try:
+        many = packer.recall_many(lists(40), workers=2)
+    finally:
+        stop.set()
+    assert started and batch.last_run.fallback == "another thread is alive"
+    assert [fingerprint(r) for r in many] == [fingerprint(packer.recall(c)) for c in lists(40)]
+
+
+def test_recall_many_inside_a_forked_batch_is_the_loop(forks: list[int]) -> None:
+    """A callable that calls recall_many while a batch is shared out gets the loop, and the outer
+    batch its results."""
+    inner = Packer(max_tokens=50, tokenizer="chars")
+    paths: list[str | None] = []
+
+    def nested(text: str) -> int:
+        if batch._inside:
+            assert len(inner.recall_many([[Candidate(text=text)]] * 3, workers=2)) == 3
+            paths.append(batch.last_run.fallback)
+        return len(text) // 4 + 1
+
+    packer = Packer(max_tokens=300, tokenizer=nested)
+    batch_lists = [[Candidate(text=f"#{i} {TEXTS[i]}")] for i in range(30)]
+    many = packer.recall_many(batch_lists, workers=2)
+    assert len(forks) == 1 and paths and set(paths) == {"inside a forked batch already"}
+    assert [fingerprint(r) for r in many] == [fingerprint(packer.recall(c)) for c in batch_lists]
