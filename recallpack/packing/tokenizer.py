@@ -70,9 +70,9 @@ class _CountCache:
         self._seen: set[int] = set()
         self._lock = threading.Lock()
 
-    # A lookup and a first sight take no lock: one dict or set operation is atomic (under the
-    # GIL, and by the containers' own locks on free-threaded builds), and these are the common
-    # cases. Reordering and insertion, which take several steps, hold the lock.
+    # A lookup and a first sight take no lock: each is one operation on a built-in container,
+    # atomic under the GIL, and they are the common cases. Reordering and insertion, which
+    # take several steps, hold the lock.
 
     def get(self, text: str) -> int | None:
         count = self._counts.get(text)
