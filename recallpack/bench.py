@@ -67,7 +67,7 @@ def _against_kept_texts(
         "recall": lambda c: recall(c, max_tokens=MAX_TOKENS),
     }
     best = {(name, collect): float("inf") for name in sides for collect in (False, True)}
-    for _ in range(3 * repeat):
+    for _ in range(6 * repeat):  # each run is short: more of them, for steadier minima
         for name, collect in best:
             run = best_time(sides[name], [_candidates(windows, 1_000)], collect=collect)
             best[name, collect] = min(best[name, collect], run)
