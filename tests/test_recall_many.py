@@ -221,12 +221,17 @@ def test_a_live_thread_keeps_the_batch_in_one_process(monkeypatch: pytest.Monkey
     thread.start()
     try:
         packer = Packer(max_tokens=400)
-        many = packer.recall_many(lists(60), workers=2)
+        with pytest.warns(RecallpackWarning, match=r"workers=2\) packed in this process only: another thread"):
+            many = packer.recall_many(lists(60), workers=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # by default (workers=None) the loop is chosen quietly
+            quiet = packer.recall_many(lists(60))
     finally:
         stop.set()
         thread.join()
     assert forked == [] and batch.last_run.fallback == "another thread is alive"
     assert [fingerprint(r) for r in many] == [fingerprint(packer.recall(c)) for c in lists(60)]
+    assert [fingerprint(r) for r in quiet] == [fingerprint(r) for r in many]
 
 
 def test_one_worker_or_a_small_batch_is_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -313,7 +318,8 @@ def test_a_thread_started_by_the_first_lists_keeps_the_rest_in_one_process(monke
     monkeypatch.setattr(batch, "_PROBE_SECONDS", 0.0)
     packer = Packer(max_tokens=300, tokenizer=threaded)
     try:
-        many = packer.recall_many(lists(40), workers=2)
+        with pytest.warns(RecallpackWarning, match="another thread is alive"):
+            many = packer.recall_many(lists(40), workers=2)
     finally:
         stop.set()
     assert started and batch.last_run.fallback == "another thread is alive"

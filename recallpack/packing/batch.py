@@ -98,13 +98,15 @@ def check_workers(workers: object) -> int:
     return workers
 
 
-def run(pack_one: Callable[[int], R], n: int, workers: int) -> list[R]:
+def run(pack_one: Callable[[int], R], n: int, workers: int, asked: bool = False) -> list[R]:
     """``[pack_one(i) for i in range(n)]``, the same results and the same first error, on up to
-    ``workers`` processes."""
+    ``workers`` processes. ``asked``: the caller chose ``workers`` itself, so when forking is
+    unsafe here a warning says that the batch ran in this process only."""
     global last_run
     stats = last_run = BatchStats(lists=n)
     stats.fallback = _unsafe(n, workers)
     if stats.fallback is not None:
+        _say_why(stats.fallback, workers, asked)
         return [pack_one(i) for i in range(n)]
     # The first lists tell what one costs; they are the caller's own share, not a rehearsal.
     results: list[R] = []
@@ -116,8 +118,25 @@ def run(pack_one: Callable[[int], R], n: int, workers: int) -> list[R]:
     # Asked again: a callable of the settings may have started a thread in the first lists.
     stats.fallback = "too small to pay for a fork" if plan is None else _unsafe(n, workers)
     if plan is None or stats.fallback is not None:
+        _say_why(stats.fallback, workers, asked)
         return results + [pack_one(i) for i in range(len(results), n)]
     return results + _Forked(pack_one, plan, stats).run()
+
+
+#: Why a batch stays in one process that a caller who asked for workers should hear: the others
+#: (one worker, a small batch, a nested call) are the right choice, not a limit of the place.
+_UNSAFE_HERE = frozenset({"not Linux", "another thread is alive"})
+
+
+def _say_why(fallback: str | None, workers: int, asked: bool) -> None:
+    if asked and fallback in _UNSAFE_HERE:
+        warnings.warn(
+            f"recall_many(workers={workers}) packed in this process only: {fallback}, and a "
+            "forked worker could then deadlock on a lock it inherits (docs/scaling.md: run the "
+            "batch from a script whose process starts no other thread)",
+            RecallpackWarning,
+            stacklevel=5,  # the caller of Packer.recall_many (of the module's, one more)
+        )
 
 
 @dataclass(frozen=True)

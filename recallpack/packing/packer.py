@@ -340,7 +340,10 @@ def _recall_many(
         raise ConfigError(f"queries has {len(queries)} entries for {len(lists)} candidate lists")
     asked = list(queries) if queries is not None else [None] * len(lists)
     # Every list is packed as recall packs it, in whichever process: so the results are a loop's.
-    return batch.run(lambda i: packer._recall(lists[i], query=asked[i]), len(lists), processes)
+    def pack_one(i: int) -> RecallResult:
+        return packer._recall(lists[i], query=asked[i])
+
+    return batch.run(pack_one, len(lists), processes, asked=workers is not None)
 
 
 @dataclass(frozen=True)
