@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from recallpack.packing.errors import BudgetError, PolicyError, RecallpackError
+from recallpack.packing.errors import BudgetError, ConfigError, PolicyError, RecallpackError
 
 __all__ = [
     "Policy",
@@ -87,7 +87,7 @@ class CheckedModel(BaseModel):
 
     @classmethod
     def _invalid(cls, exc: ValidationError) -> RecallpackError:
-        return _invalid(cls, exc)
+        return _invalid(cls, exc, ConfigError)
 
 
 class Allowance(CheckedModel):
@@ -112,7 +112,7 @@ class Allowance(CheckedModel):
     def _invalid(cls, exc: ValidationError) -> RecallpackError:
         causes = [e.get("ctx", {}).get("error") for e in exc.errors()]
         known = next((c for c in causes if isinstance(c, BudgetError)), None)
-        return known if known is not None else _invalid(cls, exc)
+        return known if known is not None else _invalid(cls, exc, BudgetError)
 
     @field_validator("max_tokens_ceiling", mode="before")
     @classmethod
@@ -147,22 +147,25 @@ class Remaining(CheckedModel):
     tokens: int = Field(ge=0)
     blocks: int = Field(ge=0)
 
+    @classmethod
+    def _invalid(cls, exc: ValidationError) -> RecallpackError:
+        return _invalid(cls, exc, BudgetError)
+
     @property
     def exhausted(self) -> bool:
         """True when no optional evidence at all can be added."""
         return self.items == 0 or self.tokens == 0
 
 
-def _invalid(model: type[BaseModel], exc: ValidationError) -> BudgetError:
-    """The first problem of ``exc`` as a BudgetError; a misspelled key with its closest name."""
-    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-    error = errors[0]
-    where = ".".join(str(p) for p in error["loc"])
-    if error["type"] == "extra_forbidden":
+def _invalid(model: type[BaseModel], exc: ValidationError, error: type[ConfigError]) -> ConfigError:
+    """The first problem of ``exc`` as ``error``; a misspelled key with its closest name."""
+    problem = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
+    where = ".".join(str(p) for p in problem["loc"])
+    if problem["type"] == "extra_forbidden":
         close = difflib.get_close_matches(where, list(model.model_fields), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        return BudgetError(f"{model.__name__} got an unknown setting {where!r}{hint}")
-    return BudgetError(f"invalid {model.__name__}: {where}={error.get('input')!r:.60} {error['msg']}")
+        return error(f"{model.__name__} got an unknown setting {where!r}{hint}")
+    return error(f"invalid {model.__name__}: {where}={problem.get('input')!r:.60} {problem['msg']}")
 
 
 def as_remaining(allowance: Allowance | Remaining) -> Remaining:
