@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import pickle
 import subprocess
 import sys
 
@@ -17,7 +16,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_text_splitters import TextSplitter
 
-from recallpack import BudgetError, ConfigError, count_tokens, get_tokenizer
+from recallpack import count_tokens
 from recallpack._bench.corpus import stdlib_docs
 from recallpack.adapters.langchain_splitter import TokenWindowSplitter
 from recallpack.packing.windows import CHUNK_METADATA_KEYS, token_windows
@@ -127,33 +126,3 @@ def test_appending_to_a_document_keeps_its_earlier_chunk_ids() -> None:
     after = splitter.split_documents([Document(page_content=text + "\n\nA new paragraph, appended later.")])
     assert [c.id for c in after[: len(before) - 1]] == [c.id for c in before[:-1]]
     assert after[len(before) - 1].id != before[-1].id
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "error", "match"),
-    [({"max_tokens": 0}, BudgetError, "max_tokens"), ({"max_tokens": 10, "overlap_tokens": 10}, BudgetError, "overlap_tokens"),
-     ({"chunk_size": 100}, ConfigError, "did you mean max_tokens"), ({"overlap": 3}, ConfigError, "overlap_tokens")],
-)  # fmt: skip
-def test_bad_settings_are_refused(kwargs: dict[str, object], error: type[Exception], match: str) -> None:
-    """Bad or unknown settings raise recallpack's errors, naming the setting or the closest valid name."""
-    with pytest.raises(error, match=match):
-        TokenWindowSplitter(**kwargs)  # type: ignore[arg-type]
-
-
-def test_pickles_and_deep_copies() -> None:
-    """A splitter goes to a worker (pickle) or a copy and splits the same there."""
-    splitter = TokenWindowSplitter(max_tokens=30, overlap_tokens=3)
-    instance = TokenWindowSplitter(max_tokens=30, overlap_tokens=3, tokenizer=get_tokenizer("o200k_base"))
-    text = stdlib_docs()[2][1]
-    assert pickle.loads(pickle.dumps(splitter)).split_text(text) == splitter.split_text(text)
-    assert copy.deepcopy(instance).split_text(text) == instance.split_text(text)
-
-
-def test_docstring_example_runs() -> None:
-    """The module's >>> example passes."""
-    import doctest
-
-    import recallpack.adapters.langchain_splitter as module
-
-    outcome = doctest.testmod(module)
-    assert outcome.failed == 0 and outcome.attempted > 0

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-import pickle
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,7 +18,7 @@ from llama_index.core.node_parser import NodeParser, TextSplitter
 from llama_index.core.schema import MetadataMode, NodeRelationship, TextNode
 from llama_index.core.vector_stores import SimpleVectorStore
 
-from recallpack import BudgetError, ConfigError, count_tokens, get_tokenizer
+from recallpack import count_tokens
 from recallpack._bench.corpus import stdlib_docs
 from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
 from recallpack.packing.windows import CHUNK_METADATA_KEYS, token_windows
@@ -164,33 +162,3 @@ def test_an_explicit_id_func_wins() -> None:
     parser = TokenWindowNodeParser(max_tokens=16, overlap_tokens=0, id_func=lambda i, doc: f"{doc.id_}-{i}")
     nodes = parser([Document(text="one two three four five six " * 10, id_="d")])
     assert [n.id_ for n in nodes] == [f"d-{i}" for i in range(len(nodes))]
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "error", "match"),
-    [({"max_tokens": 0}, BudgetError, "max_tokens"), ({"max_tokens": 10, "overlap_tokens": 11}, BudgetError, "overlap_tokens"),
-     ({"chunk_size": 100}, ConfigError, "did you mean max_tokens"), ({"chunk_overlap": 3}, ConfigError, "overlap_tokens")],
-)  # fmt: skip
-def test_bad_settings_are_refused(kwargs: dict[str, object], error: type[Exception], match: str) -> None:
-    """Bad or unknown settings raise recallpack's errors, naming the setting or the closest valid name."""
-    with pytest.raises(error, match=match):
-        TokenWindowNodeParser(**kwargs)  # type: ignore[arg-type]
-
-
-def test_pickles_and_deep_copies() -> None:
-    """A parser goes to a worker (pickle) or a copy and splits the same there."""
-    parser = TokenWindowNodeParser(max_tokens=30, overlap_tokens=3)
-    instance = TokenWindowNodeParser(max_tokens=30, overlap_tokens=3, tokenizer=get_tokenizer("o200k_base"))
-    text = stdlib_docs()[2][1]
-    assert pickle.loads(pickle.dumps(parser)).split_text(text) == parser.split_text(text)
-    assert copy.deepcopy(instance).split_text(text) == instance.split_text(text)
-
-
-def test_docstring_example_runs() -> None:
-    """The module's >>> example passes."""
-    import doctest
-
-    import recallpack.adapters.llamaindex_splitter as module
-
-    outcome = doctest.testmod(module)
-    assert outcome.failed == 0 and outcome.attempted > 0
