@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from recallpack.packing.errors import CandidateError, LaneError, RecallpackError
 from recallpack.packing.limits import CheckedModel
@@ -18,6 +18,7 @@ __all__ = [
     "LaneKind",
     "Provenance",
     "Candidate",
+    "Span",
     "coerce_lane",
     "coerce_candidate",
     "clean_text",
@@ -100,6 +101,40 @@ def coerce_lane(value: object, *, field: str = "lane") -> LaneKind:
     raise LaneError(f"{field}={value!r} is not a lane kind; use one of: {_LANE_NAMES}")
 
 
+class Span(CheckedModel):
+    """Where a candidate's text sits in the document it was split from.
+
+    The candidate's text *ends with* ``parent``'s characters ``start`` to ``end``; whatever comes
+    before them is a header of the candidate's own (LlamaIndex shows a node's metadata that way).
+    Two candidates with spans of one ``parent`` that overlap or touch are pieces of one document:
+    the ``passages`` policy pays for their shared text once and shows them as one item.
+    ``source`` names where the offsets were read, so an error can say which field is wrong.
+
+    >>> Span(parent="source:guide.md", start=120, end=480).end
+    480
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    parent: str = Field(min_length=1)
+    start: int = Field(ge=0, strict=True)
+    end: int = Field(ge=0, strict=True)
+    source: str = "span"
+
+    @classmethod
+    def _invalid(cls, exc: ValidationError) -> RecallpackError:
+        return CandidateError("invalid Span: " + _explain(exc).removeprefix("invalid Candidate: "))
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Span:
+        if self.end < self.start:
+            raise CandidateError(
+                f"{self.source}: end={self.end} is before start={self.start}; a span's end must "
+                "be at or after its start"
+            )
+        return self
+
+
 class Candidate(CheckedModel):
     """One retrieved item, in the order the caller should see it.
 
@@ -125,6 +160,9 @@ class Candidate(CheckedModel):
     #: Set by adapters when the item's scope metadata is present but unreadable: the walk then
     #: withholds it (reason ``malformed_scope``) rather than show it to everyone.
     scope_error: str | None = None
+    #: Where the text sits in the document it was split from, when the splitter recorded it
+    #: (adapters fill it from what the hosts record): lets ``passages`` merge overlapping pieces.
+    span: Span | None = None
 
     @classmethod
     def _invalid(cls, exc: ValidationError) -> RecallpackError:
@@ -177,6 +215,16 @@ class Candidate(CheckedModel):
             if clean_text(scope_id) is not scope_id:
                 raise ValueError(f"scope_ids holds {scope_id!r}, which has a lone surrogate")
         return tuple(value)
+
+    @model_validator(mode="after")
+    def _span_fits(self) -> Candidate:
+        if self.span is not None and self.span.end - self.span.start > len(self.text):
+            raise CandidateError(
+                f"{self.span.source} says the text holds {self.span.end - self.span.start} "
+                f"characters of its document ({self.span.start} to {self.span.end}), but it has "
+                f"only {len(self.text)}; fix the offsets, or leave them out"
+            )
+        return self
 
     @property
     def provenance(self) -> Provenance:

@@ -41,7 +41,7 @@ from recallpack.packing.tokenizer import Tokenizer
 __all__ = ["MARK", "Cut", "CutKind", "EmbedFn", "Measure", "cut_head", "cut_focus", "embed_function"]
 
 MARK = ELLIPSIS  # the walk's mark for text cut out of an item, one definition
-CutKind = Literal["head", "focus"]
+CutKind = Literal["head", "focus", "passages"]
 #: ``(query, texts) -> one similarity per text``; higher means closer to the query.
 EmbedFn = Callable[[str, Sequence[str]], Sequence[float]]
 #: What a cut's text costs where it is spent (inside its rendered item, say), in tokens.

@@ -28,8 +28,8 @@ __all__ = [
     "as_remaining",
 ]
 
-Policy = Literal["prefix", "skip", "truncate"]
-POLICIES: tuple[str, ...] = ("prefix", "skip", "truncate")
+Policy = Literal["prefix", "skip", "truncate", "passages"]
+POLICIES: tuple[str, ...] = ("prefix", "skip", "truncate", "passages")
 DEFAULT_MAX_TOKENS = 2048
 #: A caller may raise its budget up to here; past it only by raising the ceiling too, so one
 #: request cannot swallow a whole context window by accident.

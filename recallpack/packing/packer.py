@@ -50,6 +50,7 @@ from recallpack.packing.limits import (
     check_max_tokens,
     check_policy,
 )
+from recallpack.packing.passages import PassagesWalk
 from recallpack.packing.render import OUTPUT_CHARS_PER_TOKEN, OUTPUT_SLACK_CHARS, load_template, render
 from recallpack.packing.result import (
     DEFAULT_RESOURCE_URI_TEMPLATE,
@@ -314,9 +315,17 @@ def _fitted_walk(
     if max_tokens != settings.max_tokens or max_items != settings.max_items:
         settings = dataclasses.replace(settings, max_tokens=max_tokens, max_items=max_items)
     cost: CostModel = BlockCost(run.tok) if packer.join is None else JoinedCost(run.tok, packer.join)
-    walk = Walk(listed, settings, cost, _cutter(packer, run, query))
+    cutter = _cutter(packer, run, query)
+    walk: Walk
+    if packer.policy == "passages" and query:
+        walk = PassagesWalk(listed, settings, cost, cutter, query=query, embed=run.embed, tokenizer=run.tok)
+    else:  # without a query, passages has nothing to score: it packs as prefix (the report says so)
+        walk = Walk(listed, settings, cost, cutter)
     walk.run()
     used, block = _measure(packer, run, walk, max_tokens)
+    if isinstance(walk, PassagesWalk):
+        while walk.refit(used, max_tokens):
+            used, block = _measure(packer, run, walk, max_tokens)
     # Per-item counts are nearly always exact; this makes the bound a guarantee whatever
     # the template or join: the last item is cut shorter or given back until the whole fits.
     while max_tokens is not None and used > max_tokens and walk.kept:
@@ -395,6 +404,11 @@ def _result(
         reasons[walk.tail_reason.value] = reasons.get(walk.tail_reason.value, 0) + tail
     withheld = sum(count for reason, count in reasons.items() if reason in _WITHHELD)
     cut_kinds = [k.cut.kind for k in walk.kept if k.cut is not None]
+    policy: str = packer.policy
+    notes: tuple[str, ...] = ()
+    if policy == "passages" and not isinstance(walk, PassagesWalk):
+        policy = "prefix"
+        notes = ("policy 'passages' needs the query, and this call had none: it packed as 'prefix'",)
     report = PackReport(
         max_tokens=max_tokens,
         tokens_used=used,
@@ -403,12 +417,13 @@ def _result(
         items_dropped=len(listed) - len(walk.kept) - withheld,
         items_withheld=withheld,
         tokenizer_used=run.tok.name,
-        policy=packer.policy,
+        policy=policy,
         truncated=bool(cut_kinds),
         reasons=reasons,
         floor_applied=walk.floor_applied and bool(walk.kept),
         cut=cut_kinds[0] if cut_kinds else None,
         largest_dropped_chars=max(walk.dropped_sizes.values(), default=0),
+        notes=notes,
     )
     evidence, scopes = walk.evidence(), walk.shared_scopes()
     # With a join the model is shown the joined texts; the block is rendered only if someone

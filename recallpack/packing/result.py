@@ -153,6 +153,9 @@ class Reason(ValueEnum):
     MALFORMED_SCOPE = "malformed_scope"
     EMPTY = "empty"
     NO_TEXT = "no_text"
+    #: ``passages``: a piece of the same document as a better-ranked candidate, shown inside that
+    #: candidate's item (the trace's ``merged_into``), its shared text paid for once.
+    MERGED = "merged"
 
 
 class TraceEntry(BaseModel):
@@ -168,11 +171,16 @@ class TraceEntry(BaseModel):
     tokens: int | None = Field(None, description="What it cost, when the walk counted it.")
     reached: bool = Field(True, description="False for candidates after the walk ended.")
     truncated: bool = Field(False, description="Selected, but cut to fit (the floor or truncate).")
-    cut: str | None = Field(None, description="How a truncated item was cut: 'head' or 'focus'.")
+    cut: str | None = Field(
+        None, description="How a truncated item was cut: 'head', 'focus' or 'passages'."
+    )
     kept_spans: tuple[tuple[int, int], ...] = Field(
         (), description="Character ranges of the original text a cut kept."
     )
     preview: str = Field("", description="The first characters of the candidate's text.")
+    merged_into: int | None = Field(
+        None, description="The rank whose item shows this piece of the same document (reason 'merged')."
+    )
 
 
 class TraceRecord(NamedTuple):
@@ -188,13 +196,15 @@ class TraceRecord(NamedTuple):
     cut: str | None
     kept_spans: tuple[tuple[int, int], ...]
     preview: str
+    merged_into: int | None = None
 
     def entry(self) -> TraceEntry:
         return TraceEntry(
             rank=self.rank, outcome=self.outcome, reason=self.reason,
             lane=None if self.lane is None else str(self.lane), score=self.score,
-            tokens=self.tokens, truncated=self.cut is not None, cut=self.cut,
-            kept_spans=self.kept_spans, preview=self.preview,
+            tokens=self.tokens, truncated=self.cut is not None and self.merged_into is None,
+            cut=self.cut, kept_spans=self.kept_spans, preview=self.preview,
+            merged_into=self.merged_into,
         )
 
 
@@ -283,9 +293,14 @@ class PackReport(BaseModel):
     floor_applied: bool = Field(
         False, description="Nothing fitted whole, so the top readable match was kept, cut to fit."
     )
-    cut: str | None = Field(None, description="How the cut item was cut: 'head' or 'focus'.")
+    cut: str | None = Field(
+        None, description="How the cut items were cut: 'head', 'focus' or 'passages'."
+    )
     largest_dropped_chars: int = Field(
         0, description="Characters in the largest candidate the walk reached and dropped for size."
+    )
+    notes: tuple[str, ...] = Field(
+        (), description="What the caller should know about how this packing ran, in words."
     )
 
     @property
@@ -310,6 +325,8 @@ class PackReport(BaseModel):
             )
         if self.largest_dropped_chars:
             line += f". The largest item dropped for size has {self.largest_dropped_chars:,} characters"
+        for note in self.notes:
+            line += f". {note[0].upper()}{note[1:]}"
         return line
 
 
