@@ -7,6 +7,7 @@ counts only what it reaches. Texts are made unique per repetition so no count ca
     python -m recallpack.bench            # everything, adapters included when installed
     python -m recallpack.bench --core     # the packer only
     python -m recallpack.bench --check    # exit 1 if a target is missed
+    python -m recallpack.bench --quality  # does the answer survive? SQuAD questions, every policy
 """
 
 from __future__ import annotations
@@ -167,7 +168,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--core", action="store_true", help="only the packer, not the adapters")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument(
+        "--quality", action="store_true",
+        help="only the quality section: how often the answer survives packing, on SQuAD questions",
+    )
+    parser.add_argument(
+        "--questions", type=int, default=600, metavar="N",
+        help="questions the quality section asks, spread over the articles (0: all 3,320)",
+    )
+    parser.add_argument("--markdown", action="store_true", help="the quality table as Markdown too")
     args = parser.parse_args(argv)
+    if args.quality:
+        from recallpack._bench import quality
+
+        lines = quality.run(limit=args.questions or None, as_markdown=args.markdown)
+        print("\n".join(lines))
+        return 1 if args.check and any("MISS" in line for line in lines) else 0
 
     lines, targets = core(args.repeat)
     print("\n".join(lines))

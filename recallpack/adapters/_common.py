@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, model_validator
 
-from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
+from recallpack.packing.candidate import Candidate, LaneKind, Span, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackError
 from recallpack.packing.limits import CheckedModel
 from recallpack.packing.packer import Packer, recallpack_error, refuse_unknown
@@ -107,17 +107,18 @@ class PackerComponent(PackSettings):
         return self._packer.replace(**overrides)
 
     def _candidate_maker(self) -> Callable[..., Candidate]:
-        """``make(text, metadata, position, *, lane=None, score=None, modality="text")``: an
+        """``make(text, metadata, position, *, lane=None, score=None, modality="text", span=None)``: an
         upstream item as a Candidate, by this component's item settings. They are read once per
         call, not per item: each read of a pydantic private attribute costs about a microsecond."""
         default_lane = self._lane
         lane_key, on_unknown_lane = getattr(self, "lane_key"), getattr(self, "on_unknown_lane")  # noqa: B009
 
         def make(text: str, metadata: Mapping[str, Any], position: int, *, lane: LaneKind | None = None,
-                 score: float | None = None, modality: str = "text") -> Candidate:
+                 score: float | None = None, modality: str = "text", span: Span | None = None) -> Candidate:
             return candidate_from(
                 text, metadata, position=position, lane=lane if lane is not None else default_lane,
                 lane_key=lane_key, on_unknown_lane=on_unknown_lane, score=score, modality=modality,
+                span=span,
             )
 
         return make

@@ -9,13 +9,13 @@ from typing import Any
 import llama_index.core
 from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeWithScore
 
-from recallpack.packing.candidate import Candidate, LaneKind
+from recallpack.packing.candidate import Candidate, LaneKind, Span
 from recallpack.packing.errors import UpstreamError
 from recallpack.packing.result import RecallResult
 from recallpack.packing.tokenizer import CallableTokenizer, Tokenizer
 from recallpack.packing.translate import EVIDENCE_METADATA_KEYS, evidence_metadata
 
-__all__ = ["settings_tokenizer", "node_candidates", "kept_nodes"]
+__all__ = ["settings_tokenizer", "node_candidates", "kept_nodes", "node_span"]
 
 
 def settings_tokenizer() -> Tokenizer | None:
@@ -62,9 +62,24 @@ def node_candidates(
         modality = _modality(item.node)
         text = item.node.get_content(metadata_mode=metadata_mode) if modality == "text" else ""
         lane = None if lanes is None else lanes[position]
-        made = make(text, item.node.metadata, position, lane=lane, score=item.score, modality=modality)
-        candidates.append(made)
+        span = node_span(item.node, text) if modality == "text" else None
+        candidates.append(
+            make(text, item.node.metadata, position, lane=lane, score=item.score, modality=modality, span=span)
+        )
     return candidates
+
+
+def node_span(node: BaseNode, text: str) -> Span | None:
+    """Where a node's content sits in its source document, as its parser recorded it
+    (``start_char_idx``/``end_char_idx`` of the ``ref_doc_id``): None unless the text the model is
+    shown ends with exactly that content (a custom template may put it elsewhere)."""
+    start, end, parent = node.start_char_idx, node.end_char_idx, node.ref_doc_id
+    if not isinstance(start, int) or not isinstance(end, int) or not parent or not 0 <= start <= end:
+        return None
+    content = node.get_content(metadata_mode=MetadataMode.NONE)
+    if len(content) != end - start or not text.endswith(content):
+        return None
+    return Span(parent=f"llama_index:{parent}", start=start, end=end, source="node.start_char_idx")
 
 
 def _hidden(keys: Sequence[str]) -> list[str]:

@@ -679,10 +679,13 @@ class PassagesWalk(Walk):
         header = self.cost.header_delta(self, scopes)
         text = doc.text if spans is None else _join(doc.text, spans)
         merged = len(doc.pieces) > 1
-        room = None if self.s.max_tokens is None else self.s.max_tokens - self.used - header
-        if fit:
-            cost = self.cost.item(self, c, names, text, uri, room)
-            if room is not None and cost > room:
+        if fit:  # whole, within every cap, or not at all
+            if self.s.max_items is not None and len(self.kept) >= self.s.max_items:
+                return False
+            room, lane_room = self._rooms(c, header)
+            limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
+            cost = self.cost.item(self, c, names, text, uri, limit)
+            if limit is not None and cost > limit:
                 return False
         else:  # a refit changes a document or two: the others are not counted again
             key = (doc.lead.rank, text)

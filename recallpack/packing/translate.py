@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from recallpack.packing.candidate import Candidate, LaneKind, clean_text, coerce_lane
+from recallpack.packing.candidate import Candidate, LaneKind, Span, clean_text, coerce_lane
 from recallpack.packing.errors import CandidateError, ConfigError, LaneError
 from recallpack.packing.result import Evidence
 
@@ -23,6 +23,7 @@ __all__ = [
     "check_on_unknown_lane",
     "scope_ids_from",
     "score_from",
+    "span_from",
 ]
 
 UnknownLane = Literal["raise", "default"]
@@ -82,6 +83,27 @@ def score_from(metadata: Mapping[str, Any]) -> float | None:
     return None
 
 
+def _offset(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def span_from(text: str, metadata: Mapping[str, Any]) -> Span | None:
+    """Where ``text`` sits in the document it was split from, from what splitters record:
+    recallpack's token windows (``parent_hash``, ``start_char``, ``end_char``, in both hosts),
+    else LangChain's ``add_start_index=True`` (``start_index`` with ``source``). None when
+    neither is there (a ``start_index`` of -1, LangChain's "not found", is not there either).
+    """
+    parent = metadata.get("parent_hash")
+    start, end = _offset(metadata.get("start_char")), _offset(metadata.get("end_char"))
+    if isinstance(parent, str) and parent and start is not None and end is not None:
+        return Span(parent=f"recallpack:{parent}", start=start, end=end, source="metadata['start_char']")
+    source, start = metadata.get("source"), _offset(metadata.get("start_index"))
+    if isinstance(source, str) and source and start is not None:
+        end = start + len(text)
+        return Span(parent=f"source:{source}", start=start, end=end, source="metadata['start_index']")
+    return None
+
+
 def _lane(
     metadata: Mapping[str, Any],
     lane: LaneKind | str | None,
@@ -112,13 +134,15 @@ def candidate_from(
     on_unknown_lane: UnknownLane = "raise",
     score: float | None = None,
     modality: str = "text",
+    span: Span | None = None,
 ) -> Candidate:
     """A Candidate from an upstream item's text and metadata.
 
     The lane is ``lane`` when given, else ``metadata[lane_key]``, else the lane of a recallpack
     provenance the item already carries, else ``sources``. Scope ids come from
     ``metadata["scope_ids"]``, artifact ids from ``artifact_id`` and ``artifact_content_id``; a
-    citation is read from the metadata by the packer (its ``citation_keys``).
+    citation is read from the metadata by the packer (its ``citation_keys``); where the text sits
+    in its document is ``span`` when the host knows it, else :func:`span_from` the metadata.
     """
     scope_ids, scope_error = scope_ids_from(metadata)
     if score is not None and (isinstance(score, bool) or not math.isfinite(score)):
@@ -134,6 +158,7 @@ def candidate_from(
             score=score,
             metadata=metadata,
             modality=modality,
+            span=span if span is not None else span_from(text, metadata),
         )
     except CandidateError as exc:
         raise CandidateError(f"item {position}: {exc}") from exc

@@ -1,0 +1,309 @@
+"""policy="passages": the budget goes to the passages that answer the query, across the candidates."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from recallpack import (
+    Candidate,
+    CandidateError,
+    ConfigError,
+    Packer,
+    Reader,
+    Scope,
+    count_tokens,
+    recall,
+    recall_many,
+    split_token_windows,
+)
+from recallpack.packing.candidate import Span
+from recallpack.packing.cuts import MARK
+from recallpack.packing.result import Outcome
+from recallpack.packing.windows import token_windows
+from recallpack.testing import paragraphs, stdlib_docs
+
+from .conftest import TOKENIZER_SPECS, make_tokenizer
+from .test_recall import assert_accounted
+
+DOCS = dict(stdlib_docs())
+
+
+def pieces_of(evidence_text: str) -> list[str]:
+    """The kept pieces of an evidence text: what lies between its elision marks."""
+    return [p.strip() for p in evidence_text.split(MARK) if p.strip()]
+
+
+def test_the_answer_in_the_third_document_survives_where_prefix_loses_it() -> None:
+    """Three long manuals ranked first, the one that answers last: passages keeps its passage."""
+    ranked = [Candidate(text=DOCS[name], metadata={"source": name}) for name in ("argparse", "json", "csv")]
+    question = "when does QUOTE_NONNUMERIC put quotes around fields?"
+    prefix = recall(ranked, max_tokens=400, query=question)
+    passages = recall(ranked, max_tokens=400, query=question, policy="passages")
+    assert "QUOTE_NONNUMERIC" not in prefix.to_markdown()
+    assert passages.report.policy == "passages" and passages.report.tokens_used <= 400
+    assert "csv" in [e.resource_uri for e in passages.evidence]
+    csv_item = next(e for e in passages.evidence if e.resource_uri == "csv")
+    assert "QUOTE_NONNUMERIC means that quotes are always placed around" in " ".join(csv_item.text.split())
+    assert count_tokens(passages.to_markdown()) == passages.report.tokens_used
+
+
+def test_documents_stay_in_rank_order_and_passages_in_text_order() -> None:
+    """Each item is pieces of its own candidate's text, in order; items follow the ranks."""
+    names = ["argparse", "json", "pickle", "csv", "sqlite3"]
+    ranked = [Candidate(text=DOCS[n]) for n in names]
+    result = recall(ranked, max_tokens=600, query="write rows with a dialect and a delimiter", policy="passages")
+    assert list(result.selected_ranks) == sorted(result.selected_ranks)
+    for rank, evidence in zip(result.selected_ranks, result.evidence):
+        text, at = ranked[rank].text, 0
+        for piece in pieces_of(evidence.text):
+            found = text.find(piece, at)
+            assert found >= at, piece[:60]
+            at = found + len(piece)
+    csv_rank = names.index("csv")
+    assert csv_rank in result.selected_ranks
+
+
+def test_the_trace_says_which_spans_of_each_document_were_kept() -> None:
+    """kept_spans are ranges of the candidate's own text, and together they are what was shown."""
+    ranked = [Candidate(text=DOCS[n]) for n in ("argparse", "json", "csv")]
+    result = recall(ranked, max_tokens=500, query="json.tool pretty-print from the shell", policy="passages")
+    for rank, evidence in zip(result.selected_ranks, result.evidence):
+        entry = result.trace[rank]
+        assert entry.outcome is Outcome.SELECTED and entry.cut == "passages" and entry.truncated
+        shown = [ranked[rank].text[s:e].strip() for s, e in entry.kept_spans]
+        assert [s for s in shown if s] == pieces_of(evidence.text)
+    for entry in result.trace:
+        if entry.outcome is not Outcome.SELECTED:
+            assert entry.reason is not None and entry.kept_spans == ()
+
+
+def test_what_fits_whole_is_kept_whole_as_prefix_would() -> None:
+    """When everything reached fits, nothing is cut: the same bytes as prefix."""
+    ranked = [Candidate(text=t) for _, t in paragraphs()[:4]]
+    question = "what does this module provide"
+    passages = recall(ranked, max_tokens=4000, query=question, policy="passages")
+    prefix = recall(ranked, max_tokens=4000, query=question)
+    assert passages.to_markdown() == prefix.to_markdown() and not passages.report.truncated
+
+
+def test_without_a_query_it_packs_as_prefix_and_says_so() -> None:
+    """No query, nothing to score: the report names the policy that ran and why."""
+    ranked = [Candidate(text=DOCS[n]) for n in ("argparse", "json")]
+    result = recall(ranked, max_tokens=300, policy="passages")
+    assert result.to_markdown() == recall(ranked, max_tokens=300).to_markdown()
+    assert result.report.policy == "prefix"
+    assert "needs the query" in result.report.summary()
+
+
+def test_a_query_that_is_not_a_string_is_refused() -> None:
+    """A bytes or int query is a ConfigError naming the field."""
+    for query in (b"json", 3, ["json"]):
+        with pytest.raises(ConfigError, match="query"):
+            recall([Candidate(text="x")], policy="passages", query=query)  # type: ignore[arg-type]
+
+
+def test_no_matching_word_still_fills_the_budget_in_rank_order() -> None:
+    """A query none of whose words occur: the documents' starts, in rank order, fill the room."""
+    ranked = [Candidate(text=DOCS[n]) for n in ("argparse", "json")]
+    result = recall(ranked, max_tokens=300, query="zzyzx qwfp", policy="passages")
+    assert result.evidence and result.report.tokens_used >= 270
+    assert result.evidence[0].text.startswith(DOCS["argparse"][:40])
+
+
+# -- overlap and adjacency -------------------------------------------------------------------------
+
+
+def windows_of(text: str, size: int, overlap: int) -> list[Candidate]:
+    """recallpack's own token windows of one text, as the splitters record them."""
+    return [Candidate(text=w.text, metadata=w.metadata()) for w in token_windows(text, size, overlap)]
+
+
+def test_overlapping_windows_of_one_document_are_one_item_paid_once() -> None:
+    """Windows with overlap render as one item whose text is the windows' union, in text order."""
+    text = DOCS["argparse"]
+    chunks = windows_of(text, 120, 40)[:4]
+    shuffled = [chunks[2], chunks[0], chunks[3], chunks[1]]  # the retriever's order, not the text's
+    result = recall(shuffled, max_tokens=2000, query="argparse", policy="passages")
+    assert len(result.evidence) == 1 and result.selected_ranks == (0,)
+    end = chunks[3].metadata["end_char"]
+    assert result.evidence[0].text == text[:end]
+    reasons = [e.reason.value if e.reason else None for e in result.trace]
+    assert reasons == [None, "merged", "merged", "merged"]
+    assert [e.merged_into for e in result.trace] == [None, 0, 0, 0]
+    separately = sum(count_tokens(c.text) for c in chunks)
+    assert result.report.tokens_used < separately
+
+
+def test_langchain_start_index_and_source_make_pieces_of_one_document() -> None:
+    """LangChain's add_start_index records (source, start_index): adjacent chunks merge."""
+    from recallpack.packing.translate import candidate_from
+
+    text = DOCS["json"]
+    a, b = text[:900], text[700:1600]
+    made = [
+        candidate_from(a, {"source": "json.txt", "start_index": 0}, position=0),
+        candidate_from(b, {"source": "json.txt", "start_index": 700}, position=1),
+        candidate_from(b, {"source": "other.txt", "start_index": 700}, position=2),
+    ]
+    result = recall(made, max_tokens=2000, query="json", policy="passages")
+    assert result.evidence[0].text == text[:1600]
+    assert [e.reason.value if e.reason else None for e in result.trace] == [None, "merged", "duplicate"]
+
+
+def test_pieces_with_no_offsets_merge_by_their_exact_overlap() -> None:
+    """Chunks that repeat the end of the one before (a splitter's overlap) merge with no metadata."""
+    text = DOCS["argparse"] + "\n\n" + DOCS["json"]
+    size = len(text) // 3
+    chunks = [text[0:size + 300], text[size:2 * size + 300], text[2 * size:]]
+    result = recall([Candidate(text=c) for c in reversed(chunks)], max_tokens=8000, query="json", policy="passages")
+    assert len(result.evidence) == 1 and result.evidence[0].text == text
+
+
+def test_pieces_in_different_scopes_or_lanes_never_merge() -> None:
+    """Merging never changes who may read a text or under which label."""
+    text = DOCS["csv"]
+    reader = Reader(id="me", scopes={"org": Scope(name="org")})
+    first = Candidate(text=text[:800], span=Span(parent="csv", start=0, end=800), scope_ids=("me",))
+    second = Candidate(text=text[600:1400], span=Span(parent="csv", start=600, end=1400), scope_ids=("org",))
+    third = Candidate(text=text[600:1400], span=Span(parent="csv", start=600, end=1400), lane="facts")
+    result = recall([first, second, third], max_tokens=3000, query="csv", policy="passages", reader=reader)
+    assert len(result.evidence) == 3
+    assert [e.scopes for e in result.evidence] == [("private",), ("org",), ()]
+
+
+def test_offsets_that_lie_about_the_text_are_an_error_naming_the_field() -> None:
+    """Two pieces whose offsets overlap but whose texts differ there: CandidateError, not a guess."""
+    from recallpack.packing.translate import candidate_from
+
+    lying = [
+        candidate_from("alpha beta gamma delta " * 20, {"source": "a.txt", "start_index": 0}, position=0),
+        candidate_from("omega psi chi phi " * 20, {"source": "a.txt", "start_index": 100}, position=1),
+    ]
+    with pytest.raises(CandidateError, match=r"candidates\[1\].*start_index.*differ"):
+        recall(lying, max_tokens=500, query="alpha", policy="passages")
+    with pytest.raises(CandidateError, match="only 3"):
+        Candidate(text="abc", span=Span(parent="p", start=0, end=10, source="metadata['end_char']"))
+    with pytest.raises(CandidateError, match="before start"):
+        Span(parent="p", start=10, end=2)
+
+
+# -- the budget, under every tokenizer -------------------------------------------------------------
+
+WORDS = ["alpha", "beta", "gamma", "delta", "pickle", "protocol", "İstanbul", "ß", "emoji 👩‍👩‍👧", "\n", ". "]
+texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=120).map(" ".join)
+scoped = st.builds(
+    Candidate,
+    text=texts,
+    lane=st.sampled_from(["sources", "facts", "working_memory"]),
+    scope_ids=st.lists(st.sampled_from(["me", "org-1", "org-2"]), max_size=2).map(tuple),
+)
+
+
+@pytest.mark.parametrize("spec", TOKENIZER_SPECS)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    candidates=st.lists(scoped, max_size=12),
+    budget=st.integers(1, 500),
+    cap=st.none() | st.integers(1, 4),
+    lanes=st.none() | st.fixed_dictionaries({"facts": st.integers(0, 200)}),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join),
+)
+def test_the_block_never_exceeds_the_budget(
+    spec: str, candidates: list[Candidate], budget: int, cap: int | None, lanes: dict[str, int] | None, query: str
+) -> None:
+    """Exact on the rendered block, every candidate accounted for, caps held, unreadable never shown."""
+    tokenizer = make_tokenizer(spec)
+    reader = Reader(id="me", scopes={"org-1": Scope(name="one", description="first org")})
+    kwargs = dict(max_tokens=budget, policy="passages", tokenizer=tokenizer, reader=reader, max_items=cap,
+                  lane_budgets=lanes, query=query)
+    result = recall(candidates, **kwargs)  # type: ignore[arg-type]
+    rendered = result.to_markdown()
+    assert tokenizer.count(rendered) == result.report.tokens_used <= budget
+    assert cap is None or len(result.evidence) <= cap
+    if lanes is not None:
+        facts = sum(e.token_count for r, e in zip(result.selected_ranks, result.evidence)
+                    if candidates[r].lane.value == "facts")
+        assert facts <= lanes["facts"]
+    assert_accounted(result, len(candidates))
+    assert list(result.selected_ranks) == sorted(result.selected_ranks)
+    for rank in result.selected_ranks:
+        assert "org-2" not in candidates[rank].scope_ids
+    assert recall(candidates, **kwargs).to_markdown() == rendered  # type: ignore[arg-type]
+
+
+@settings(max_examples=30, deadline=None)
+@given(budget=st.integers(40, 1500), start=st.integers(0, 30))
+def test_windows_with_overlap_never_overflow_or_repeat_text(budget: int, start: int) -> None:
+    """Overlapping windows of one document, in any order: exact budget, and no sentence twice."""
+    text = DOCS["argparse"] + "\n\n" + DOCS["json"]
+    chunks = windows_of(text, 200, 60)
+    picked = chunks[start % len(chunks):][:8][::-1]
+    result = recall(picked, max_tokens=budget, query="parse json arguments", policy="passages")
+    assert count_tokens(result.to_markdown()) == result.report.tokens_used <= budget
+    shown = [p for e in result.evidence for p in pieces_of(e.text)]
+    sentences = [s for p in shown for s in re.split(r"(?<=[.!?])\s+", p) if len(s) > 40]
+    assert len(sentences) == len(set(sentences))
+
+
+# -- every host packs the same bytes -----------------------------------------------------------------
+
+
+def test_recall_many_and_the_allowance_give_the_same_bytes() -> None:
+    """recall_many and a recall under an allowance's Remaining pack passages as recall does."""
+    from recallpack.allowance import Allowance
+
+    ranked = [Candidate(text=DOCS[n]) for n in ("argparse", "json", "pickle")]
+    question = "pickle protocol"
+    one = recall(ranked, max_tokens=300, query=question, policy="passages")
+    many = recall_many([ranked, ranked], queries=[question, question], max_tokens=300, policy="passages")
+    assert [r.to_markdown() for r in many] == [one.to_markdown()] * 2
+    allowed = recall(ranked, query=question, policy="passages", allowance=Allowance(max_tokens=300))
+    assert allowed.to_markdown() == one.to_markdown()
+
+
+def test_the_cli_packs_passages_with_a_query(tmp_path, capsys) -> None:
+    """recallpack pack --policy passages --query prints the same block as recall."""
+    from recallpack.cli import main
+
+    ranked = [{"text": DOCS[n]} for n in ("argparse", "json", "pickle")]
+    path = tmp_path / "candidates.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in ranked) + "\n", encoding="utf-8")
+    code = main(["pack", str(path), "--max-tokens", "300", "--policy", "passages", "--query", "pickle protocol"])
+    out = capsys.readouterr().out
+    expected = recall([Candidate(**r) for r in ranked], max_tokens=300, query="pickle protocol", policy="passages")
+    assert code == 0 and out.rstrip("\n") == expected.to_markdown().rstrip("\n")
+
+
+def test_an_embedding_scores_the_passages() -> None:
+    """embed= replaces lexical scoring: a callable that likes one sentence gets that sentence kept."""
+    target = "Pretty printing"
+
+    def embed(texts: list[str]) -> list[list[float]]:  # the query first, then every unit
+        return [[1.0, 0.0] if i == 0 or target in t else [0.0, 1.0] for i, t in enumerate(texts)]
+
+    ranked = [Candidate(text=DOCS[n]) for n in ("argparse", "json")]
+    result = recall(ranked, max_tokens=120, query="anything", policy="passages", embed=embed)
+    assert target in result.to_markdown()
+
+
+def test_a_packer_with_passages_is_reusable_and_pickles() -> None:
+    """Packer(policy='passages') packs many queries and survives pickling."""
+    import pickle
+
+    packer = Packer(max_tokens=300, policy="passages")
+    ranked = [Candidate(text=DOCS[n]) for n in ("argparse", "json")]
+    first = packer.recall(ranked, query="pickle").to_markdown()
+    assert pickle.loads(pickle.dumps(packer)).recall(ranked, query="pickle").to_markdown() == first
+
+
+def test_split_windows_as_plain_strings_still_merge_by_overlap() -> None:
+    """split_token_windows' strings carry no metadata: the exact overlap still finds them."""
+    text = DOCS["argparse"]
+    pieces = split_token_windows(text, 150, 50, "cl100k_base")[:3]
+    result = recall([Candidate(text=p) for p in pieces], max_tokens=3000, query="argparse", policy="passages")
+    assert len(result.evidence) == 1 and text.startswith(result.evidence[0].text)
