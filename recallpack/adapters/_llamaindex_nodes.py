@@ -63,9 +63,8 @@ def node_candidates(
         text = item.node.get_content(metadata_mode=metadata_mode) if modality == "text" else ""
         lane = None if lanes is None else lanes[position]
         span = node_span(item.node, text) if modality == "text" else None
-        candidates.append(
-            make(text, item.node.metadata, position, lane=lane, score=item.score, modality=modality, span=span)
-        )
+        metadata, score = item.node.metadata, item.score
+        candidates.append(make(text, metadata, position, lane=lane, score=score, modality=modality, span=span))
     return candidates
 
 
