@@ -64,7 +64,8 @@ def node_candidates(
         lane = None if lanes is None else lanes[position]
         span = node_span(item.node, text) if modality == "text" else None
         metadata, score = item.node.metadata, item.score
-        candidates.append(make(text, metadata, position, lane=lane, score=score, modality=modality, span=span))
+        made = make(text, metadata, position, lane=lane, score=score, modality=modality, span=span)
+        candidates.append(made)
     return candidates
 
 
