@@ -73,7 +73,8 @@ def node_span(node: BaseNode, text: str) -> Span | None:
     """Where a node's content sits in its source document, as its parser recorded it
     (``start_char_idx``/``end_char_idx`` of the ``ref_doc_id``): None unless the text the model is
     shown ends with exactly that content (a custom template may put it elsewhere)."""
-    start, end, parent = node.start_char_idx, node.end_char_idx, node.ref_doc_id
+    start, end = getattr(node, "start_char_idx", None), getattr(node, "end_char_idx", None)
+    parent = node.ref_doc_id
     if not isinstance(start, int) or not isinstance(end, int) or not parent or not 0 <= start <= end:
         return None
     content = node.get_content(metadata_mode=MetadataMode.NONE)
