@@ -35,14 +35,14 @@ import math
 import re
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, Span, coerce_candidate
-from recallpack.packing.cuts import _WORD, Cut, EmbedFn, _Focus, _is_word_char, _join, _similarities, _units
+from recallpack.packing.cuts import _WORD, Cut, EmbedFn, _Focus, _join, _similarities, _units
 from recallpack.packing.errors import CandidateError
-from recallpack.packing.result import Outcome, Reason
+from recallpack.packing.result import Outcome, Reason, Scope
 from recallpack.packing.walk import CostModel, Cutter, Walk, WalkSettings, resource_of
 
 __all__ = ["PassagesWalk", "RANK_PRIOR", "CONTEXT_SHARE", "NEIGHBOR_SHARE", "MAX_QUERY_TERMS"]
@@ -62,7 +62,7 @@ REACH_CHARS_PER_TOKEN = 256
 #: Everything reached is first tried whole when it has at most this many characters per budget token.
 WHOLE_CHARS_PER_TOKEN = 6
 #: Characters of the likeliest kept text counted exactly, to estimate every unit's tokens.
-SAMPLE_CHARS = 512
+SAMPLE_CHARS = 2048
 #: The exact count may leave this share of the budget free before the choice is filled again.
 FILL_SLACK = 0.03
 #: Units are sentences and lines, split at a space past this many characters.
@@ -148,7 +148,7 @@ class _Document:
 
 
 def _pieces(
-    shown: Sequence[tuple[int, Candidate]], uris: dict[int, str | None]
+    shown: Sequence[tuple[int, Candidate]], uri_of: Callable[[Candidate], str | None]
 ) -> list[_Document]:
     """The shown candidates as documents, in rank order: pieces of one parent that overlap or
     touch are one document (same lane, scopes, header and resource line, or they stay apart)."""
@@ -164,7 +164,7 @@ def _pieces(
             singles.append(_Document([_Piece(rank, c, 0, 0, len(c.text))]))
             continue
         head = len(c.text) - (span.end - span.start)
-        key = (span.parent, c.lane, c.scope_ids, c.text[:head], uris[rank])
+        key = (span.parent, c.lane, c.scope_ids, c.text[:head], uri_of(c))
         groups.setdefault(key, []).append(_Piece(rank, c, head, span.start, span.end))
     documents = singles
     for pieces in groups.values():
@@ -244,35 +244,38 @@ def query_terms(query: str) -> list[str]:
     return list(terms)
 
 
-def _hits(text: str, terms: Sequence[str]) -> list[tuple[int, str]]:
-    """Where each query word occurs in ``text`` as a whole word, case folded: linear in the text.
+def _hits(text: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
+    """Where each query word occurs in ``text`` as a whole word, case folded, linear in the text;
+    a word found more than ``limit`` times is left out.
 
-    One literal search per word (the regex engine finds a literal many times faster than it
-    runs a pattern of alternatives); the word boundary before a match is checked here, since as
-    a lookbehind it would stop the engine from searching for the literal."""
+    A word that occurs more often than there are units (``the``, ``of``) says little about which
+    one answers (its BM25 weight is near zero), and taking each occurrence would be most of the
+    work: its search stops there. Each other word is one literal search, which the regex engine
+    runs many times faster than a pattern of alternatives."""
     lowered = text.lower()
-    # A word that occurs more often than the text has sentences says little about which one
-    # answers (its BM25 weight is near zero), and taking each of its occurrences would be most
-    # of the work: it is not scored, and its search stops there.
-    limit = text.count(". ") + text.count("\n") + 1
+    found: dict[str, list[int]] = {}
     if len(lowered) != len(text) or len(terms) > _TERM_SEARCHES:
         # Lower-casing changed the length (a dotted capital I), so positions must stay the
         # text's, or the query is long: one pass over the text's words, each lowered on its own.
         known = set(terms)
-        words = [(m.start(), w) for m in _WORD.finditer(text) if (w := m.group().lower()) in known]
-        common = {t for t, n in Counter(w for _, w in words).items() if n > limit}
-        return [hit for hit in words if hit[1] not in common] if common else words
-    hits: list[tuple[int, str]] = []
+        for match in _WORD.finditer(text):
+            word = match.group().lower()
+            if word in known:
+                found.setdefault(word, []).append(match.start())
+        return {term: at for term, at in found.items() if len(at) <= limit}
     for term in terms:
-        found = [m.start() for m in itertools.islice(_pattern(term).finditer(lowered), limit + 1)]
-        if len(found) <= limit:
-            hits.extend((at, term) for at in found if not at or not _is_word_char(lowered[at - 1]))
-    return hits
+        at = [m.start() for m in itertools.islice(_pattern(term).finditer(lowered), limit + 1)]
+        if at and len(at) <= limit:
+            found[term] = at
+    return found
 
 
 @functools.lru_cache(maxsize=1024)
 def _pattern(term: str) -> re.Pattern[str]:
-    return re.compile(re.escape(term) + r"(?!\w)")
+    """``term`` as a whole word: the boundary before it is a lookbehind placed after the literal,
+    where it does not keep the engine from searching for the literal."""
+    literal = re.escape(term)
+    return re.compile(rf"{literal}(?!\w)(?<!\w{literal})")
 
 
 def _lexical(documents: Sequence[_Document], units: Sequence[_UnitBounds],
@@ -291,22 +294,22 @@ def _lexical(documents: Sequence[_Document], units: Sequence[_UnitBounds],
     starts = [offset + s for offset, (doc_starts, _) in zip(offsets, units) for s in doc_starts]
     ends = [offset + e for offset, (_, doc_ends) in zip(offsets, units) for e in doc_ends]
     owner = [(d, u) for d, (doc_starts, _) in enumerate(units) for u in range(len(doc_starts))]
-    tf: dict[tuple[int, str], int] = {}
-    for at, term in _hits(text, terms):
-        unit = bisect_right(starts, at) - 1
-        if unit >= 0 and at + len(term) <= ends[unit]:
-            key = (unit, term)
-            tf[key] = tf.get(key, 0) + 1
-    if not tf:
+    # Each hit's unit, by C-level bisection over the units' starts: a hit is in the unit it
+    # starts in (a word never spans two units: they split at spaces and line breaks).
+    where = functools.partial(bisect_right, starts)
+    by_term = _hits(text, terms, n)
+    if not by_term:
         return {}
     average = max(1.0, (sum(ends) - sum(starts)) / n)
-    df = Counter(term for _, term in tf)
-    idf = {term: math.log(1.0 + (n - count + 0.5) / (count + 0.5)) for term, count in df.items()}
     scores: dict[tuple[int, int], float] = {}
-    for (unit, term), count in tf.items():
-        norm = _K1 * (1.0 - _B + _B * (ends[unit] - starts[unit]) / average)
-        place = owner[unit]
-        scores[place] = scores.get(place, 0.0) + idf[term] * count * (_K1 + 1.0) / (count + norm)
+    for found in by_term.values():
+        tf = Counter(map(where, found))  # unit + 1 -> occurrences
+        idf = math.log(1.0 + (n - len(tf) + 0.5) / (len(tf) + 0.5))
+        for after, count in tf.items():
+            unit = after - 1
+            norm = _K1 * (1.0 - _B + _B * (ends[unit] - starts[unit]) / average)
+            place = owner[unit]
+            scores[place] = scores.get(place, 0.0) + idf * count * (_K1 + 1.0) / (count + norm)
     return scores
 
 
@@ -410,6 +413,7 @@ class _Selection:
         self.opened = 0
         self.order: list[tuple[int, int]] = []
         self.seeds: list[tuple[int, int]] = []
+        self.refills = _REFILLS
 
     def _framing(self, d: int) -> int:
         cost = self.overhead.get(d)
@@ -522,12 +526,55 @@ class _Selection:
             excess -= max(1, before - after)
         return True
 
+    def correct(self, used: int, max_tokens: int) -> bool:
+        """Change the choice after the exact count ``used`` of what it made: give back what put a
+        lane or the budget over, or fill what is still free (at most _REFILLS times). False when
+        there is nothing to change."""
+        walk = self.walk
+        over = [
+            (key, walk.lane_used.get(key, 0) - budget)
+            for key, budget in walk.s.lane_budgets.items()
+            if walk.lane_used.get(key, 0) > budget
+        ]
+        if over:  # the exact counts put a lane over its own budget
+            return self.give_back(over[0][1], over[0][0])
+        if used > max_tokens:
+            return self.give_back(used - max_tokens)
+        if self.refills <= 0 or max_tokens - used <= max(4, FILL_SLACK * max_tokens):
+            return False
+        self.refills -= 1
+        before = len(self.order)
+        # Estimates miss what joins and framing really cost: aim the estimate so that the
+        # exact count lands on the budget.
+        self.room = max_tokens - (used - self.used)
+        self.select()
+        return len(self.order) > before
+
     def kept_spans(self, d: int) -> list[tuple[int, int]] | None:
         """The document's kept ranges, or None when all of it is kept."""
         cut = self.cuts[d]
         if len(cut.kept) == len(cut.starts):
             return None
         return cut.spans(sorted(cut.kept))
+
+
+def _choose(walk: PassagesWalk, max_tokens: int) -> _Selection:
+    """Score every unit of the walk's documents against its query and choose the best, within an
+    estimate of ``max_tokens``."""
+    documents = walk.documents
+    units = [_units(doc.text, UNIT_CHARS) for doc in documents]
+    if walk.embed is None:
+        scores = _lexical(documents, units, walk.query)
+    else:
+        scores = _embedded(documents, units, walk.query, walk.embed)
+    combined, raised = _combined(scores, units)
+    ranked = sorted(combined, key=lambda k: (-combined[k], k))
+    # Aimed a little under the budget: an estimate off by a percent or two then lands within
+    # FILL_SLACK of it, and the exact count needs no second round to give back or fill.
+    aim = max_tokens - int(max_tokens * FILL_SLACK / 2)
+    selection = _Selection(walk, documents, units, aim, ranked, raised)
+    selection.select()
+    return selection
 
 
 # --- the walk ---------------------------------------------------------------------------------
@@ -547,16 +594,25 @@ class PassagesWalk(Walk):
         self.coerced: list[Candidate] = []
         self.documents: list[_Document] = []
         self.selection: _Selection | None = None
-        self.refills = _REFILLS
         self.header_estimate = 0
         self.item_costs: dict[tuple[int, str], int] = {}  # what a document's kept text costs
+        self.looks: dict[int, tuple[tuple[Scope, ...], tuple[str, ...], str | None]] = {}
 
     # -- what the cost model says ---------------------------------------------------------------
 
+    def look(self, c: Candidate) -> tuple[tuple[Scope, ...], tuple[str, ...], str | None]:
+        """A document's scopes, their names and its resource line: worked out once per call."""
+        key = id(c)
+        found = self.looks.get(key)
+        if found is None:
+            scopes = self._scopes(c)
+            found = self.looks[key] = (scopes, self._names(scopes), self._uri(c))
+        return found
+
     def framing(self, c: Candidate) -> int:
         """What an item adds to the block around its text (label, resource line, joins)."""
-        scopes = self._scopes(c)
-        return self.cost.item(self, c, self._names(scopes), "", self._uri(c), None)
+        _, names, uri = self.look(c)
+        return self.cost.item(self, c, names, "", uri, None)
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -565,8 +621,7 @@ class PassagesWalk(Walk):
         if not shown:
             self._materialize(whole=True)
             return
-        uris = {rank: resource_of(c, self.s) for rank, c in shown}
-        self.documents = _pieces(shown, uris)
+        self.documents = _pieces(shown, lambda c: resource_of(c, self.s))
         if self.s.max_tokens is None:
             self._materialize(whole=True)
             return
@@ -576,16 +631,8 @@ class PassagesWalk(Walk):
         if chars <= WHOLE_CHARS_PER_TOKEN * self.s.max_tokens and self._fits_whole():
             return
         self._reset()
-        units = [_units(doc.text, UNIT_CHARS) for doc in self.documents]
-        if self.embed is None:
-            scores = _lexical(self.documents, units, self.query)
-        else:
-            scores = _embedded(self.documents, units, self.query, self.embed)
-        combined, raised = _combined(scores, units)
-        ranked = sorted(combined, key=lambda k: (-combined[k], k))
         self.header_estimate = self.cost.header_delta(self, ())
-        self.selection = _Selection(self, self.documents, units, self.s.max_tokens, ranked, raised)
-        self.selection.select()
+        self.selection = _choose(self, self.s.max_tokens)
         self._materialize()
         if not self.kept and self.s.floor:
             for rank in list(self.dropped_sizes):
@@ -674,8 +721,7 @@ class PassagesWalk(Walk):
                        fit: bool = False) -> bool:
         """Keep ``doc`` (its ``spans``, or all of it); with ``fit``, only if it fits the room left."""
         c = doc.candidate
-        scopes = self._scopes(c)
-        names, uri = self._names(scopes), self._uri(c)
+        scopes, names, uri = self.look(c)
         header = self.cost.header_delta(self, scopes)
         text = doc.text if spans is None else _join(doc.text, spans)
         merged = len(doc.pieces) > 1
@@ -709,30 +755,7 @@ class PassagesWalk(Walk):
     def refit(self, used: int, max_tokens: int | None) -> bool:
         """Correct the choice with ``used``, the block's exact count: give back what is over,
         fill what the count says is still free. True when it changed something (count again)."""
-        selection = self.selection
-        if selection is None or max_tokens is None:
+        if self.selection is None or max_tokens is None or not self.selection.correct(used, max_tokens):
             return False
-        over = [
-            (key, self.lane_used.get(key, 0) - budget)
-            for key, budget in self.s.lane_budgets.items()
-            if self.lane_used.get(key, 0) > budget
-        ]
-        if over:  # the exact counts put a lane over its own budget
-            if not selection.give_back(over[0][1], over[0][0]):
-                return False
-        elif used > max_tokens:
-            if not selection.give_back(used - max_tokens):
-                return False
-        else:
-            if self.refills <= 0 or max_tokens - used <= max(4, FILL_SLACK * max_tokens):
-                return False
-            self.refills -= 1
-            before = len(selection.order)
-            # Estimates miss what joins and framing really cost: aim the estimate so that the
-            # exact count lands on the budget.
-            selection.room = max_tokens - (used - selection.used)
-            selection.select()
-            if len(selection.order) == before:
-                return False
         self._materialize()
         return True

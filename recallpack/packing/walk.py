@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote
 
+import regex
+
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, clean_text, coerce_candidate
 from recallpack.packing.errors import ConfigError
 from recallpack.packing.limits import Policy
@@ -176,11 +178,14 @@ class BlockCost:
             return 0
         if self.tok.splits_at_line_starts:
             # The block is header + items joined by newlines, split only at line starts, so the
-            # walk's own counts add up exactly: only the last item (no newline after it) is
-            # counted again.
+            # walk's own counts add up exactly; the last item has no newline after it. These
+            # encodings' counts also add up before a space that starts a word, so only what
+            # follows the last such space is counted again, with and without the newline.
             last = walk.kept[-1]
-            tail = self.tok.count(item_text(last.label, last.names, last.text, last.uri))
-            return self.header_cost + sum(k.cost for k in walk.kept[:-1]) + tail
+            text = item_text(last.label, last.names, last.text, last.uri)
+            tail = text[_last_word_start(text) :]
+            newline = self.tok.count(tail + "\n") - self.tok.count(tail)
+            return self.header_cost + sum(k.cost for k in walk.kept) - newline
         return self.tok.count(walk.default_block())
 
 
@@ -442,6 +447,19 @@ class Walk(Ledger):
             return True
         self._count_reason(Reason.OVER_BUDGET, 1)
         return False
+
+
+_WORD_START = regex.compile(r" \p{L}")
+_TAIL_SEARCH = 256
+
+
+def _last_word_start(text: str) -> int:
+    """Where the last space that starts a word is, near the end of ``text`` (0: none there)."""
+    start = max(0, len(text) - _TAIL_SEARCH)
+    last = 0
+    for match in _WORD_START.finditer(text, start):
+        last = match.start()
+    return last
 
 
 def newline_join(texts: Sequence[str]) -> str:
