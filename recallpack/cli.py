@@ -30,11 +30,12 @@ from recallpack import (
     LaneKind,
     Reader,
     RecallpackError,
+    RecallpackWarning,
     get_tokenizer,
     recall,
     resolve_encoding,
 )
-from recallpack.packing.tokenizer import DEFAULT_ENCODING
+from recallpack.packing.tokenizer import DEFAULT_ENCODING, fallback_advice
 
 __all__ = ["main"]
 
@@ -69,7 +70,38 @@ class _Line:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # argparse prints its usage block before the message; one line says the same.
-        raise UsageError(f"{message} (see {self.prog} --help)")
+        raise UsageError(f"{message}{_suggestion(self, message)} (see {self.prog} --help)")
+
+
+def _suggestion(parser: argparse.ArgumentParser, message: str) -> str:
+    """"; did you mean --format?" for a mistyped flag (the closest flag of any command) or
+    command, compared without the dashes, which every flag shares."""
+    choice = re.match(r"argument .*: invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if choice:
+        wanted, names = choice.group(1), re.findall(r"'([^']*)'", choice.group(2))
+        close = difflib.get_close_matches(wanted, names, n=1, cutoff=0.7)
+        return f"; did you mean {close[0]}?" if close else ""
+    if not message.startswith("unrecognized arguments:"):
+        return ""
+    flags = {flag.lstrip("-"): flag for flag in _flags(parser)}
+    given = [word for word in message.split(":", 1)[1].split() if word.startswith("--")]
+    hints = []
+    for word in given:
+        close = difflib.get_close_matches(word.split("=", 1)[0].lstrip("-"), flags, n=1, cutoff=0.7)
+        if close:
+            hints.append(flags[close[0]] if len(given) == 1 else f"{flags[close[0]]} for {word}")
+    return f"; did you mean {', '.join(hints)}?" if hints else ""
+
+
+def _flags(parser: argparse.ArgumentParser) -> list[str]:
+    """Every long flag of ``parser`` and of its commands."""
+    flags: list[str] = []
+    for action in parser._actions:  # argparse keeps its actions here; there is no public list
+        flags += [flag for flag in action.option_strings if flag.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                flags += _flags(command)
+    return sorted(set(flags))
 
 
 def _version() -> str:
@@ -279,13 +311,16 @@ def _shell_words(message: str, name: str, lines: Sequence[_Line]) -> str:
 
 def _doctor(args: argparse.Namespace) -> int:
     fallback = False
-    for name in args.encoding or DOCTOR_ENCODINGS:
+    for name in dict.fromkeys(args.encoding or DOCTOR_ENCODINGS):  # each asked once, in order
         if name in ("chars", "heuristic"):  # an estimate by choice: nothing to resolve
             fallback = True
             print(f"{name}: ESTIMATE (characters / 4, rounded up; no vocabulary)")
             continue
         try:
-            resolution = resolve_encoding(name)
+            with warnings.catch_warnings():
+                # The fallback's warning says what the FALLBACK line and its fix below say.
+                warnings.simplefilter("ignore", RecallpackWarning)
+                resolution = resolve_encoding(name)
         except RecallpackError:
             _check_encoding(name)  # says it in the flag's words
             raise
@@ -293,6 +328,8 @@ def _doctor(args: argparse.Namespace) -> int:
         status = "exact" if resolution.exact else "FALLBACK"
         label = name if name == resolution.encoding else f"{name} -> {resolution.encoding}"
         print(f"{label}: {status} ({resolution.source})")
+        if not resolution.exact:
+            print(f"  to count {resolution.encoding} exactly: {fallback_advice(resolution.encoding)}")
     if fallback and args.require_exact:
         print(
             "recallpack doctor: an encoding falls back to the heuristic (--require-exact)",
@@ -326,7 +363,9 @@ def _pack(args: argparse.Namespace) -> int:
     except RecallpackError as exc:
         raise UsageError(_shell_words(str(exc), name, lines)) from None
     if args.format == "json":
-        sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False, indent=2) + "\n")
+        # The block is what tokens_used counts: the same bytes the markdown format prints.
+        output = {**result.to_dict(), "markdown": result.to_markdown()}
+        sys.stdout.write(json.dumps(output, ensure_ascii=False, indent=2) + "\n")
     else:
         sys.stdout.write(result.to_markdown())
     sys.stdout.flush()
@@ -334,6 +373,14 @@ def _pack(args: argparse.Namespace) -> int:
         print(f"recallpack: note: {name} has no candidates (it is empty or blank)", file=sys.stderr)
     elif args.format != "json":
         print(result.report.summary(), file=sys.stderr)
+    scoped = result.report.reasons.get("no_reader", 0)
+    if scoped:
+        lines_word = "line carries" if scoped == 1 else "lines carry"
+        print(
+            f"recallpack: note: {scoped} {lines_word} scope_ids and {'was' if scoped == 1 else 'were'} "
+            "withheld (the shell has no reader); add --show-scoped to show them",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -428,7 +475,8 @@ def _pack_arguments(pack: argparse.ArgumentParser) -> None:
     )
     pack.add_argument(
         "--format", choices=("markdown", "json"), default="markdown",
-        help="markdown: the block; json: evidence and report as one JSON object (default: %(default)s)",
+        help="markdown: the block; json: evidence, report and the block (\"markdown\") as one JSON "
+        "object (default: %(default)s)",
     )
 
 

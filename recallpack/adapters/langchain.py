@@ -37,6 +37,7 @@ from langchain_core.runnables.base import RunnableSerializable
 from pydantic import BaseModel, PrivateAttr, model_validator
 
 from recallpack.adapters._common import PackerComponent, gather_or_cancel
+from recallpack.adapters._langchain_events import REPORT_EVENT, areport, report, retriever_ls_params
 from recallpack.adapters.langchain_splitter import TokenWindowSplitter
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
 __all__ = [
+    "REPORT_EVENT",
     "BudgetedRetriever",
     "BudgetCompressor",
     "EvidenceRenderer",
@@ -165,7 +167,7 @@ class _Call:
             overrides["max_items"] = _k_or_max_items(overrides.pop("k"), overrides.get("max_items", "unset"))
         self.fetch_k = check_max_items(overrides.pop("fetch_k", owner.fetch_k), "fetch_k")
         self.packer: Packer = owner._per_call(overrides)
-        self.sink: list[RecallResult] | None = kwargs.get(_SINK)
+        self.sink: list[RecallResult] = kwargs.get(_SINK, [])  # recall() reads it; invoke() drops it
 
 
 class BudgetedRetriever(_LangChainComponent, BaseRetriever):
@@ -272,7 +274,10 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
             )
             for lane in self._upstreams()
         ]
-        return self._finish(query, outputs, call)
+        docs, candidates = self._ranked(outputs)
+        result = report(call.packer.recall(candidates, query=query), run_manager.get_child())
+        call.sink.append(result)
+        return _kept(docs, result)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
@@ -286,7 +291,10 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
                 for lane in self._upstreams()
             ]
         )
-        return self._finish(query, outputs, call)
+        docs, candidates = self._ranked(outputs)
+        result = await areport(await call.packer.arecall(candidates, query=query), run_manager.get_child())
+        call.sink.append(result)
+        return _kept(docs, result)
 
     def recall(self, query: str, config: RunnableConfig | None = None, **kwargs: Any) -> RecallResult:
         """The RecallResult (evidence, report, trace) of one call, instead of its Documents."""
@@ -352,7 +360,9 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
         where = "upstream" if lane is None else f"lane {lane.value!r}"
         return f"{where} {type(self._upstreams()[lane]).__name__}"
 
-    def _finish(self, query: str, outputs: Sequence[object], call: _Call) -> list[Document]:
+    _get_ls_params = retriever_ls_params  # the upstream's LangSmith parameters, and the budget
+
+    def _ranked(self, outputs: Sequence[object]) -> tuple[list[Document], list[Candidate]]:
         lanes = list(self._upstreams())
         ranked = [_documents(out, self._source(lane)) for lane, out in zip(lanes, outputs, strict=True)]
         if self.lanes is None:
@@ -363,10 +373,7 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
             by_lane = dict(zip(self.lanes, ranked, strict=True))
             docs = [by_lane[f.lane][f.index] for f in fused]
             candidates = [f.candidate for f in fused]
-        result = call.packer.recall(candidates, query=query)
-        if call.sink is not None:
-            call.sink.append(result)
-        return _kept(docs, result)
+        return docs, candidates
 
 
 class EvidenceRenderer(_LangChainComponent, RunnableSerializable[list[Document], str]):
@@ -402,7 +409,8 @@ class EvidenceRenderer(_LangChainComponent, RunnableSerializable[list[Document],
 
     def _render(self, docs: list[Document], packer: Packer) -> str:
         docs = _documents(docs, "render_evidence input")
-        return packer.recall(self._candidates(docs)).to_markdown()
+        # Into this runnable's own run, which _call_with_config made the current one.
+        return report(packer.recall(self._candidates(docs)), None).to_markdown()
 
 
 render_evidence: Runnable[list[Document], str] = EvidenceRenderer()
@@ -424,13 +432,15 @@ class BudgetCompressor(_LangChainComponent, BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         docs = _documents(_listed(documents), "compressor input")
-        return _kept(docs, self.packer.recall(self._candidates(docs), query=query or None))
+        return _kept(docs, report(self.packer.recall(self._candidates(docs), query=query or None), callbacks))
 
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
-        # Pure CPU and quick: running it inline beats the default hop to a thread executor.
-        return self.compress_documents(documents, query, callbacks)
+        # Not LangChain's thread hop: arecall leaves the loop itself if it may call an embedding.
+        docs = _documents(_listed(documents), "compressor input")
+        result = await self.packer.arecall(self._candidates(docs), query=query or None)
+        return _kept(docs, await areport(result, callbacks))
 
     def compress(self, documents: Sequence[Document], query: str | None = None) -> RecallResult:
         """The RecallResult of compressing ``documents`` (evidence, report, trace)."""

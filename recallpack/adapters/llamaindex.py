@@ -95,14 +95,40 @@ def _simple_summarize_view(texts: Sequence[str]) -> str:
 
 
 class RecallPackedEvent(BaseEvent):
-    """Emitted once per packing with its report, so instrumentation handlers see what was cut."""
+    """Emitted once per packing, in the span of the call that packed (``span_id``), so an
+    instrumentation handler (Arize Phoenix, or any ``BaseEventHandler`` added to the root
+    dispatcher) sees which query was packed and what was kept, cut, dropped and withheld.
+
+    ``data`` is ``RecallResult.to_event()``: the report, its summary and the reached
+    candidates' trace rows, with no text of any item."""
 
     report: PackReport
     component: str
+    query: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
     def class_name(cls) -> str:
         return "RecallPackedEvent"
+
+
+def _packed(component: str, query: str | None, result: RecallResult) -> RecallResult:
+    """Dispatch the RecallPackedEvent of one packing, in the caller's current span; ``result``
+    back. The event's data is built only when some handler listens."""
+    listening = any(d.event_handlers for d in _dispatchers())
+    data = result.to_event() if listening else {}
+    dispatcher.event(RecallPackedEvent(report=result.report, component=component, query=query, data=data))
+    return result
+
+
+def _dispatchers() -> list[Any]:
+    """This module's dispatcher and those it propagates to (the root's handlers see its events)."""
+    chain: list[Any] = []
+    current: Any = dispatcher
+    while current is not None:
+        chain.append(current)
+        current = current.parent if current.propagate else None
+    return chain
 
 
 # --- BudgetPostprocessor ---------------------------------------------------------------------
@@ -166,23 +192,34 @@ class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
     ) -> tuple[list[NodeWithScore], RecallResult]:
         """The kept node copies and the RecallResult (report and trace) of this one call."""
         candidates = node_candidates(nodes, self.metadata_mode, self._candidate_maker())
-        result = self.packer.recall(candidates, query=query)
+        result = _packed(self.class_name(), query, self.packer.recall(candidates, query=query))
         self._last_result = result
-        dispatcher.event(RecallPackedEvent(report=result.report, component=self.class_name()))
+        return kept_nodes(nodes, result), result
+
+    @dispatcher.span
+    async def apack_nodes(
+        self, nodes: Sequence[NodeWithScore], query: str | None = None
+    ) -> tuple[list[NodeWithScore], RecallResult]:
+        """:meth:`pack_nodes` for async engines: an embedding model is never called on the loop."""
+        candidates = node_candidates(nodes, self.metadata_mode, self._candidate_maker())
+        result = _packed(self.class_name(), query, await self.packer.arecall(candidates, query=query))
+        self._last_result = result
         return kept_nodes(nodes, result), result
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        # A str is taken as the query, as LlamaIndex retrievers take one (QueryType).
-        query = query_bundle if isinstance(query_bundle, str) else getattr(query_bundle, "query_str", None)
-        return self.pack_nodes(nodes, query)[0]
+        return self.pack_nodes(nodes, _query_str(query_bundle))[0]
 
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        # Packing is a short CPU walk over what was retrieved; a thread hop would cost more.
-        return self._postprocess_nodes(nodes, query_bundle)
+        return (await self.apack_nodes(nodes, _query_str(query_bundle)))[0]
+
+
+def _query_str(query_bundle: QueryBundle | str | None) -> str | None:
+    # A str is taken as the query, as LlamaIndex retrievers take one (QueryType).
+    return query_bundle if isinstance(query_bundle, str) else getattr(query_bundle, "query_str", None)
 
 
 # --- BudgetedRetriever -----------------------------------------------------------------------
@@ -311,15 +348,23 @@ class BudgetedRetriever(BaseRetriever):
         self, bundle: QueryBundle, nodes: list[NodeWithScore], lanes: list[LaneKind] | None
     ) -> tuple[list[NodeWithScore], RecallResult]:
         candidates = node_candidates(nodes, self.metadata_mode, self._make, lanes)
-        result = self.packer.recall(candidates, query=bundle.query_str or None)
-        dispatcher.event(RecallPackedEvent(report=result.report, component=type(self).__name__))
+        query = bundle.query_str or None
+        result = _packed(type(self).__name__, query, self.packer.recall(candidates, query=query))
+        return kept_nodes(nodes, result), result
+
+    async def _apack(
+        self, bundle: QueryBundle, nodes: list[NodeWithScore], lanes: list[LaneKind] | None
+    ) -> tuple[list[NodeWithScore], RecallResult]:
+        candidates = node_candidates(nodes, self.metadata_mode, self._make, lanes)
+        query = bundle.query_str or None
+        result = _packed(type(self).__name__, query, await self.packer.arecall(candidates, query=query))
         return kept_nodes(nodes, result), result
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._pack(query_bundle, *self._fetch(query_bundle))[0]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self._pack(query_bundle, *await self._afetch(query_bundle))[0]
+        return (await self._apack(query_bundle, *await self._afetch(query_bundle)))[0]
 
     @dispatcher.span
     def retrieve_with_result(self, query: QueryType) -> tuple[list[NodeWithScore], RecallResult]:
@@ -330,7 +375,7 @@ class BudgetedRetriever(BaseRetriever):
     @dispatcher.span
     async def aretrieve_with_result(self, query: QueryType) -> tuple[list[NodeWithScore], RecallResult]:
         bundle = QueryBundle(query) if isinstance(query, str) else query
-        return self._pack(bundle, *await self._afetch(bundle))
+        return await self._apack(bundle, *await self._afetch(bundle))
 
     def recall(self, query: QueryType) -> RecallResult:
         """Retrieve and pack ``query``: evidence, report and trace; ``to_markdown()`` fits."""

@@ -6,8 +6,12 @@ setting is defined here once and every host takes it by the same name.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import dataclasses
 import difflib
+import functools
+import logging
 import os
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -28,7 +32,7 @@ from pydantic import (
 
 from recallpack.packing import batch
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
-from recallpack.packing.cuts import EmbedFn, cut_focus, cut_head, embed_function
+from recallpack.packing.cuts import CALLER_LOOP, EmbedFn, cut_focus, cut_head, embed_function
 from recallpack.packing.errors import (
     BudgetError,
     CandidateError,
@@ -80,6 +84,9 @@ CutMode = Literal["auto", "head", "focus"]
 #: Metadata keys a citation is read from, in order: LangChain loaders record ``source`` (a path
 #: or URL); LlamaIndex readers record ``file_path``, ``url`` and ``file_name``.
 DEFAULT_CITATION_KEYS: tuple[str, ...] = ("source", "file_path", "url", "file_name")
+#: Where recallpack logs: one DEBUG record per packing, a WARNING only for what the caller
+#: should act on. recallpack/__init__.py gives it a NullHandler and nothing else.
+logger = logging.getLogger("recallpack")
 _WITHHELD = frozenset({Reason.UNREADABLE.value, Reason.NO_READER.value, Reason.MALFORMED_SCOPE.value})
 #: Which error a bad value of each setting raises (the rest: ConfigError).
 _ERROR_OF_FIELD: dict[str, type[RecallpackError]] = {
@@ -241,10 +248,40 @@ class Packer(CheckedModel):
         packer = self.replace(**overrides) if overrides else self
         return packer._recall(candidates, query=query, allowance=allowance)
 
+    async def arecall(
+        self,
+        candidates: Iterable[Candidate | Mapping[str, Any]],
+        *,
+        query: str | None = None,
+        allowance: Allowance | Remaining | None = None,
+        **overrides: Any,
+    ) -> RecallResult:
+        """:meth:`recall` for async code: the same result, without blocking the event loop.
+
+        Packing is a short CPU walk and runs inline, unless it may call an ``embed`` model (a
+        query and an embedding are both set): then it runs in the loop's default executor,
+        and an embedding with async methods (LangChain's ``aembed_query`` and
+        ``aembed_documents``, LlamaIndex's ``aget_query_embedding`` and
+        ``aget_text_embedding_batch``) is awaited on this loop, a sync one called in that
+        worker thread. No thread of recallpack's own is started.
+        """
+        packer = self.replace(**overrides) if overrides else self
+        if packer._run.embed is None or not query:
+            return packer._recall(candidates, query=query, allowance=allowance)
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()  # the worker's context: the caller's stays as it is
+        context.run(CALLER_LOOP.set, loop)
+        pack_once = functools.partial(packer._recall, candidates, query=query, allowance=allowance)
+        return await loop.run_in_executor(None, context.run, pack_once)
+
     def pack(self, candidates: Iterable[Candidate | Mapping[str, Any]]) -> list[Candidate]:
         """The kept candidates themselves (a cut one with its cut text), in order."""
         # The walk's own kept items: no evidence, trace entries or report are made for them.
-        walk, *_ = _fitted_walk(self, _as_list(candidates))
+        listed = _as_list(candidates)
+        walk, *_ = _fitted_walk(self, listed)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("pack: kept %d of %d candidates (%d reached)", len(walk.kept), len(listed),
+                         len(walk.entries))
         return [
             k.candidate if k.cut is None else k.candidate.model_copy(update={"text": k.text})
             for k in walk.kept
@@ -289,7 +326,44 @@ def _pack_once(
 ) -> RecallResult:
     listed = _as_list(candidates)
     walk, used, block, max_tokens = _fitted_walk(packer, listed, query, allowance, unbounded)
-    return _result(packer, walk, listed, used, block, max_tokens)
+    result = _result(packer, walk, listed, used, block, max_tokens)
+    _log(result)
+    return result
+
+
+#: Under this share of the budget used while items were dropped for size, the caller is told.
+_UNFILLED_SHARE = 0.5
+
+
+def _log(result: RecallResult) -> None:
+    """One DEBUG record per packing (counts, reasons, kept ranks; the whole event, text-free, in
+    ``record.recallpack``), and a WARNING when the budget went largely unused because items
+    did not fit. Both are checked before anything is formatted: logging off costs two lookups."""
+    report = result.report
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "recall: kept %d, dropped %d, withheld %d of %d candidates in %d/%s tokens (%s, %s); "
+            "reasons: %s; kept ranks: %s",
+            report.items_selected, report.items_dropped, report.items_withheld, report.candidates,
+            report.tokens_used, report.max_tokens, report.tokenizer_used, report.policy,
+            ", ".join(f"{n} {r}" for r, n in sorted(report.reasons.items())) or "none",
+            list(result.selected_ranks), extra={"recallpack": result.to_event()},
+        )
+    budget = report.max_tokens
+    if (
+        budget and report.largest_dropped_chars and report.tokens_used < budget * _UNFILLED_SHARE
+        and logger.isEnabledFor(logging.WARNING)
+    ):
+        fix = (
+            "policy='skip' passes over an item that does not fit and policy='truncate' cuts it; "
+            if report.policy == "prefix" else ""
+        )
+        logger.warning(
+            "recall used %d of %d tokens (%s): %d candidates did not fit, the largest reached has "
+            "%s characters; %ssplit long documents with split_token_windows so their chunks fit",
+            report.tokens_used, budget, report.policy, report.over_budget,
+            f"{report.largest_dropped_chars:,}", fix,
+        )
 
 
 def _fitted_walk(
@@ -405,6 +479,7 @@ def _result(
         tokenizer_used=run.tok.name,
         policy=packer.policy,
         truncated=bool(cut_kinds),
+        items_cut=len(cut_kinds),
         reasons=reasons,
         floor_applied=walk.floor_applied and bool(walk.kept),
         cut=cut_kinds[0] if cut_kinds else None,

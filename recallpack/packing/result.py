@@ -29,6 +29,8 @@ __all__ = [
 
 DEFAULT_RESOURCE_URI_TEMPLATE = "recallpack://artifacts/{artifact_id}/contents/{artifact_content_id}"
 PRIVATE = "private"
+#: Trace fields that hold an item's text (or say nothing without it), left out of events.
+_NO_TEXT = frozenset({"preview", "reached"})
 
 
 class _Setting(CheckedModel):
@@ -287,6 +289,7 @@ class PackReport(BaseModel):
     largest_dropped_chars: int = Field(
         0, description="Characters in the largest candidate the walk reached and dropped for size."
     )
+    items_cut: int = Field(0, description="Kept items that were cut to fit (each marked \"…\").")
 
     @property
     def over_budget(self) -> int:
@@ -297,12 +300,23 @@ class PackReport(BaseModel):
         return report_html(self)
 
     def summary(self) -> str:
-        """What was kept of what, in how many tokens, and in words why the rest was not."""
+        """What was kept of what (and how many of those were cut), in how many tokens of the
+        budget, and in words why the rest was not.
+
+        >>> PackReport(max_tokens=300, tokens_used=298, candidates=3, items_selected=2,
+        ...            items_dropped=1, items_withheld=0, tokenizer_used="cl100k_base",
+        ...            policy="truncate", truncated=True, items_cut=1, cut="head",
+        ...            reasons={"over_budget": 1}).summary()
+        'kept 2 of 3 (1 cut) in 298/300 tokens (cl100k_base, truncate); not kept: 1 over_budget'
+        """
         why = ", ".join(f"{count} {reason}" for reason, count in sorted(self.reasons.items()))
         budget = f"/{self.max_tokens}" if self.max_tokens is not None else ""
+        # A report made before items_cut existed (or by hand) still says that one item was cut.
+        cut = self.items_cut or int(self.truncated)
         line = (
-            f"kept {self.items_selected} of {self.candidates} in {self.tokens_used}{budget} tokens "
-            f"({self.tokenizer_used}, {self.policy})" + (f"; not kept: {why}" if why else "")
+            f"kept {self.items_selected} of {self.candidates}" + (f" ({cut} cut)" if cut else "")
+            + f" in {self.tokens_used}{budget} tokens ({self.tokenizer_used}, {self.policy})"
+            + (f"; not kept: {why}" if why else "")
         )
         if self.floor_applied:
             line += (
@@ -388,6 +402,24 @@ class RecallResult:
             "evidence": [e.model_dump(mode="json") for e in self.evidence],
             "shared_scopes": [s.model_dump(mode="json") for s in self.shared_scopes],
             "report": self.report.model_dump(mode="json"),
+        }
+
+    def to_event(self) -> dict[str, Any]:
+        """What tracing and logging carry about this packing: the report, its summary, and the
+        trace row of each candidate the walk reached (outcome, reason, lane, score, tokens, cut
+        spans), with no text of any item, kept or not. The candidates the walk never reached
+        are one count and the reason that ended it. JSON-ready.
+        """
+        trace = self.trace
+        reached = [
+            {key: value for key, value in entry.model_dump(mode="json").items() if key not in _NO_TEXT}
+            for entry in trace[: trace.reached]
+        ]
+        return {
+            "report": self.report.model_dump(mode="json"),
+            "summary": self.report.summary(),
+            "trace": reached,
+            "unreached": len(trace) - trace.reached,
         }
 
     def __getstate__(self) -> dict[str, Any]:
