@@ -359,8 +359,9 @@ def _log(result: RecallResult) -> None:
             if report.policy == "prefix" else ""
         )
         logger.warning(
-            "recall used %d of %d tokens (%s): %d candidates did not fit, the largest reached has "
-            "%s characters; %ssplit long documents with split_token_windows so their chunks fit",
+            "recall used %d of %d tokens (%s), and candidates that did not fit: %d (the largest "
+            "reached has %s characters); %ssplit long documents with split_token_windows so their "
+            "chunks fit",
             report.tokens_used, budget, report.policy, report.over_budget,
             f"{report.largest_dropped_chars:,}", fix,
         )
