@@ -274,7 +274,7 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
             )
             for lane in self._upstreams()
         ]
-        docs, candidates = self._ranked(outputs)
+        docs, candidates = _ranked(self, outputs)
         result = report(call.packer.recall(candidates, query=query), run_manager.get_child())
         call.sink.append(result)
         return _kept(docs, result)
@@ -291,7 +291,7 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
                 for lane in self._upstreams()
             ]
         )
-        docs, candidates = self._ranked(outputs)
+        docs, candidates = _ranked(self, outputs)
         result = await areport(await call.packer.arecall(candidates, query=query), run_manager.get_child())
         call.sink.append(result)
         return _kept(docs, result)
@@ -362,18 +362,19 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
 
     _get_ls_params = retriever_ls_params  # the upstream's LangSmith parameters, and the budget
 
-    def _ranked(self, outputs: Sequence[object]) -> tuple[list[Document], list[Candidate]]:
-        lanes = list(self._upstreams())
-        ranked = [_documents(out, self._source(lane)) for lane, out in zip(lanes, outputs, strict=True)]
-        if self.lanes is None:
-            docs, candidates = ranked[0], self._candidates(ranked[0])
-        else:
-            per_lane = {lane: self._candidates(d) for lane, d in zip(self.lanes, ranked, strict=True)}
-            fused = fuse(per_lane, weights=self.weights, k=self.rrf_k)
-            by_lane = dict(zip(self.lanes, ranked, strict=True))
-            docs = [by_lane[f.lane][f.index] for f in fused]
-            candidates = [f.candidate for f in fused]
-        return docs, candidates
+
+def _ranked(
+    retriever: BudgetedRetriever, outputs: Sequence[object]
+) -> tuple[list[Document], list[Candidate]]:
+    """The upstreams' Documents in packing order (fused, for lanes), and their Candidates."""
+    lanes = list(retriever._upstreams())
+    ranked = [_documents(out, retriever._source(lane)) for lane, out in zip(lanes, outputs, strict=True)]
+    if retriever.lanes is None:
+        return ranked[0], retriever._candidates(ranked[0])
+    per_lane = {lane: retriever._candidates(d) for lane, d in zip(retriever.lanes, ranked, strict=True)}
+    fused = fuse(per_lane, weights=retriever.weights, k=retriever.rrf_k)
+    by_lane = dict(zip(retriever.lanes, ranked, strict=True))
+    return [by_lane[f.lane][f.index] for f in fused], [f.candidate for f in fused]
 
 
 class EvidenceRenderer(_LangChainComponent, RunnableSerializable[list[Document], str]):

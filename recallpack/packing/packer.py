@@ -256,32 +256,20 @@ class Packer(CheckedModel):
         allowance: Allowance | Remaining | None = None,
         **overrides: Any,
     ) -> RecallResult:
-        """:meth:`recall` for async code: the same result, without blocking the event loop.
-
-        Packing is a short CPU walk and runs inline, unless it may call an ``embed`` model (a
-        query and an embedding are both set): then it runs in the loop's default executor,
-        and an embedding with async methods (LangChain's ``aembed_query`` and
-        ``aembed_documents``, LlamaIndex's ``aget_query_embedding`` and
-        ``aget_text_embedding_batch``) is awaited on this loop, a sync one called in that
-        worker thread. No thread of recallpack's own is started.
-        """
+        """:meth:`recall` for async code: the same result, and an ``embed`` model never runs on
+        the event loop. Its async methods (LangChain's ``aembed_query``/``aembed_documents``,
+        LlamaIndex's ``aget_query_embedding``/``aget_text_embedding_batch``) are awaited on
+        this loop; sync ones run in the loop's default executor, with the packing. Without an
+        embedding to call, the packing is a short CPU walk and runs inline."""
         packer = self.replace(**overrides) if overrides else self
-        if packer._run.embed is None or not query:
-            return packer._recall(candidates, query=query, allowance=allowance)
-        loop = asyncio.get_running_loop()
-        context = contextvars.copy_context()  # the worker's context: the caller's stays as it is
-        context.run(CALLER_LOOP.set, loop)
-        pack_once = functools.partial(packer._recall, candidates, query=query, allowance=allowance)
-        return await loop.run_in_executor(None, context.run, pack_once)
+        return await _arecall(packer, candidates, query, allowance)
 
     def pack(self, candidates: Iterable[Candidate | Mapping[str, Any]]) -> list[Candidate]:
         """The kept candidates themselves (a cut one with its cut text), in order."""
         # The walk's own kept items: no evidence, trace entries or report are made for them.
         listed = _as_list(candidates)
         walk, *_ = _fitted_walk(self, listed)
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("pack: kept %d of %d candidates (%d reached)", len(walk.kept), len(listed),
-                         len(walk.entries))
+        _log_pack(walk, listed)
         return [
             k.candidate if k.cut is None else k.candidate.model_copy(update={"text": k.text})
             for k in walk.kept
@@ -315,6 +303,28 @@ class Packer(CheckedModel):
         unbounded: bool = False,
     ) -> RecallResult:
         return _pack_once(self, candidates, query=query, allowance=allowance, unbounded=unbounded)
+
+def _log_pack(walk: Walk, listed: Sequence[Any]) -> None:
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("pack: kept %d of %d candidates (%d reached)", len(walk.kept), len(listed), len(walk.entries))
+
+
+async def _arecall(
+    packer: Packer,
+    candidates: Iterable[Candidate | Mapping[str, Any]],
+    query: str | None,
+    allowance: Allowance | Remaining | None,
+) -> RecallResult:
+    if packer._run.embed is None or not query:
+        return packer._recall(candidates, query=query, allowance=allowance)
+    # The packing runs in the loop's own executor (no thread of recallpack's), in a copy of the
+    # caller's context that names this loop: the embedding's async methods are submitted to it.
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    context.run(CALLER_LOOP.set, loop)
+    pack_once = functools.partial(packer._recall, candidates, query=query, allowance=allowance)
+    return await loop.run_in_executor(None, context.run, pack_once)
+
 
 def _pack_once(
     packer: Packer,
