@@ -306,7 +306,8 @@ class Packer(CheckedModel):
 
 def _log_pack(walk: Walk, listed: Sequence[Any]) -> None:
     if logger.isEnabledFor(logging.DEBUG):
-        logger.debug("pack: kept %d of %d candidates (%d reached)", len(walk.kept), len(listed), len(walk.entries))
+        kept, reached = len(walk.kept), len(walk.entries)
+        logger.debug("pack: kept %d of %d candidates (%d reached)", kept, len(listed), reached)
 
 
 async def _arecall(
