@@ -21,7 +21,7 @@ SOURCE = "\n".join(p.read_text() for p in (ROOT / "recallpack").rglob("*") if p.
 ELSEWHERE = {"map_batches", "map_partitions", "__globals__", "langchain_classic", "run_id",
              "on_retriever_start", "on_retriever_end", "PrintPacked"}
 CODE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|_\w+|[a-z]+_[a-z_]+|[A-Z][a-z]+[A-Z]\w*")
-PATH = re.compile(r"(?:recallpack|tests|examples|docs|benchmarks)/[\w./-]+")
+PATH = re.compile(r"(?<![\w/.])(?:recallpack|tests|examples|docs|benchmarks)/[\w./-]+")
 
 
 def spans(page: Path) -> list[str]:
