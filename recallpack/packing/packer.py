@@ -304,6 +304,7 @@ class Packer(CheckedModel):
     ) -> RecallResult:
         return _pack_once(self, candidates, query=query, allowance=allowance, unbounded=unbounded)
 
+
 def _log_pack(walk: Walk, listed: Sequence[Any]) -> None:
     if logger.isEnabledFor(logging.DEBUG):
         kept, reached = len(walk.kept), len(walk.entries)
