@@ -9,11 +9,18 @@ LangSmith records it on that run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from langchain_core.callbacks import Callbacks, adispatch_custom_event, dispatch_custom_event
+from langchain_core.callbacks import (
+    BaseCallbackManager,
+    Callbacks,
+    adispatch_custom_event,
+    dispatch_custom_event,
+)
 from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
 from langchain_core.runnables.config import (
+    RunnableConfig,
     ensure_config,
     get_async_callback_manager_for_config,
     get_callback_manager_for_config,
@@ -35,20 +42,33 @@ def report(result: RecallResult, callbacks: Callbacks | None) -> RecallResult:
     and nothing is dispatched. With no handler nobody listens, and the event is not built.
     Returns ``result``.
     """
-    config = ensure_config({"callbacks": callbacks} if callbacks is not None else None)
-    manager = get_callback_manager_for_config(config)
-    if manager.parent_run_id is not None and manager.handlers:
+    manager, config = _listeners(callbacks, get_callback_manager_for_config)
+    if manager is not None:
         dispatch_custom_event(REPORT_EVENT, result.to_event(), config=config)
     return result
 
 
 async def areport(result: RecallResult, callbacks: Callbacks | None) -> RecallResult:
     """:func:`report` for async runs, whose handlers are awaited."""
-    config = ensure_config({"callbacks": callbacks} if callbacks is not None else None)
-    manager = get_async_callback_manager_for_config(config)
-    if manager.parent_run_id is not None and manager.handlers:
+    manager, config = _listeners(callbacks, get_async_callback_manager_for_config)
+    if manager is not None:
         await adispatch_custom_event(REPORT_EVENT, result.to_event(), config=config)
     return result
+
+
+def _listeners(
+    callbacks: Callbacks | None, manager_for: Callable[[RunnableConfig], BaseCallbackManager]
+) -> tuple[BaseCallbackManager | None, RunnableConfig]:
+    """The callback manager of the run to report into and its config, or None when there is no
+    run or no handler. A run manager's child is used as it is: configuring a manager (what
+    dispatch_custom_event does) costs more than a packing's report is worth when nobody listens."""
+    if isinstance(callbacks, BaseCallbackManager):
+        manager, config = callbacks, RunnableConfig(callbacks=callbacks)
+    else:
+        config = ensure_config(RunnableConfig(callbacks=callbacks) if callbacks is not None else None)
+        manager = manager_for(config)
+    listening = manager.parent_run_id is not None and bool(manager.handlers)
+    return (manager if listening else None), config
 
 
 def retriever_ls_params(retriever: Any, **kwargs: Any) -> LangSmithRetrieverParams:
