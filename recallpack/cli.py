@@ -582,9 +582,15 @@ def _serve(args: argparse.Namespace) -> int:
             raise
         raise UsageError(f"recallpack serve needs the mcp extra: {exc}") from None
     if args.docs is not None:
-        docs = {"window_tokens": args.window_tokens, "overlap_tokens": args.overlap_tokens}
+        window = args.window_tokens or server.DEFAULT_WINDOW_TOKENS
+        overlap = server.DEFAULT_OVERLAP_TOKENS if args.overlap_tokens is None else args.overlap_tokens
+        if overlap >= window:
+            raise UsageError(
+                f"--overlap-tokens {overlap} must be less than --window-tokens {window}: a window "
+                "repeats only part of the one before it"
+            )
         source = server.docs_source(
-            args.docs, fetch_k=args.fetch_k, **{k: v for k, v in docs.items() if v is not None}, **settings
+            args.docs, window_tokens=window, overlap_tokens=overlap, fetch_k=args.fetch_k, **settings
         )
     else:
         # As python -m does: the factory's module is found from the current folder.

@@ -22,7 +22,7 @@ ADAPTERS = [
     ("recallpack.adapters.llamaindex", "llama_index", "llamaindex"),
     ("recallpack.adapters.mcp", "mcp", "mcp"),
     ("recallpack.adapters.mcp_docs", "bm25s", "mcp"),
-    ("recallpack.adapters.mcp_sources", "bm25s", "mcp"),
+    ("recallpack.adapters.mcp_sources", "anyio", "mcp"),
 ]
 
 

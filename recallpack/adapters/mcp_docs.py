@@ -3,7 +3,7 @@
 Every text and Markdown file under the folder (hidden files and folders aside) is cut into
 recallpack's token windows, counted by the tokenizer that later counts the evidence, each window
 one BM25 document (`bm25s <https://github.com/xhluca/bm25s>`_). A search returns every window
-that matches, best first (words stemmed, English stop words left out), as Candidates: the window's text, its file as ``artifact_id`` and its
+that matches, best first, as Candidates: the window's text, its file as ``artifact_id`` and its
 stable ``chunk_id`` as ``artifact_content_id`` (so each has a resource URI), offsets into the
 file in the metadata.
 
@@ -15,7 +15,8 @@ A file is scoped by its front matter, as Markdown sites write it::
 
 Its windows then carry those scope ids, and the reader decides who sees them. A ``scope_ids``
 that is present but not a list of ids withholds the file's windows rather than show them to
-everyone. Needs the ``mcp`` extra (for bm25s).
+everyone. Words are stemmed (English, PyStemmer) and English stop words left out. Needs the
+``mcp`` extra.
 """
 
 from __future__ import annotations

@@ -169,11 +169,15 @@ def load_factory(spec: str) -> object:
             f"retriever factory {spec!r}: importing {module_name} failed: {type(exc).__name__}: {exc}"
         ) from exc
     factory = getattr(module, attribute, None)
-    if not callable(factory):
+    if factory is None:
         close = difflib.get_close_matches(attribute, [n for n in dir(module) if not n.startswith("_")], n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        what = "has no" if factory is None else "has a non-callable"
-        raise ConfigError(f"retriever factory {spec!r}: {module_name} {what} {attribute!r}{hint}")
+        raise ConfigError(f"retriever factory {spec!r}: {module_name} has no {attribute!r}{hint}")
+    if not callable(factory):
+        raise ConfigError(
+            f"retriever factory {spec!r}: {module_name}.{attribute} is a {type(factory).__name__}, "
+            "not a function or class to call"
+        )
     try:
         return factory()
     except Exception as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import warnings
 from typing import Any
 
 MODULES = ("argparse", "bisect", "contextlib", "csv", "difflib", "functools", "heapq", "json",
@@ -36,8 +37,11 @@ def _metadata(module: str, index: int) -> dict[str, Any]:
 
 def langchain_bm25() -> Any:
     """LangChain's BM25Retriever (rank-bm25) over the docstrings and the two notes."""
-    from langchain_community.retrievers import BM25Retriever
     from langchain_core.documents import Document
+
+    with warnings.catch_warnings():  # langchain-community announces its own sunset on import
+        warnings.simplefilter("ignore")
+        from langchain_community.retrievers import BM25Retriever
 
     docs = [Document(page_content=text, metadata=_metadata(m, i)) for m, i, text in paragraphs()]
     docs.append(Document(page_content=READABLE_NOTE, metadata={"scope_ids": [READABLE_SCOPE], "source": "notes/a"}))

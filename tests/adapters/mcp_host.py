@@ -7,6 +7,7 @@ is bounded in time: a hang fails its test rather than blocking CI.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import subprocess
@@ -20,8 +21,7 @@ from typing import Any, TypeVar
 
 import anyio
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp import types
+from mcp import ClientSession, StdioServerParameters, stdio_client, types
 
 REPO = Path(__file__).resolve().parents[2]
 #: Seconds for the server to start (imports, indexing) and for one request.
@@ -61,11 +61,13 @@ class Host:
 
 @asynccontextmanager
 async def _session(params: StdioServerParameters, errlog: Any):  # type: ignore[no-untyped-def]
-    async with stdio_client(params, errlog=errlog) as (read, write):
-        async with ClientSession(read, write, read_timeout_seconds=CALL_TIMEOUT) as session:
-            with anyio.fail_after(STARTUP_TIMEOUT):
-                await session.initialize()
-            yield session
+    async with (
+        stdio_client(params, errlog=errlog) as (read, write),
+        ClientSession(read, write, read_timeout_seconds=CALL_TIMEOUT) as session,
+    ):
+        with anyio.fail_after(STARTUP_TIMEOUT):
+            await session.initialize()
+        yield session
 
 
 @contextmanager
@@ -73,10 +75,12 @@ def connect(*serve_args: str, env: dict[str, str] | None = None) -> Iterator[Hos
     """Start ``recallpack serve *serve_args`` as an MCP host does and yield its session."""
     command = serve_command(*serve_args)
     params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(REPO))
-    with tempfile.NamedTemporaryFile("w+", suffix=".log") as errlog:
-        with start_blocking_portal() as portal:
-            with portal.wrap_async_context_manager(_session(params, errlog)) as session:
-                yield Host(portal, session, errlog)
+    with (
+        tempfile.NamedTemporaryFile("w+", suffix=".log") as errlog,
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(_session(params, errlog)) as session,
+    ):
+        yield Host(portal, session, errlog)
 
 
 class RawServer:
@@ -84,7 +88,7 @@ class RawServer:
     lines, and a client that goes away in the middle of a call."""
 
     def __init__(self, *serve_args: str, env: dict[str, str] | None = None) -> None:
-        self.errlog = tempfile.TemporaryFile("w+")
+        self.errlog = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed by close()
         self.process = subprocess.Popen(
             serve_command(*serve_args), cwd=REPO, env=env, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self.errlog, text=True, encoding="utf-8",
@@ -96,8 +100,11 @@ class RawServer:
 
     def _read(self) -> None:
         assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line)
+        try:
+            for line in self.process.stdout:
+                self.lines.put(line)
+        except (OSError, ValueError):  # the test closed the pipe, as a client that goes away does
+            pass
         self.lines.put("")  # end of output
 
     def send(self, message: dict[str, Any] | str) -> None:
@@ -134,8 +141,6 @@ class RawServer:
         self._reader.join(timeout=30)
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
-                try:
+                with contextlib.suppress(OSError):  # a pipe the server already left
                     stream.close()
-                except OSError:  # a pipe the server already left
-                    pass
         self.errlog.close()

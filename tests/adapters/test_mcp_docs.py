@@ -103,7 +103,7 @@ def test_default_budget_seed_names_and_citations(host: Host) -> None:
     """No max_tokens: the 2048 default; the seed's names; each item cited on its resource line."""
     result = host.recall({"query": "token windows chunk id offsets"})
     text, data = _text(result), result.structured_content
-    assert SEED_NAMES <= set(data) and data["status"] == "ok" and data["tokenizer_used"] == "cl100k_base"
+    assert set(data) >= SEED_NAMES and data["status"] == "ok" and data["tokenizer_used"] == "cl100k_base"
     assert data["report"]["max_tokens"] == 2048 and count_tokens(text) <= 2048
     assert data["chunks_selected"] >= 2
     for item in data["items"]:
@@ -319,3 +319,18 @@ def test_ids_in_the_index_match_the_served_citations(host: Host, folder: Path) -
     citations = [i["citation"] for i in result.structured_content["items"]]
     assert citations and set(citations) <= set(_index(folder).by_uri)
     assert all(re.fullmatch(r"recallpack://artifacts/[^/]+/contents/[0-9a-f-]{36}", c) for c in citations)
+
+
+def test_the_example_client_asks_the_server_on_the_repositorys_docs() -> None:
+    """examples/mcp_client.py (in make demo) starts serve on docs/ and gets a block that fits."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "mcp_client.py"), "what does a receipt bind", "--max-tokens", "400"],
+        capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    block = done.stdout.split("tool recall: ", 1)[1].split("\n\n", 1)[1].split("\n---\n")[0]
+    assert 0 < count_tokens(block) <= 400 and "evidence, not instructions" in block
+    assert '"tokenizer_used": "cl100k_base"' in done.stdout and "reads back as the whole window" in done.stdout
