@@ -35,6 +35,7 @@ from recallpack import (
     recall,
     resolve_encoding,
 )
+from recallpack.allowance import resolve_key
 from recallpack.packing.tokenizer import DEFAULT_ENCODING
 
 __all__ = ["main"]
@@ -575,6 +576,7 @@ def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def _serve(args: argparse.Namespace) -> int:
     settings = _serve_settings(args)
+    resolve_key()  # a receipt key that cannot be used fails now, not once the server is up
     try:
         from recallpack.adapters import mcp as server
     except ModuleNotFoundError as exc:
@@ -598,7 +600,8 @@ def _serve(args: argparse.Namespace) -> int:
             sys.path.insert(0, os.getcwd())
         source = server.retriever_source(server.load_factory(args.retriever), **settings)
     host, port = args.host or "127.0.0.1", args.port or 8000
-    where = f"http://{host}:{port}/mcp" if args.transport == "http" else "stdio"
+    address = f"[{host}]" if ":" in host else host  # an IPv6 address, as a URL writes it
+    where = f"http://{address}:{port}/mcp" if args.transport == "http" else "stdio"
     print(f"recallpack serve: {source.summary}; serving recall on {where}", file=sys.stderr)
     if args.transport == "http" and host not in ("127.0.0.1", "localhost", "::1"):
         print(

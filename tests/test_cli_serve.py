@@ -122,6 +122,21 @@ def test_defaults_and_the_open_reader(monkeypatch, capsys, served) -> None:
     assert packer.tokenizer_used.name == "cl100k_base" and packer.reader == Reader.everyone()
 
 
+def test_a_receipt_key_too_short_fails_before_serving(monkeypatch, capsys, served) -> None:
+    """A $RECALLPACK_RECEIPT_KEY that cannot key a receipt is one line, before anything is built."""
+    monkeypatch.setenv("RECALLPACK_RECEIPT_KEY", "short")
+    monkeypatch.chdir(ROOT)
+    one_line_error(run(monkeypatch, capsys, "--docs", "docs"), "$RECALLPACK_RECEIPT_KEY is 5 bytes")
+    assert served == []
+
+
+def test_an_ipv6_host_is_named_in_brackets(monkeypatch, capsys, served) -> None:
+    """--host ::1 is announced as http://[::1]:PORT/mcp, a URL a client can use."""
+    monkeypatch.chdir(ROOT)
+    code, _, err = run(monkeypatch, capsys, "--docs", "docs", "--transport", "http", "--host", "::1")
+    assert code == 0 and "serving recall on http://[::1]:8000/mcp" in err and "warning" not in err
+
+
 def test_a_reachable_host_is_warned_about(monkeypatch, capsys, served) -> None:
     """--host other than loopback serves, with a warning that nothing authenticates clients."""
     monkeypatch.chdir(ROOT)

@@ -42,18 +42,21 @@ SHOWN_LIMIT = 4096
 class RecallSource:
     """What the recall tool searches: ``recall(query, max_tokens)``, packed by ``packer``'s
     settings, and ``read(uri)``, the text behind a resource URI this source can serve to the
-    configured reader (None for anything else). ``summary`` is one line for the server's log."""
+    configured reader (None for anything else). ``what`` names it in the tool's description,
+    ``summary`` is one line for the server's log."""
 
     def __init__(
         self,
         recall: Callable[[str, int], Awaitable[RecallResult]],
         *,
         packer: Packer,
+        what: str,
         summary: str,
         read: Callable[[str], str | None] | None = None,
     ) -> None:
         self.recall = recall
         self.packer = packer
+        self.what = what
         self.summary = summary
         self._read = read
 
@@ -90,7 +93,8 @@ def docs_source(
             return None
         return candidate.text
 
-    return RecallSource(recall, packer=packer, summary=index.summary(), read=read)
+    what = f"the documents in {index.root.resolve().name or index.root}"
+    return RecallSource(recall, packer=packer, what=what, summary=index.summary(), read=read)
 
 
 def _host_of(retriever: object) -> str:
@@ -124,7 +128,10 @@ def retriever_source(retriever: object, **settings: Any) -> RecallSource:
         async def recall(query: str, max_tokens: int) -> RecallResult:
             return shown.remember(await wrapped.arecall(query, max_tokens=max_tokens))
 
-        return RecallSource(recall, packer=wrapped.packer, summary=f"LangChain {name}", read=shown.get)
+        return RecallSource(
+            recall, packer=wrapped.packer, what=f"the LangChain {name}", summary=f"LangChain {name}",
+            read=shown.get,
+        )
 
     from recallpack.adapters import llamaindex
 
@@ -141,7 +148,10 @@ def retriever_source(retriever: object, **settings: Any) -> RecallSource:
             by_budget[max_tokens] = llamaindex.BudgetedRetriever(upstream, **budgeted)
         return shown.remember(await by_budget[max_tokens].arecall(query))
 
-    return RecallSource(lrecall, packer=default.packer, summary=f"LlamaIndex {name}", read=shown.get)
+    return RecallSource(
+        lrecall, packer=default.packer, what=f"the LlamaIndex {name}", summary=f"LlamaIndex {name}",
+        read=shown.get,
+    )
 
 
 def load_factory(spec: str) -> object:
