@@ -603,6 +603,12 @@ def _serve(args: argparse.Namespace) -> int:
     address = f"[{host}]" if ":" in host else host  # an IPv6 address, as a URL writes it
     where = f"http://{address}:{port}/mcp" if args.transport == "http" else "stdio"
     print(f"recallpack serve: {source.summary}; serving recall on {where}", file=sys.stderr)
+    if args.transport == "stdio" and sys.stdin.isatty():
+        print(
+            "recallpack serve: an MCP client starts this command and speaks JSON-RPC on its stdin "
+            "and stdout (see recallpack serve --help); end its input (Ctrl-D) to stop it",
+            file=sys.stderr,
+        )
     if args.transport == "http" and host not in ("127.0.0.1", "localhost", "::1"):
         print(
             f"recallpack: warning: {host} is reachable from other machines and the server has no "

@@ -109,7 +109,7 @@ def test_default_budget_seed_names_and_citations(host: Host) -> None:
     for item in data["items"]:
         assert item["citation"].startswith("recallpack://artifacts/")
         assert f"Resource `{item['citation']}`" in text
-    assert "token-windows.md" in data["items"][0]["citation"]
+    assert any("token-windows.md" in item["citation"] for item in data["items"])
 
 
 def test_receipt_binds_the_returned_bytes(host: Host) -> None:
