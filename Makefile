@@ -32,7 +32,7 @@ define install
 
 endef
 
-.PHONY: install demo test docs notebook bench lint clean FORCE
+.PHONY: install demo test docs notebook bench lint serve clean FORCE
 
 # Without pip the venv is made in a fraction of a second; the interpreter's own pip puts uv in it.
 $(BIN)/python:
@@ -54,7 +54,7 @@ install: $(VENV)/.installed-dev
 
 demo: $(VENV)/.installed-demo
 	@echo "== examples/stdlib_demo.py"; $(BIN)/python examples/stdlib_demo.py "how do I parse command line arguments"
-	@for example in examples/langchain_chain.py examples/llamaindex_query_engine.py; do \
+	@for example in examples/langchain_chain.py examples/llamaindex_query_engine.py examples/mcp_client.py; do \
 		if [ -f $$example ]; then echo; echo "== $$example"; $(BIN)/python $$example || exit 1; fi; \
 	done
 
@@ -70,6 +70,11 @@ docs: $(VENV)/.installed-docs
 # Opens examples/quickstart.ipynb in JupyterLab, with .venv as its kernel.
 notebook: $(VENV)/.installed-notebook
 	$(BIN)/jupyter lab examples/quickstart.ipynb
+
+# The recall tool over MCP on stdio, searching this repository's docs/: what an MCP client starts
+# (README, "The recall tool over MCP"). Installs the mcp extra only.
+serve: $(VENV)/.installed-mcp
+	$(BIN)/recallpack serve --docs docs
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m recallpack.bench

@@ -16,10 +16,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SOURCE = "\n".join(p.read_text() for p in (ROOT / "recallpack").rglob("*") if p.suffix in (".py", ".j2"))
-#: Names of other projects' code (Ray, Dask, Python, LangChain) that the docs mention on purpose,
-#: and the handler class a page's own example defines.
+#: Names of other projects' code (Ray, Dask, Python, LangChain, the MCP SDK) that the docs mention
+#: on purpose, and the handler class a page's own example defines.
 ELSEWHERE = {"map_batches", "map_partitions", "__globals__", "langchain_classic", "run_id",
-             "on_retriever_start", "on_retriever_end", "PrintPacked"}
+             "on_retriever_start", "on_retriever_end", "PrintPacked", "stdio_client", "ClientSession"}
 CODE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|_\w+|[a-z]+_[a-z_]+|[A-Z][a-z]+[A-Z]\w*")
 PATH = re.compile(r"(?<![\w/.])(?:recallpack|tests|examples|docs|benchmarks)/[\w./-]+")
 

@@ -26,6 +26,9 @@ ADAPTERS = [
     ("recallpack.adapters.langchain", "langchain_core", "langchain"),
     ("recallpack.adapters.langchain_memory", "langchain_core", "langchain"),
     ("recallpack.adapters.llamaindex", "llama_index", "llamaindex"),
+    ("recallpack.adapters.mcp", "mcp", "mcp"),
+    ("recallpack.adapters.mcp_docs", "bm25s", "mcp"),
+    ("recallpack.adapters.mcp_sources", "anyio", "mcp"),
 ]
 
 

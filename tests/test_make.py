@@ -89,6 +89,7 @@ def test_demo_extra_leaves_out_the_dev_tools() -> None:
         ("notebook", "jupyter lab examples/quickstart.ipynb"),
         ("demo", "examples/stdlib_demo.py"),
         ("test", "-m pytest"),
+        ("serve", "recallpack serve --docs docs"),
     ],
 )
 def test_make_targets_exist(target: str, runs: str) -> None:
@@ -103,7 +104,7 @@ def test_each_target_installs_its_own_extra_in_strict_editable_mode() -> None:
     """The install rule is per extra and strict, so make demo never installs the dev stack."""
     makefile = (ROOT / "Makefile").read_text()
     assert "editable_mode=strict" in makefile
-    for target, extra in (("demo", "demo"), ("test", "dev"), ("notebook", "notebook")):
+    for target, extra in (("demo", "demo"), ("test", "dev"), ("notebook", "notebook"), ("serve", "mcp")):
         rule = re.search(rf"^{target}:(.*)$", makefile, re.M)
         assert rule and f".installed-{extra}" in rule.group(1), target
 

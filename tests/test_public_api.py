@@ -27,10 +27,12 @@ def test_every_error_is_a_recallpack_error() -> None:
 
 
 def test_import_loads_no_host_framework() -> None:
-    """import recallpack (and a recall) imports neither langchain_core nor llama_index."""
+    """import recallpack (and a recall, and the CLI) imports no host framework: no langchain_core,
+    llama_index, nor the MCP SDK or BM25 of the mcp extra."""
     code = (
-        "import sys, recallpack; recallpack.recall([recallpack.Candidate(text='x')]);"
-        "print(sorted({m.split('.')[0] for m in sys.modules if m.startswith(('langchain', 'llama_index'))}))"
+        "import sys, recallpack, recallpack.cli; recallpack.recall([recallpack.Candidate(text='x')]);"
+        "print(sorted({m.split('.')[0] for m in sys.modules"
+        " if m.startswith(('langchain', 'llama_index', 'bm25s', 'Stemmer')) or m.split('.')[0] == 'mcp'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -6,7 +6,8 @@ one, so a ``bash`` block's lines run in order there (an ``echo ... > candidates.
 later ``recallpack pack`` reads). A Python block never relies on another: a reader copies one.
 Lines of ``bash`` blocks that start with ``recallpack``, ``python -m recallpack``, ``python -c``
 or ``echo`` run through the shell, with this interpreter's ``bin`` first on PATH; ``pip
-install`` and ``make`` lines are instructions for a fresh machine, and are not run here.
+install`` and ``make`` lines are instructions for a fresh machine, and are not run here. A ``json`` block (an MCP client's
+configuration) must parse.
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ def test_readme_section_code_runs(
             for shown in shown_outputs(code):
                 for expected in filter(None, (part.strip(" ;.") for part in shown.split("..."))):
                     assert expected in printed, f"{where}: README shows {shown!r}; it printed:\n{printed}"
+        elif language == "json":
+            json.loads(code)
         elif language == "bash":
             for line in commands(code):
                 if RUN.match(line):
@@ -106,7 +109,7 @@ def test_readme_has_no_silently_skipped_commands() -> None:
     """Every bash line in the README is either run by these tests or an install/make step."""
     for heading, blocks in SECTIONS:
         for language, code in blocks:
-            assert language in ("python", "bash"), f"{heading}: a {language} block is never run"
+            assert language in ("python", "bash", "json"), f"{heading}: a {language} block is never run"
             if language == "bash":
                 for line in commands(code):
                     assert RUN.match(line) or NOT_RUN.match(line), f"{heading}: {line!r} never runs"
