@@ -13,6 +13,7 @@ import argparse
 import codecs
 import difflib
 import json
+import logging
 import os
 import re
 import sys
@@ -663,6 +664,9 @@ def _serve(args: argparse.Namespace) -> int:
             "authentication: anyone who can reach it reads what the reader may read",
             file=sys.stderr,
         )
+    # A server is an application: its log (a failing retriever's traceback) goes to stderr.
+    # The library itself adds only a NullHandler, so without this nobody would see it.
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     server.serve(source, transport=args.transport, host=host, port=port)
     return 0
 

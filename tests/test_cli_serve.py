@@ -154,7 +154,9 @@ def test_without_the_extra_serve_says_to_install_it(monkeypatch, capsys) -> None
     monkeypatch.chdir(ROOT)
     one_line_error(run(monkeypatch, capsys, "--docs", "docs"), 'recallpack serve needs the mcp extra: ')
     _, _, err = run(monkeypatch, capsys, "--docs", "docs")
-    assert 'pip install "recallpack[mcp]"' in err
+    from recallpack.adapters._extras import install_command
+
+    assert install_command("mcp") in err
 
 
 def test_help_shows_the_client_configuration(capsys) -> None:

@@ -42,8 +42,8 @@ def require(module: str, *, extra: str, feature: str) -> ModuleType:
         if not (missing and (module == missing or module.startswith(missing + "."))):
             raise
         raise ModuleNotFoundError(
-            f"{feature} needs {module}, which is not installed; install recallpack's {extra!r} "
-            f"extra into this interpreter: {install_command(extra)}",
+            f"{feature} needs {module}, which is not installed; install recallpack[{extra}] (the "
+            f"{extra!r} extra) into this interpreter: {install_command(extra)}",
             name=module,
         ) from exc
 
