@@ -139,3 +139,10 @@ def test_the_command_in_the_message_works_here(tmp_path: Path, monkeypatch: pyte
     done = subprocess.run(f"{command} --dry-run", shell=True, cwd=tmp_path, capture_output=True, text=True,
                           timeout=120, env={**os.environ, "UV_OFFLINE": "1"})
     assert done.returncode == 0, done.stderr
+
+
+def test_the_command_warns_of_nothing_after_the_stdlib_distutils() -> None:
+    """Looking pip up after distutils was imported (stdlib_docs imports it) raises no warning."""
+    code = "import distutils.core\nfrom recallpack.adapters._extras import install_command\ninstall_command('mcp')"
+    done = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == "", done.stderr

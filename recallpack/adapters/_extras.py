@@ -16,6 +16,7 @@ import os
 import shlex
 import shutil
 import sys
+import warnings
 from pathlib import Path
 from types import ModuleType
 from urllib.parse import unquote, urlparse
@@ -55,7 +56,12 @@ def install_command(extra: str) -> str:
     pip, or uv when the environment has no pip (a ``make``-built ``.venv``).
     """
     target = _requirement(extra)
-    if importlib.util.find_spec("pip") is not None:
+    with warnings.catch_warnings():
+        # Looking pip up wakes setuptools' distutils shim, which warns when the stdlib's
+        # distutils was imported before: nothing the user of this message can act on.
+        warnings.simplefilter("ignore")
+        has_pip = importlib.util.find_spec("pip") is not None
+    if has_pip:
         return f"{shlex.quote(sys.executable)} -m pip install {target}"
     uv = shutil.which("uv", path=os.path.dirname(sys.executable)) or shutil.which("uv")
     if uv is not None:
