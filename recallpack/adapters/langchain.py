@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from recallpack.adapters._extras import require
@@ -34,7 +34,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.base import RunnableSerializable
-from pydantic import BaseModel, PrivateAttr, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from recallpack.adapters._common import PackerComponent, gather_or_cancel
 from recallpack.adapters.langchain_splitter import TokenWindowSplitter
@@ -67,6 +67,11 @@ _SINK = "_recallpack_result"
 
 class _LangChainComponent(PackerComponent):
     """Documents in, Candidates to the Packer, copies of the kept Documents out."""
+
+    if TYPE_CHECKING:
+        # LangChain's name for max_items, so type checkers accept it as validation does; at run
+        # time it is not a field: _k_is_max_items moves it to max_items.
+        k: int | None = None
 
     @classmethod
     def _aliases(cls) -> tuple[str, ...]:
@@ -110,6 +115,26 @@ def _lane_map(lanes: object) -> dict[Any, Any]:
     if not isinstance(lanes, Mapping):
         raise ConfigError(f"lanes={lanes!r:.60} must be a mapping of lane name to retriever")
     return dict(lanes)
+
+
+def _upstream_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """The upstream fields checked and normalised: a callable wrapped, lanes keyed by LaneKind."""
+    data = dict(data)
+    check_max_items(data.get("fetch_k"), "fetch_k")
+    upstream = data.get("retriever")
+    if upstream is not None and not isinstance(upstream, Runnable):
+        if not callable(upstream):
+            raise ConfigError(
+                f"retriever={upstream!r} must be a retriever, a Runnable str -> list[Document], "
+                "or a callable doing the same"
+            )
+        data["retriever"] = RunnableLambda(upstream)
+    if data.get("lanes") is not None:
+        lanes = _lane_map(data["lanes"])
+        data["lanes"] = {coerce_lane(n, field=f"lanes key {n!r}"): r for n, r in lanes.items()}
+        data["weights"] = check_weights(data.get("weights"), list(data["lanes"])) or None
+    check_rrf_k(data.get("rrf_k", DEFAULT_RRF_K))
+    return data
 
 
 def _listed(documents: object) -> object:
@@ -182,8 +207,9 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
     from how many come back. ``None`` leaves the upstream's own depth alone.
     """
 
-    retriever: Upstream | None = None
-    """The upstream; exactly one of ``retriever`` and ``lanes`` is set."""
+    retriever: Upstream | Callable[[str], Sequence[Document]] | None = Field(default=None, kw_only=False)
+    """The upstream (also the first positional argument); exactly one of ``retriever`` and
+    ``lanes`` is set. A callable is wrapped as a RunnableLambda."""
     lanes: dict[LaneKind, Upstream] | None = None
     """One upstream per lane, fused by reciprocal rank fusion (see :meth:`from_lanes`)."""
     weights: dict[LaneKind, float] | None = None
@@ -192,31 +218,19 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
 
     _forward: dict[LaneKind | None, _Forward] = PrivateAttr(default_factory=dict)
 
-    def __init__(self, **data: Any) -> None:
-        # Spelled out so type checkers accept what validation accepts (k=, lane="facts", ...).
-        super().__init__(**data)
+    if not TYPE_CHECKING:  # type checkers see the fields, ``retriever`` first and positional
+
+        def __init__(self, retriever: Upstream | None = None, /, **data: Any) -> None:
+            if retriever is not None:
+                if "retriever" in data:
+                    raise ConfigError("the upstream is given twice: positionally and as retriever=")
+                data["retriever"] = retriever
+            super().__init__(**data)
 
     @model_validator(mode="before")
     @classmethod
     def _coerce_upstreams(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        check_max_items(data.get("fetch_k"), "fetch_k")
-        upstream = data.get("retriever")
-        if upstream is not None and not isinstance(upstream, Runnable):
-            if not callable(upstream):
-                raise ConfigError(
-                    f"retriever={upstream!r} must be a retriever, a Runnable str -> list[Document], "
-                    "or a callable doing the same"
-                )
-            data["retriever"] = RunnableLambda(upstream)
-        if data.get("lanes") is not None:
-            lanes = _lane_map(data["lanes"])
-            data["lanes"] = {coerce_lane(n, field=f"lanes key {n!r}"): r for n, r in lanes.items()}
-            data["weights"] = check_weights(data.get("weights"), list(data["lanes"])) or None
-        check_rrf_k(data.get("rrf_k", DEFAULT_RRF_K))
-        return data
+        return _upstream_fields(data) if isinstance(data, dict) else data
 
     @model_validator(mode="after")
     def _check_upstreams(self) -> BudgetedRetriever:
@@ -332,7 +346,7 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
     def _upstreams(self) -> dict[LaneKind | None, Upstream]:
         if self.lanes is not None:
             return {lane: upstream for lane, upstream in self.lanes.items()}
-        assert self.retriever is not None
+        assert isinstance(self.retriever, Runnable)  # a callable was wrapped by validation
         return {None: self.retriever}
 
     def _child(self, run_manager: Any, lane: LaneKind | None) -> RunnableConfig:
@@ -381,9 +395,6 @@ class EvidenceRenderer(_LangChainComponent, RunnableSerializable[list[Document],
 
     name: str | None = "recallpack_render_evidence"
 
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**data)
-
     def invoke(self, input: list[Document], config: RunnableConfig | None = None, **kwargs: Any) -> str:
         # Per-call settings (from invoke or .bind) are validated, never silently ignored.
         packer = self._per_call(kwargs)
@@ -416,9 +427,6 @@ class BudgetCompressor(_LangChainComponent, BaseDocumentCompressor):
     any reranker, since it cuts in the order it receives. Kept Documents are copies with
     recallpack's metadata added, as from :class:`BudgetedRetriever`; the query steers focus cuts.
     """
-
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**data)
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None

@@ -37,7 +37,8 @@ require("llama_index.core", extra="llamaindex", feature=__name__)
 import llama_index.core.instrumentation as instrument
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.response.schema import Response
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
+from llama_index.core.callbacks import CallbackManager
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -48,14 +49,20 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, QueryType
 from llama_index.core.settings import Settings
 
-from recallpack.adapters._common import PackerComponent, gather_or_cancel, item_settings
+from recallpack.adapters._common import (
+    PackerComponent,
+    PackSettings,
+    gather_or_cancel,
+    item_settings,
+    keywords_of,
+)
 from recallpack.adapters._llamaindex_nodes import kept_nodes, node_candidates, settings_tokenizer
 from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackWarning
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse
 from recallpack.packing.limits import check_max_items
-from recallpack.packing.packer import Packer, refuse_unknown
+from recallpack.packing.packer import Packer, PackerSettings, refuse_unknown
 from recallpack.packing.result import PackReport, RecallResult
 from recallpack.packing.translate import candidate_from
 
@@ -131,15 +138,15 @@ class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
 
     _last_result: RecallResult | None = PrivateAttr(default=None)
 
-    def __init__(self, **data: Any) -> None:
-        mode = data.get("response_mode", "compact")
+    @field_validator("response_mode", mode="before")
+    @classmethod
+    def _known_mode(cls, mode: object) -> str:
         if str(getattr(mode, "value", mode)) not in RESPONSE_MODES:
             raise ConfigError(
                 f"response_mode={mode!r} is not one BudgetPostprocessor can count for; "
                 f"use one of: {', '.join(RESPONSE_MODES)}"
             )
-        data["response_mode"] = str(getattr(mode, "value", mode))
-        super().__init__(**data)
+        return str(getattr(mode, "value", mode))
 
     def _host_settings(self) -> dict[str, Any]:
         # A synthesizer shows the LLM the node texts joined, not recallpack's Markdown block, so
@@ -210,6 +217,14 @@ def _with_top_k(retriever: BaseRetriever, fetch_k: int | None, where: str) -> Ba
     return copied
 
 
+class _RetrieverSettings(PackSettings):
+    """What :class:`BudgetedRetriever` takes by keyword: every setting but ``join``, and these."""
+
+    fetch_k: int | None = None
+    metadata_mode: MetadataMode = MetadataMode.NONE
+    callback_manager: CallbackManager | None = None
+
+
 class BudgetedRetriever(BaseRetriever):
     """Any LlamaIndex retriever, cut to a token budget instead of a top-k.
 
@@ -224,9 +239,10 @@ class BudgetedRetriever(BaseRetriever):
     copy of the upstream (its ``similarity_top_k``). :meth:`from_lanes` fuses several retrievers.
     """
 
-    _OWN = ("fetch_k", "lane", "lane_key", "on_unknown_lane", "metadata_mode", "callback_manager")
+    _OWN = tuple(n for n in _RetrieverSettings.model_fields if n not in PackerSettings.model_fields)
 
-    def __init__(self, retriever: BaseRetriever, **settings: Any) -> None:
+    @keywords_of(_RetrieverSettings)
+    def __init__(self, retriever: BaseRetriever, /, **settings: Any) -> None:
         owner = type(self).__name__
         refuse_unknown(owner, settings, [*self._OWN, *(n for n in Packer.settings_names() if n != "join")])
         own = {k: settings.pop(k) for k in self._OWN if k in settings}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
@@ -125,6 +125,25 @@ class Candidate(CheckedModel):
     #: Set by adapters when the item's scope metadata is present but unreadable: the walk then
     #: withholds it (reason ``malformed_scope``) rather than show it to everyone.
     scope_error: str | None = None
+
+    if TYPE_CHECKING:
+        # What validation accepts, for type checkers: a lane by name, scope ids as any sequence
+        # (the fields hold the LaneKind and a tuple). tests/test_typing.py checks it names every
+        # field, with the same defaults.
+        def __init__(
+            self,
+            *,
+            text: str,
+            lane: LaneKind | str = LaneKind.SOURCES,
+            scope_ids: Sequence[str] | str = (),
+            artifact_id: str | None = None,
+            artifact_content_id: str | None = None,
+            score: float | None = None,
+            citation: str | None = None,
+            metadata: Mapping[str, Any] = ...,
+            modality: str = "text",
+            scope_error: str | None = None,
+        ) -> None: ...
 
     @classmethod
     def _invalid(cls, exc: ValidationError) -> RecallpackError:

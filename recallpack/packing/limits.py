@@ -7,7 +7,7 @@ import it without forming a cycle.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
@@ -74,12 +74,15 @@ class CheckedModel(BaseModel):
     and the fix, never a bare ValidationError. A subclass says which error in ``_invalid`` and
     may look at the raw keywords first in ``_precheck`` (to refuse unknown ones, say)."""
 
-    def __init__(self, **data: Any) -> None:
-        self._precheck(data)
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise self._invalid(exc) from None
+    if not TYPE_CHECKING:
+        # Hidden from type checkers, which then see each model's own fields as its signature
+        # (a misspelled keyword is a type error, not only a ConfigError at run time).
+        def __init__(self, **data: Any) -> None:
+            self._precheck(data)
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                raise self._invalid(exc) from None
 
     @classmethod
     def _precheck(cls, data: dict[str, Any]) -> None:
@@ -103,7 +106,7 @@ class Allowance(CheckedModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     #: Same meaning as the packer's: a caller raises it on purpose to allow more per request.
-    max_tokens_ceiling: int = Field(MAX_TOKENS_CEILING, repr=False)
+    max_tokens_ceiling: int = Field(default=MAX_TOKENS_CEILING, repr=False)
     max_items: int = 20
     max_tokens: int = 2000
     max_blocks: int = 4

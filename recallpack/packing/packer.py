@@ -74,7 +74,16 @@ from recallpack.packing.walk import (
     newline_join,
 )
 
-__all__ = ["Packer", "recall", "pack", "recall_many", "CutMode", "DEFAULT_CITATION_KEYS", "unknown_setting"]
+__all__ = [
+    "Packer",
+    "PackerSettings",
+    "recall",
+    "pack",
+    "recall_many",
+    "CutMode",
+    "DEFAULT_CITATION_KEYS",
+    "unknown_setting",
+]
 
 CutMode = Literal["auto", "head", "focus"]
 #: Metadata keys a citation is read from, in order: LangChain loaders record ``source`` (a path
@@ -97,7 +106,64 @@ def _one_or_many(value: object) -> object:
     return (value,) if isinstance(value, str) else value  # one key needs no tuple around it
 
 
-class Packer(CheckedModel):
+class PackerSettings(CheckedModel):
+    """Every packing setting a host takes by name, declared once: :class:`Packer` adds ``join``
+    (what the model is shown, which each host decides), and the adapter components inherit these
+    same fields, so a type checker sees one signature everywhere."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, use_attribute_docstrings=True)
+
+    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, strict=True, ge=1)
+    """The token budget for what the model is shown: the whole rendered block by default."""
+    max_items: int | None = Field(default=None, strict=True, ge=1)
+    """At most this many items, whatever room the budget leaves (None: no cap)."""
+    policy: Policy = "prefix"
+    """An item that does not fit: ``prefix`` ends the walk, ``skip`` passes over it,
+    ``truncate`` cuts it to the room left and ends the walk."""
+    floor: bool = Field(default=True, strict=True)
+    """A match is never answered with nothing: if nothing fits whole, the top readable match is
+    kept, cut to the room. False gives the strict prefix."""
+    cut: CutMode = "auto"
+    """How an item is cut: ``head`` keeps its start, ``focus`` the passages that match the
+    query; ``auto`` is focus when the call gives a query, head otherwise."""
+    embed: Any = None
+    """For focus cuts: a LangChain Embeddings, a LlamaIndex embedding or a callable, used to
+    score the passages of the one item being cut (None: lexical scoring)."""
+    tokenizer: Any = None
+    """An encoding or model name, ``"chars"``, a Tokenizer, a ``str -> int`` (None: cl100k_base)."""
+    reader: Reader | None = None
+    """Who reads: items in scopes they do not hold are withheld. With no reader, items that carry
+    scopes are withheld too, unless this is ``Reader.everyone()``."""
+    lane_budgets: Mapping[str, int] | None = None
+    """Tokens per lane (``"facts"``) or per provenance (``"derived"``: all its lanes)."""
+    dedupe: bool = Field(default=True, strict=True)
+    """Drop an item whose text and scopes equal a kept one's."""
+    template: str | Path | None = None
+    """Template source (a str) or a template file (a Path); None: the default block."""
+    resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE
+    """The resource line for items with ``artifact_id`` and ``artifact_content_id``."""
+    citation_keys: Annotated[tuple[str, ...], BeforeValidator(_one_or_many)] = DEFAULT_CITATION_KEYS
+    """Metadata keys a resource line is read from when an item has no artifact ids."""
+    max_tokens_ceiling: int = Field(default=MAX_TOKENS_CEILING, strict=True, ge=1)
+    """Raise it to allow a max_tokens above 16384."""
+
+    @field_validator("template", mode="before")
+    @classmethod
+    def _template_kind(cls, value: object) -> object:
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise TemplateError(
+                f"template={value!r} must be template source (a str), a pathlib.Path to a "
+                "template file, or None for the default"
+            )
+        return value
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _policy(cls, value: object) -> object:
+        return check_policy(value)
+
+
+class Packer(PackerSettings):
     """How to pack: a token budget, caps, a policy, who reads, and how the block looks.
 
     Built once (every setting is checked here, before any candidate), then used for any number
@@ -116,42 +182,9 @@ class Packer(CheckedModel):
         frozen=True, extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True
     )
 
-    max_tokens: int = Field(DEFAULT_MAX_TOKENS, strict=True, ge=1)
-    """The token budget for what the model is shown: the whole rendered block by default."""
-    max_items: int | None = Field(None, strict=True, ge=1)
-    """At most this many items, whatever room the budget leaves (None: no cap)."""
-    policy: Policy = "prefix"
-    """An item that does not fit: ``prefix`` ends the walk, ``skip`` passes over it,
-    ``truncate`` cuts it to the room left and ends the walk."""
-    floor: bool = Field(True, strict=True)
-    """A match is never answered with nothing: if nothing fits whole, the top readable match is
-    kept, cut to the room. False gives the strict prefix."""
-    cut: CutMode = "auto"
-    """How an item is cut: ``head`` keeps its start, ``focus`` the passages that match the
-    query; ``auto`` is focus when the call gives a query, head otherwise."""
-    embed: Any = None
-    """For focus cuts: a LangChain Embeddings, a LlamaIndex embedding or a callable, used to
-    score the passages of the one item being cut (None: lexical scoring)."""
-    tokenizer: Any = None
-    """An encoding or model name, ``"chars"``, a Tokenizer, a ``str -> int`` (None: cl100k_base)."""
-    reader: Reader | None = None
-    """Who reads: items in scopes they do not hold are withheld. With no reader, items that carry
-    scopes are withheld too, unless this is ``Reader.everyone()``."""
-    lane_budgets: Mapping[str, int] | None = None
-    """Tokens per lane (``"facts"``) or per provenance (``"derived"``: all its lanes)."""
-    dedupe: bool = Field(True, strict=True)
-    """Drop an item whose text and scopes equal a kept one's."""
-    template: str | Path | None = None
-    """Template source (a str) or a template file (a Path); None: the default block."""
-    resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE
-    """The resource line for items with ``artifact_id`` and ``artifact_content_id``."""
-    citation_keys: Annotated[tuple[str, ...], BeforeValidator(_one_or_many)] = DEFAULT_CITATION_KEYS
-    """Metadata keys a resource line is read from when an item has no artifact ids."""
     join: Callable[[Sequence[str]], str] | None = None
     """None: the model is shown the rendered block. A function: it is shown ``join(kept texts)``
     instead (as a LlamaIndex synthesizer builds its context), and that is what is budgeted."""
-    max_tokens_ceiling: int = Field(MAX_TOKENS_CEILING, strict=True, ge=1)
-    """Raise it to allow a max_tokens above 16384."""
 
     _run: Resolved = PrivateAttr()
 
@@ -167,21 +200,6 @@ class Packer(CheckedModel):
     def settings_names(cls) -> tuple[str, ...]:
         """Every setting a Packer (and so every adapter) takes."""
         return tuple(cls.model_fields)
-
-    @field_validator("template", mode="before")
-    @classmethod
-    def _template_kind(cls, value: object) -> object:
-        if value is not None and not isinstance(value, (str, os.PathLike)):
-            raise TemplateError(
-                f"template={value!r} must be template source (a str), a pathlib.Path to a "
-                "template file, or None for the default"
-            )
-        return value
-
-    @field_validator("policy", mode="before")
-    @classmethod
-    def _policy(cls, value: object) -> object:
-        return check_policy(value)
 
     @model_validator(mode="after")
     def _resolve(self) -> Packer:

@@ -131,7 +131,7 @@ class Evidence(BaseModel):
     text: str
     scopes: tuple[str, ...] = ()
     resource_uri: str | None = None
-    token_count: int = Field(0, description="Tokens this item adds to the rendered block.")
+    token_count: int = Field(default=0, description="Tokens this item adds to the rendered block.")
     truncated: bool = False
 
 
@@ -165,14 +165,14 @@ class TraceEntry(BaseModel):
     reason: Reason | None = None
     lane: str | None = None
     score: float | None = None
-    tokens: int | None = Field(None, description="What it cost, when the walk counted it.")
-    reached: bool = Field(True, description="False for candidates after the walk ended.")
-    truncated: bool = Field(False, description="Selected, but cut to fit (the floor or truncate).")
-    cut: str | None = Field(None, description="How a truncated item was cut: 'head' or 'focus'.")
+    tokens: int | None = Field(default=None, description="What it cost, when the walk counted it.")
+    reached: bool = Field(default=True, description="False for candidates after the walk ended.")
+    truncated: bool = Field(default=False, description="Selected, but cut to fit (the floor or truncate).")
+    cut: str | None = Field(default=None, description="How a truncated item was cut: 'head' or 'focus'.")
     kept_spans: tuple[tuple[int, int], ...] = Field(
-        (), description="Character ranges of the original text a cut kept."
+        default=(), description="Character ranges of the original text a cut kept."
     )
-    preview: str = Field("", description="The first characters of the candidate's text.")
+    preview: str = Field(default="", description="The first characters of the candidate's text.")
 
 
 class TraceRecord(NamedTuple):
@@ -281,11 +281,11 @@ class PackReport(BaseModel):
     truncated: bool = False
     reasons: dict[str, int] = Field(default_factory=dict)
     floor_applied: bool = Field(
-        False, description="Nothing fitted whole, so the top readable match was kept, cut to fit."
+        default=False, description="Nothing fitted whole, so the top readable match was kept, cut to fit."
     )
-    cut: str | None = Field(None, description="How the cut item was cut: 'head' or 'focus'.")
+    cut: str | None = Field(default=None, description="How the cut item was cut: 'head' or 'focus'.")
     largest_dropped_chars: int = Field(
-        0, description="Characters in the largest candidate the walk reached and dropped for size."
+        default=0, description="Characters in the largest candidate the walk reached and dropped for size."
     )
 
     @property
