@@ -41,6 +41,7 @@ from recallpack.packing.errors import (
 )
 from recallpack.packing.limits import (
     DEFAULT_MAX_TOKENS,
+    ELLIPSIS,
     MAX_TOKENS_CEILING,
     Allowance,
     CheckedModel,
@@ -207,15 +208,26 @@ class Packer(PackerSettings):
         _check_uri_template(self.resource_uri_template)
         # Every walk setting is the Packer setting of that name, but the lane budgets: checked.
         shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(WalkSettings)}
+        tok = get_tokenizer(self.tokenizer)
+        template = None if self.template is None else load_template(self.template)
+        least, parts = least_budget(tok, template, self.join, self.max_tokens)
+        _check_least_budget(self, tok, least, parts)
         self._run = Resolved(
-            tok=get_tokenizer(self.tokenizer),
-            template=None if self.template is None else load_template(self.template),
+            tok=tok,
+            template=template,
             embed=None if self.embed is None else embed_function(self.embed),
             walk=WalkSettings(**{**shared, "lane_budgets": _lane_budgets(self.lane_budgets)}),
+            least_tokens=least,
         )
         return self
 
     # -- calls ----------------------------------------------------------------------------------
+
+    @property
+    def least_tokens(self) -> int:
+        """The fewest tokens that can hold any evidence (a smaller ``max_tokens`` is refused):
+        the block's header, the longest label, the mark of a cut and one token of text."""
+        return self._run.least_tokens
 
     @property
     def tokenizer_used(self) -> Tokenizer:
@@ -346,6 +358,38 @@ def _fitted_walk(
     return walk, used, block, max_tokens
 
 
+def least_budget(
+    tok: Tokenizer, template: jinja2.Template | None, join: Callable[[Sequence[str]], str] | None,
+    max_tokens: int,
+) -> tuple[int, str]:
+    """The fewest tokens in which the floor can keep one item, and what takes them: the block's
+    fixed parts (header, the longest label, the mark of a cut) around one token of text, or,
+    when the model is shown the joined texts, that text, its mark and its separator."""
+    cut = (tok.truncate("x" * 16, 1) or "x") + ELLIPSIS  # one token of text, marked as cut
+    if join is not None:
+        joined = join([cut])
+        if not isinstance(joined, str):
+            kind = type(joined).__name__
+            raise ConfigError(f"join returned {kind}; it must return the str the model is shown")
+        parts = "one token of text, the mark of a cut and the separator"
+        return max(tok.count(cut) + 1, tok.count(joined)), parts
+    label = max((p.label for p in Provenance), key=tok.count)
+    one = Evidence(provenance=Provenance.SESSION, label=label, text=cut)
+    parts = f"the block's header, the label {label!r}, one token of text and the mark of a cut"
+    return tok.count(_render(template, [one], [], max_tokens)), parts
+
+
+def _check_least_budget(packer: Packer, tok: Tokenizer, least: int, parts: str) -> None:
+    # A joined view without the floor (pack()) promises nothing below it: an empty list is its answer.
+    if packer.join is not None and not packer.floor:
+        return
+    if packer.max_tokens < least:
+        raise BudgetError(
+            f"max_tokens={packer.max_tokens} is below the least that holds any evidence, {least} tokens "
+            f"({tok.name}): {parts}; use max_tokens={least} or more"
+        )
+
+
 def _recall_many(
     packer: Packer,
     candidate_lists: Iterable[Iterable[Candidate | Mapping[str, Any]]],
@@ -373,6 +417,7 @@ class Resolved:
     template: jinja2.Template | None
     embed: EmbedFn | None
     walk: WalkSettings
+    least_tokens: int
 
 
 def _measure(packer: Packer, run: Resolved, walk: Walk, max_tokens: int | None) -> tuple[int, str | None]:
@@ -427,6 +472,7 @@ def _result(
         floor_applied=walk.floor_applied and bool(walk.kept),
         cut=cut_kinds[0] if cut_kinds else None,
         largest_dropped_chars=max(walk.dropped_sizes.values(), default=0),
+        floor_failed=packer.floor and not walk.kept and bool(walk.dropped_sizes),
     )
     evidence, scopes = walk.evidence(), walk.shared_scopes()
     # With a join the model is shown the joined texts; the block is rendered only if someone

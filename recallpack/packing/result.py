@@ -287,6 +287,11 @@ class PackReport(BaseModel):
     largest_dropped_chars: int = Field(
         default=0, description="Characters in the largest candidate the walk reached and dropped for size."
     )
+    floor_failed: bool = Field(
+        default=False,
+        description="The floor was on, but not even a cut of the top match fitted: its own label, "
+        "scopes and resource line (or what an allowance left) take more than the budget.",
+    )
 
     @property
     def over_budget(self) -> int:
@@ -307,6 +312,11 @@ class PackReport(BaseModel):
         if self.floor_applied:
             line += (
                 f". No match fitted whole, so the top one was kept, cut to fit ({self.cut} cut)"
+            )
+        if self.floor_failed:
+            line += (
+                ". Nothing fitted, not even cut: the top match's label, scopes and resource line "
+                "take more than the budget"
             )
         if self.largest_dropped_chars:
             line += f". The largest item dropped for size has {self.largest_dropped_chars:,} characters"
