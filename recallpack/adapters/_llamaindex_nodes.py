@@ -11,11 +11,22 @@ from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeWithS
 
 from recallpack.packing.candidate import Candidate, LaneKind
 from recallpack.packing.errors import UpstreamError
-from recallpack.packing.result import RecallResult
-from recallpack.packing.tokenizer import CallableTokenizer, Tokenizer
+from recallpack.packing.result import PackReport, RecallResult
+from recallpack.packing.tokenizer import CallableTokenizer, Tokenizer, TokenizerSpec, get_tokenizer
 from recallpack.packing.translate import EVIDENCE_METADATA_KEYS, evidence_metadata
 
-__all__ = ["settings_tokenizer", "node_candidates", "kept_nodes"]
+__all__ = [
+    "settings_tokenizer",
+    "node_candidates",
+    "kept_nodes",
+    "EveryModeView",
+    "REPORT_KEY",
+    "report_of",
+]
+
+#: The node metadata key under which each kept node carries the report of the packing that kept
+#: it: one report per query, on that query's own nodes (hidden from the LLM and embedding views).
+REPORT_KEY = "recallpack_report"
 
 
 def settings_tokenizer() -> Tokenizer | None:
@@ -30,6 +41,33 @@ def settings_tokenizer() -> Tokenizer | None:
             return None
     name = getattr(user, "__qualname__", type(user).__name__)
     return CallableTokenizer(user, name=f"llama_index Settings.tokenizer ({name})")
+
+
+def compact_view(texts: Sequence[str]) -> str:
+    """What compact, tree_summarize, compact_accumulate (PromptHelper.repack) and the context chat
+    engine show: the stripped texts joined by a blank line."""
+    return "\n\n".join(t.strip() for t in texts if t.strip())
+
+
+def simple_summarize_view(texts: Sequence[str]) -> str:
+    """What simple_summarize shows: it joins the texts with "\\n" and passes the one-item list
+    from PromptHelper.truncate as context_str, so the prompt holds the list's str(): quoted, with
+    escaped newlines."""
+    return str(["\n".join(texts)])
+
+
+class EveryModeView:
+    """The context as the LLM sees it in whichever response mode the engine runs, which a node
+    postprocessor cannot know: the longest, by this tokenizer, of compact's view,
+    simple_summarize's, and each node alone (refine and accumulate show one node per prompt).
+    Budgeting it bounds what every mode shows."""
+
+    def __init__(self, tokenizer: TokenizerSpec) -> None:
+        self.tokenizer = get_tokenizer(tokenizer)
+
+    def __call__(self, texts: Sequence[str]) -> str:
+        views = [compact_view(texts), simple_summarize_view(texts), *texts]
+        return max(views, key=self.tokenizer.count)
 
 
 def _modality(node: BaseNode) -> str:
@@ -68,21 +106,39 @@ def node_candidates(
 
 
 def _hidden(keys: Sequence[str]) -> list[str]:
-    return [*keys, *(k for k in EVIDENCE_METADATA_KEYS if k not in keys)]
+    return [*keys, *(k for k in (*EVIDENCE_METADATA_KEYS, REPORT_KEY) if k not in keys)]
+
+
+def report_of(response: object) -> PackReport | None:
+    """The report of the packing that kept ``response``'s source nodes (a query engine's
+    Response, or a list of NodeWithScore), or None when no node of it was kept by recallpack.
+
+    Each kept node carries the report of its own packing, so concurrent queries never mix
+    theirs. With no node kept the response has none: the report is then on that query's
+    ``RecallPackedEvent``."""
+    nodes = getattr(response, "source_nodes", response)
+    for item in nodes if isinstance(nodes, (list, tuple)) else ():
+        node = getattr(item, "node", item)
+        report = getattr(node, "metadata", {}).get(REPORT_KEY)
+        if isinstance(report, dict):
+            return PackReport.model_validate(report)
+    return None
 
 
 def kept_nodes(nodes: Sequence[NodeWithScore], result: RecallResult) -> list[NodeWithScore]:
     """Copies of the kept nodes, in evidence order, carrying the evidence fields.
 
-    The fields go in metadata excluded from both the LLM and the embedding views, so nothing the
-    budget counted changes. A cut node shows its cut text, and only that, in every view.
+    The fields, and the report of this packing (:data:`REPORT_KEY`), go in metadata excluded from
+    both the LLM and the embedding views, so nothing the budget counted changes. A cut node
+    shows its cut text, and only that, in every view.
     """
     kept = []
+    report = result.report.model_dump(mode="json")
     for rank, evidence in zip(result.selected_ranks, result.evidence):
         original = nodes[rank]
         node = original.node
         update: dict[str, Any] = {
-            "metadata": {**node.metadata, **evidence_metadata(evidence)},
+            "metadata": {**node.metadata, **evidence_metadata(evidence), REPORT_KEY: report},
             "excluded_llm_metadata_keys": _hidden(node.excluded_llm_metadata_keys),
             "excluded_embed_metadata_keys": _hidden(node.excluded_embed_metadata_keys),
         }

@@ -3,8 +3,9 @@
 Three ways in, each native to LlamaIndex:
 
 - :class:`BudgetPostprocessor` goes in ``node_postprocessors=[...]`` of any query or chat engine.
-  It counts what the LLM is shown (each node in ``metadata_mode``, joined as the engine's
-  ``response_mode`` joins them), so the context the synthesizer builds fits ``max_tokens``.
+  It counts what the LLM is shown (each node in ``metadata_mode``, joined as the response mode
+  that shows the most joins them), so the context the synthesizer builds fits ``max_tokens`` in
+  every ``response_mode``. Each kept node carries its query's report (:func:`report_of`).
 - :class:`BudgetedRetriever` wraps any LlamaIndex retriever (or several, fused by reciprocal rank
   fusion) and packs what it returns; ``recall(query)`` gives the whole
   :class:`~recallpack.RecallResult`. It budgets the rendered Markdown evidence block, exactly as
@@ -56,7 +57,14 @@ from recallpack.adapters._common import (
     item_settings,
     keywords_of,
 )
-from recallpack.adapters._llamaindex_nodes import kept_nodes, node_candidates, settings_tokenizer
+from recallpack.adapters._llamaindex_nodes import (
+    REPORT_KEY,
+    EveryModeView,
+    kept_nodes,
+    node_candidates,
+    report_of,
+    settings_tokenizer,
+)
 from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackWarning
@@ -72,15 +80,16 @@ __all__ = [
     "EvidenceQueryEngine",
     "RecallPackedEvent",
     "RESPONSE_MODES",
+    "REPORT_KEY",
+    "report_of",
     "TokenWindowNodeParser",
 ]
 
 # Re-exported without __all__, hence the ignore; this is how LlamaIndex's own modules get it.
 dispatcher = instrument.get_dispatcher(__name__)  # type: ignore[attr-defined]
 
-#: The response modes whose context view BudgetPostprocessor knows. All but simple_summarize
-#: build it as CompactAndRefine does (``PromptHelper.repack``): stripped node texts joined by a
-#: blank line; refine and accumulate show each node alone, which the same bound covers.
+#: The response modes whose context BudgetPostprocessor's budget bounds (all of them at once: it
+#: cannot know which one its engine runs, see EveryModeView).
 RESPONSE_MODES = (
     "compact",
     "refine",
@@ -89,16 +98,6 @@ RESPONSE_MODES = (
     "compact_accumulate",
     "simple_summarize",
 )
-
-
-def _compact_view(texts: Sequence[str]) -> str:
-    return "\n\n".join(t.strip() for t in texts if t.strip())
-
-
-def _simple_summarize_view(texts: Sequence[str]) -> str:
-    # SimpleSummarize joins with "\n" and passes the one-item list from PromptHelper.truncate as
-    # context_str, so the prompt holds the list's str(): quoted, with escaped newlines.
-    return str(["\n".join(texts)])
 
 
 class RecallPackedEvent(BaseEvent):
@@ -118,43 +117,51 @@ class RecallPackedEvent(BaseEvent):
 class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
     """Keep the nodes, in rank order, whose content the LLM will see fits ``max_tokens``.
 
-    Each node costs its content in ``metadata_mode`` (the LLM's view by default) plus the
-    separator the synthesizer puts between nodes, and the context is then counted exactly as
-    the engine's ``response_mode`` builds it (set the same value here: ``"compact"``, the
-    default and the context chat engine's, or ``"simple_summarize"``). Scores and order are
-    kept. Nodes without text are dropped with reason ``no_text``; :attr:`last_result` and
-    :meth:`pack_nodes` give the report. Invalid settings raise at construction.
+    Each node costs its content in ``metadata_mode`` (the LLM's view by default). A
+    postprocessor cannot know its engine's ``response_mode``, so the context is counted as the
+    longest of what each mode shows (compact's blank-line join, which tree_summarize and the
+    context chat engine share; simple_summarize's quoted one-line form; each node alone, as
+    refine and accumulate show them): the budget holds in every mode, with any prompt. Scores
+    and order are kept. Nodes without text are dropped with reason ``no_text``. Each kept node
+    carries the report of its own packing (:func:`report_of` reads it from a response);
+    :meth:`pack_nodes` returns it too. Invalid settings raise at construction.
     """
 
     metadata_mode: MetadataMode = Field(
         default=MetadataMode.LLM, description="The view of each node that is counted."
     )
-    response_mode: str = Field(
-        default="compact",
-        description="The engine's response_mode, which decides how node texts are joined into "
-        "the context: a blank line (compact, and the context chat engine) or simple_summarize's "
-        "quoted single-line form.",
+    response_mode: str | None = Field(
+        default=None,
+        description="Deprecated, and ignored: the budget holds in every response mode.",
     )
 
     _last_result: RecallResult | None = PrivateAttr(default=None)
 
     @field_validator("response_mode", mode="before")
     @classmethod
-    def _known_mode(cls, mode: object) -> str:
+    def _known_mode(cls, mode: object) -> str | None:
+        if mode is None:
+            return None
         if str(getattr(mode, "value", mode)) not in RESPONSE_MODES:
             raise ConfigError(
-                f"response_mode={mode!r} is not one BudgetPostprocessor can count for; "
-                f"use one of: {', '.join(RESPONSE_MODES)}"
+                f"response_mode={mode!r} is not a response mode; use one of: {', '.join(RESPONSE_MODES)} "
+                "(or leave it out: the budget holds in every mode)"
             )
+        warnings.warn(
+            "BudgetPostprocessor(response_mode=...) is deprecated and changes nothing: the budget "
+            "now holds in every response mode; leave it out",
+            DeprecationWarning,
+            stacklevel=4,
+        )
         return str(getattr(mode, "value", mode))
 
     def _host_settings(self) -> dict[str, Any]:
         # A synthesizer shows the LLM the node texts joined, not recallpack's Markdown block, so
-        # the budget covers that context, built exactly as this response mode builds it.
-        simple = self.response_mode == "simple_summarize"
-        settings: dict[str, Any] = {"join": _simple_summarize_view if simple else _compact_view}
+        # the budget covers that context, as the mode that shows the most builds it.
         user = settings_tokenizer()
-        if getattr(self, "tokenizer") is None and user is not None:  # noqa: B009
+        spec = getattr(self, "tokenizer")  # noqa: B009
+        settings: dict[str, Any] = {"join": EveryModeView(spec if spec is not None else user)}
+        if spec is None and user is not None:
             settings["tokenizer"] = user
         return settings
 
@@ -164,7 +171,14 @@ class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
 
     @property
     def last_result(self) -> RecallResult | None:
-        """The RecallResult of the most recent call (shared across threads: prefer pack_nodes)."""
+        """Deprecated: the RecallResult of the most recent call, shared across concurrent
+        queries. Use :func:`report_of` on a response, or :meth:`pack_nodes`."""
+        warnings.warn(
+            "BudgetPostprocessor.last_result is deprecated (concurrent queries overwrite it); use "
+            "recallpack.adapters.llamaindex.report_of(response) or pack_nodes()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self._last_result
 
     @dispatcher.span
