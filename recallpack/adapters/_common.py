@@ -121,10 +121,11 @@ class PackerComponent(PackSettings):
         lane_key, on_unknown_lane = getattr(self, "lane_key"), getattr(self, "on_unknown_lane")  # noqa: B009
 
         def make(text: str, metadata: Mapping[str, Any], position: int, *, lane: LaneKind | None = None,
-                 score: float | None = None, modality: str = "text") -> Candidate:
+                 score: float | None = None, modality: str = "text", content: str | None = None) -> Candidate:
             return candidate_from(
                 text, metadata, position=position, lane=lane if lane is not None else default_lane,
                 lane_key=lane_key, on_unknown_lane=on_unknown_lane, score=score, modality=modality,
+                content=content,
             )
 
         return make

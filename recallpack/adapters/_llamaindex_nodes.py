@@ -99,8 +99,11 @@ def node_candidates(
             )
         modality = _modality(item.node)
         text = item.node.get_content(metadata_mode=metadata_mode) if modality == "text" else ""
+        # Shown with its metadata lines, a node is a duplicate by its own content alone.
+        own = None if metadata_mode == MetadataMode.NONE else item.node.get_content(MetadataMode.NONE)
         lane = None if lanes is None else lanes[position]
-        made = make(text, item.node.metadata, position, lane=lane, score=item.score, modality=modality)
+        made = make(text, item.node.metadata, position, lane=lane, score=item.score, modality=modality,
+                    content=own if own != text else None)
         candidates.append(made)
     return candidates
 

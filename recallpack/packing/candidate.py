@@ -125,6 +125,9 @@ class Candidate(CheckedModel):
     #: Set by adapters when the item's scope metadata is present but unreadable: the walk then
     #: withholds it (reason ``malformed_scope``) rather than show it to everyone.
     scope_error: str | None = None
+    #: The item's own content when ``text`` wraps it in what the host adds for the model (a
+    #: LlamaIndex node's metadata lines): duplicates are found by it. None: ``text`` itself.
+    content: str | None = None
 
     if TYPE_CHECKING:
         # What validation accepts, for type checkers: a lane by name, scope ids as any sequence
@@ -143,6 +146,7 @@ class Candidate(CheckedModel):
             metadata: Mapping[str, Any] = ...,
             modality: str = "text",
             scope_error: str | None = None,
+            content: str | None = None,
         ) -> None: ...
 
     @classmethod
@@ -158,7 +162,7 @@ class Candidate(CheckedModel):
             raise ValueError(f"text must be a str, got {type(value).__name__} {value!r:.60}")
         return clean_text(value)
 
-    @field_validator("artifact_id", "artifact_content_id", "citation", mode="before")
+    @field_validator("artifact_id", "artifact_content_id", "citation", "content", mode="before")
     @classmethod
     def _optional_text(cls, value: object) -> object:
         return clean_text(value) if isinstance(value, str) else value

@@ -133,6 +133,13 @@ class Evidence(BaseModel):
     resource_uri: str | None = None
     token_count: int = Field(default=0, description="Tokens this item adds to the rendered block.")
     truncated: bool = False
+    duplicates: int = Field(
+        default=0, description="Identical items (same text, same scopes) dropped in its favour."
+    )
+    citations: tuple[str, ...] = Field(
+        default=(),
+        description="When it stands for duplicates: every citation among them, its own first.",
+    )
 
 
 class Outcome(ValueEnum):
@@ -173,6 +180,10 @@ class TraceEntry(BaseModel):
         default=(), description="Character ranges of the original text a cut kept."
     )
     preview: str = Field(default="", description="The first characters of the candidate's text.")
+    duplicate_of: int | None = Field(
+        default=None, description="For a duplicate: the rank of the kept item it is identical to."
+    )
+    citation: str | None = Field(default=None, description="For a duplicate: where it came from.")
 
 
 class TraceRecord(NamedTuple):
@@ -188,13 +199,16 @@ class TraceRecord(NamedTuple):
     cut: str | None
     kept_spans: tuple[tuple[int, int], ...]
     preview: str
+    duplicate_of: int | None = None
+    citation: str | None = None
 
     def entry(self) -> TraceEntry:
         return TraceEntry(
             rank=self.rank, outcome=self.outcome, reason=self.reason,
             lane=None if self.lane is None else str(self.lane), score=self.score,
             tokens=self.tokens, truncated=self.cut is not None, cut=self.cut,
-            kept_spans=self.kept_spans, preview=self.preview,
+            kept_spans=self.kept_spans, preview=self.preview, duplicate_of=self.duplicate_of,
+            citation=self.citation,
         )
 
 
