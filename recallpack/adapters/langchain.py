@@ -16,10 +16,9 @@ never imports this module.
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from recallpack.adapters._extras import require
 
@@ -37,6 +36,7 @@ from langchain_core.runnables.base import RunnableSerializable
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from recallpack.adapters._common import PackerComponent, gather_or_cancel
+from recallpack.adapters._depth import Forward, depth_for, forwarding, own_depth, search_kwargs_for
 from recallpack.adapters.langchain_splitter import TokenWindowSplitter
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError
@@ -159,30 +159,10 @@ def _kept(docs: Sequence[Document], result: RecallResult) -> list[Document]:
     return kept
 
 
-_Forward = Literal["kwarg", "copy", "none"]
-
-
-def _forwarding(upstream: Upstream) -> _Forward:
-    """How ``fetch_k`` reaches ``upstream`` as its ``k``: as a per-call ``k=`` to a retriever
-    whose ``_get_relevant_documents`` takes it (or ``**kwargs``, as VectorStoreRetriever does);
-    on a shallow copy of one with a ``k`` field (BM25Retriever), so the caller's object is never
-    changed; or not at all (a RunnableLambda, a chain), with a warning at construction."""
-    if not isinstance(upstream, BaseRetriever):
-        return "none"
-    params = inspect.signature(type(upstream)._get_relevant_documents).parameters
-    if "k" in params:
-        return "kwarg"
-    if "k" in type(upstream).model_fields:
-        return "copy"
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return "kwarg"
-    return "none"
-
-
 class _Call:
-    """One call's Packer and fetch_k, after its overrides are validated (before any fetch)."""
+    """One call's Packer and search depths, after its overrides are validated (before any fetch)."""
 
-    __slots__ = ("packer", "fetch_k", "sink")
+    __slots__ = ("packer", "fetch_k", "sink", "depths")
 
     def __init__(self, owner: BudgetedRetriever, kwargs: Mapping[str, Any]) -> None:
         overrides = {k: v for k, v in kwargs.items() if k not in _IGNORED and k != _SINK}
@@ -191,6 +171,19 @@ class _Call:
         self.fetch_k = check_max_items(overrides.pop("fetch_k", owner.fetch_k), "fetch_k")
         self.packer: Packer = owner._per_call(overrides)
         self.sink: list[RecallResult] | None = kwargs.get(_SINK)
+        packer = self.packer
+        self.depths = {
+            lane: depth_for(forward, owner._own[lane], self.fetch_k, packer.max_tokens, packer.max_items)
+            for lane, forward in owner._forward.items()
+        }
+
+    def noted(self, result: RecallResult) -> RecallResult:
+        """``result``, saying how deep the upstreams were asked to search (for a budget left unused)."""
+        depths = list(self.depths.values())
+        if all(depth is None for depth in depths):
+            return result
+        total = None if None in depths else sum(d for d in depths if d is not None)
+        return result.with_fetch(total, "fetch_k")
 
 
 class BudgetedRetriever(_LangChainComponent, BaseRetriever):
@@ -216,7 +209,8 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
     rrf_k: int = DEFAULT_RRF_K
     fetch_k: int | None = None
 
-    _forward: dict[LaneKind | None, _Forward] = PrivateAttr(default_factory=dict)
+    _forward: dict[LaneKind | None, Forward] = PrivateAttr(default_factory=dict)
+    _own: dict[LaneKind | None, int | None] = PrivateAttr(default_factory=dict)
 
     if not TYPE_CHECKING:  # type checkers see the fields, ``retriever`` first and positional
 
@@ -246,7 +240,11 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
         if self.lanes is None and self.weights is not None:
             raise ConfigError("weights=... only applies with lanes=... (from_lanes)")
         upstreams = self._upstreams()
-        self._forward = {lane: _forwarding(up) for lane, up in upstreams.items()}
+        self._forward = {
+            lane: (forwarding(up) if isinstance(up, BaseRetriever) else "none")
+            for lane, up in upstreams.items()
+        }
+        self._own = {lane: own_depth(up) for lane, up in upstreams.items()}
         blind = [type(upstreams[lane]).__name__ for lane, f in self._forward.items() if f == "none"]
         if self.fetch_k is not None and blind:
             warnings.warn(
@@ -353,14 +351,17 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
         return {"callbacks": run_manager.get_child(None if lane is None else f"lane:{lane.value}")}
 
     def _upstream(self, lane: LaneKind | None, call: _Call) -> Upstream:
-        upstream = self._upstreams()[lane]
-        if call.fetch_k is not None and self._forward[lane] == "copy":
+        upstream, depth = self._upstreams()[lane], call.depths[lane]
+        if depth is not None and self._forward[lane] == "copy":  # a copy: the caller's keeps its k
             assert isinstance(upstream, BaseModel)
-            return upstream.model_copy(update={"k": call.fetch_k})
+            return upstream.model_copy(update={"k": depth})
         return upstream
 
     def _kwargs(self, lane: LaneKind | None, call: _Call) -> dict[str, Any]:
-        return {"k": call.fetch_k} if call.fetch_k is not None and self._forward[lane] == "kwarg" else {}
+        depth = call.depths[lane]
+        if depth is None or self._forward[lane] != "kwarg":
+            return {}
+        return search_kwargs_for(self._upstreams()[lane], depth)
 
     def _source(self, lane: LaneKind | None) -> str:
         where = "upstream" if lane is None else f"lane {lane.value!r}"
@@ -377,7 +378,7 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
             by_lane = dict(zip(self.lanes, ranked, strict=True))
             docs = [by_lane[f.lane][f.index] for f in fused]
             candidates = [f.candidate for f in fused]
-        result = call.packer.recall(candidates, query=query)
+        result = call.noted(call.packer.recall(candidates, query=query))
         if call.sink is not None:
             call.sink.append(result)
         return _kept(docs, result)

@@ -26,7 +26,6 @@ evidence fields in metadata hidden from the LLM and embedding views. When the us
 
 from __future__ import annotations
 
-import copy
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -57,6 +56,7 @@ from recallpack.adapters._common import (
     item_settings,
     keywords_of,
 )
+from recallpack.adapters._depth import own_depth, with_top_k
 from recallpack.adapters._llamaindex_nodes import (
     REPORT_KEY,
     EveryModeView,
@@ -69,7 +69,7 @@ from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackWarning
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse
-from recallpack.packing.limits import check_max_items
+from recallpack.packing.limits import check_max_items, fetch_depth
 from recallpack.packing.packer import Packer, PackerSettings, refuse_unknown
 from recallpack.packing.result import PackReport, RecallResult
 from recallpack.packing.translate import candidate_from
@@ -187,7 +187,7 @@ class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
     ) -> tuple[list[NodeWithScore], RecallResult]:
         """The kept node copies and the RecallResult (report and trace) of this one call."""
         candidates = node_candidates(nodes, self.metadata_mode, self._candidate_maker())
-        result = self.packer.recall(candidates, query=query)
+        result = self.packer.recall(candidates, query=query).with_fetch(None, "similarity_top_k")
         self._last_result = result
         dispatcher.event(RecallPackedEvent(report=result.report, component=self.class_name()))
         return kept_nodes(nodes, result), result
@@ -209,15 +209,18 @@ class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
 # --- BudgetedRetriever -----------------------------------------------------------------------
 
 
-def _with_top_k(retriever: BaseRetriever, fetch_k: int | None, where: str) -> BaseRetriever:
-    """``retriever``, or a shallow copy of it asking for ``fetch_k`` results (the caller's
-    retriever keeps its own top-k; the copy shares the index, store and callbacks)."""
+def _with_top_k(retriever: BaseRetriever, fetch_k: int | None, where: str, packer: Packer) -> BaseRetriever:
+    """``retriever``, or a shallow copy of it asking for ``fetch_k`` results, or, without
+    ``fetch_k``, for enough to fill the budget when it says its own ``similarity_top_k`` (the
+    caller's retriever keeps its own top-k; the copy shares the index, store and callbacks)."""
     if not isinstance(retriever, BaseRetriever):
         raise ConfigError(
             f"{where}={retriever!r} must be a LlamaIndex BaseRetriever (for example index.as_retriever())"
         )
     if fetch_k is None:
-        return retriever
+        own = own_depth(retriever)
+        wanted = None if own is None else fetch_depth(packer.max_tokens, packer.max_items, own)
+        return retriever if wanted is None or wanted == own else with_top_k(retriever, wanted)
     if not hasattr(retriever, "similarity_top_k"):
         warnings.warn(
             f"fetch_k={fetch_k} cannot be forwarded to {where} ({type(retriever).__name__}): it has no "
@@ -226,9 +229,7 @@ def _with_top_k(retriever: BaseRetriever, fetch_k: int | None, where: str) -> Ba
             stacklevel=4,
         )
         return retriever
-    copied = copy.copy(retriever)
-    copied.similarity_top_k = fetch_k
-    return copied
+    return with_top_k(retriever, fetch_k)
 
 
 class _RetrieverSettings(PackSettings):
@@ -266,7 +267,7 @@ class BudgetedRetriever(BaseRetriever):
         if "tokenizer" not in settings and settings_tokenizer() is not None:
             settings["tokenizer"] = settings_tokenizer()
         self.packer = Packer(**settings)
-        self._upstream = _with_top_k(retriever, self.fetch_k, "retriever")
+        self._upstream = _with_top_k(retriever, self.fetch_k, "retriever", self.packer)
         self._lanes: dict[LaneKind, BaseRetriever] | None = None
         self._weights: dict[LaneKind, float] = {}
         self._rrf_k = DEFAULT_RRF_K
@@ -296,13 +297,17 @@ class BudgetedRetriever(BaseRetriever):
             )
         if "lane" in settings:
             raise ConfigError("from_lanes takes each lane from its key; do not pass lane=")
-        resolved: dict[LaneKind, BaseRetriever] = {}
+        given: dict[LaneKind, BaseRetriever] = {}
         for name, retriever in lanes.items():
             kind = coerce_lane(name, field="lane name")
-            if kind in resolved:
+            if kind in given:
                 raise ConfigError(f"lane {kind.value!r} is given twice")
-            resolved[kind] = _with_top_k(retriever, settings.get("fetch_k"), f"lanes[{kind.value!r}]")
-        built = cls(next(iter(resolved.values())), **settings)
+            given[kind] = retriever
+        built = cls(next(iter(given.values())), **settings)
+        resolved = {
+            kind: _with_top_k(r, built.fetch_k, f"lanes[{kind.value!r}]", built.packer)
+            for kind, r in given.items()
+        }
         built._lanes = resolved
         built._weights = check_weights(dict(weights or {}), list(resolved))
         built._rrf_k = check_rrf_k(rrf_k)
@@ -326,6 +331,9 @@ class BudgetedRetriever(BaseRetriever):
         nodes = [NodeWithScore(node=ranked[f.lane][f.index].node, score=f.candidate.score) for f in fused]
         return nodes, [f.lane for f in fused]
 
+    def _searched(self) -> list[BaseRetriever]:
+        return [self._upstream] if self._lanes is None else list(self._lanes.values())
+
     def _fetch(self, bundle: QueryBundle) -> tuple[list[NodeWithScore], list[LaneKind] | None]:
         if self._lanes is None:
             return list(self._upstream.retrieve(bundle)), None
@@ -342,6 +350,9 @@ class BudgetedRetriever(BaseRetriever):
     ) -> tuple[list[NodeWithScore], RecallResult]:
         candidates = node_candidates(nodes, self.metadata_mode, self._make, lanes)
         result = self.packer.recall(candidates, query=bundle.query_str or None)
+        depths = [own_depth(r) for r in self._searched()]  # how deep it searched, for an unused budget
+        if any(depths):
+            result = result.with_fetch(None if None in depths else sum(d or 0 for d in depths), "fetch_k")
         dispatcher.event(RecallPackedEvent(report=result.report, component=type(self).__name__))
         return kept_nodes(nodes, result), result
 

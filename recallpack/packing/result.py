@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import difflib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -306,6 +307,25 @@ class PackReport(BaseModel):
         description="The floor was on, but not even a cut of the top match fitted: its own label, "
         "scopes and resource line (or what an allowance left) take more than the budget.",
     )
+    fetch_depth: int | None = Field(
+        default=None, description="How many candidates the adapter asked its upstream for (None: not known)."
+    )
+    fetch_knob: str | None = Field(
+        default=None,
+        description="The host setting that decides how many candidates arrive (an adapter names it).",
+    )
+
+    @property
+    def ran_dry(self) -> bool:
+        """The budget was left mostly unused (under half) because the candidates ran out, not
+        because of the budget or a cap: more candidates would have been packed."""
+        stopped = ("over_budget", "over_item_cap", "over_lane_budget")
+        return (
+            self.fetch_knob is not None
+            and self.max_tokens is not None
+            and 2 * self.tokens_used < self.max_tokens
+            and not any(self.reasons.get(reason) for reason in stopped)
+        )
 
     @property
     def over_budget(self) -> int:
@@ -334,7 +354,26 @@ class PackReport(BaseModel):
             )
         if self.largest_dropped_chars:
             line += f". The largest item dropped for size has {self.largest_dropped_chars:,} characters"
+        if self.ran_dry:
+            line += ". " + self._ran_dry_note()
         return line
+
+    def _ran_dry_note(self) -> str:
+        asked, knob = self.fetch_depth, self.fetch_knob
+        if asked is None:  # a postprocessor: it packs what it is handed
+            return (
+                f"The budget is mostly unused: only {self.candidates} candidates arrived, and this "
+                f"step cannot fetch more; raise {knob} upstream for more"
+            )
+        if self.candidates < asked:
+            return (
+                f"The budget is mostly unused: the upstream had only {self.candidates} matches of the "
+                f"{asked} asked for ({knob}={asked}); there is no more to pack"
+            )
+        return (
+            f"The budget is mostly unused: the upstream ran dry at the {asked} candidates asked "
+            f"for; raise {knob} to fetch more"
+        )
 
 
 #: Set by recallpack.packing.packer when it is imported: the deprecated
@@ -386,6 +425,14 @@ class RecallResult:
         if resource_uri_template is not None:
             settings["resource_uri_template"] = resource_uri_template
         return RESULT_BUILDERS[0](candidates, **settings)
+
+    def with_fetch(self, depth: int | None, knob: str) -> RecallResult:
+        """This result, its report saying how many candidates the upstream was asked for
+        (``depth``; None: not known) and which host setting asks (``knob``), so that a budget
+        left unused for want of candidates names the fix. What an adapter calls."""
+        noted = copy.copy(self)
+        noted.report = self.report.model_copy(update={"fetch_depth": depth, "fetch_knob": knob})
+        return noted
 
     @property
     def selected_ranks(self) -> tuple[int, ...]:
