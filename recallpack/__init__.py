@@ -37,6 +37,7 @@ from recallpack.packing.result import (
     Trace,
     TraceEntry,
 )
+from recallpack.packing.sizing import budget_for
 from recallpack.packing.tokenizer import (
     Tokenizer,
     count_tokens,
@@ -93,6 +94,7 @@ __all__ = [
     "pack",
     "recall",
     "recall_many",
+    "budget_for",
     "fuse",
     "Fused",
     "Policy",
