@@ -433,7 +433,7 @@ class BudgetCompressor(_LangChainComponent, BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         docs = _documents(_listed(documents), "compressor input")
-        return _kept(docs, self.packer.recall(self._candidates(docs), query=query or None))
+        return _kept(docs, self.compress(docs, query or None))
 
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
@@ -442,6 +442,7 @@ class BudgetCompressor(_LangChainComponent, BaseDocumentCompressor):
         return self.compress_documents(documents, query, callbacks)
 
     def compress(self, documents: Sequence[Document], query: str | None = None) -> RecallResult:
-        """The RecallResult of compressing ``documents`` (evidence, report, trace)."""
+        """The RecallResult of compressing ``documents`` (evidence, report, trace). A compressor
+        cannot fetch more than it is handed: a budget left unused names the base retriever's ``k``."""
         docs = _documents(_listed(documents), "compressor input")
-        return self.packer.recall(self._candidates(docs), query=query)
+        return self.packer.recall(self._candidates(docs), query=query).with_fetch(None, "k")

@@ -363,7 +363,7 @@ class PackReport(BaseModel):
         if asked is None:  # a postprocessor: it packs what it is handed
             return (
                 f"The budget is mostly unused: only {self.candidates} candidates arrived, and this "
-                f"step cannot fetch more; raise {knob} upstream for more"
+                f"step cannot fetch more; raise {knob} on the retriever before it"
             )
         if self.candidates < asked:
             return (

@@ -138,4 +138,12 @@ def test_a_postprocessor_cannot_fetch_more_and_says_so(index: VectorStoreIndex) 
     engine = index.as_query_engine(llm=MockLLM(max_tokens=4), node_postprocessors=[li.BudgetPostprocessor(max_tokens=2000)])
     report = li.report_of(engine.query(QUESTION))
     assert report is not None and report.candidates == 2 and report.ran_dry
-    assert "cannot fetch more; raise similarity_top_k" in report.summary()
+    assert "cannot fetch more; raise similarity_top_k on the retriever before it" in report.summary()
+
+
+def test_a_compressor_cannot_fetch_more_and_names_the_base_retrievers_k(store: InMemoryVectorStore) -> None:
+    """A ContextualCompressionRetriever over k=4: the compressor's report says to raise k."""
+    compressor = lc.BudgetCompressor(max_tokens=2000)
+    docs = store.as_retriever().invoke(QUESTION)
+    report = compressor.compress(docs, QUESTION).report
+    assert report.candidates == 4 and report.ran_dry and "raise k on the retriever before it" in report.summary()
