@@ -67,6 +67,7 @@ li.BudgetedRetriever(Empty(), metadata_mod=None)  # MISTAKE
 TokenWindowSplitter(max_tokns=120)  # MISTAKE
 TokenWindowNodeParser(max_tokns=120)  # MISTAKE
 Candidate(txt="x")  # MISTAKE
+li.EvidenceQueryEngine(retriever=li.BudgetedRetriever(Empty()), text_qa_templat=None)  # MISTAKE
 Packer(max_tokens="300")  # MISTAKE
 '''
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import llama_index.core
 from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeWithScore
+from pydantic import ValidationError
 
 from recallpack.packing.candidate import Candidate, LaneKind
 from recallpack.packing.errors import UpstreamError
@@ -124,7 +125,10 @@ def report_of(response: object) -> PackReport | None:
         node = getattr(item, "node", item)
         report = getattr(node, "metadata", {}).get(REPORT_KEY)
         if isinstance(report, dict):
-            return PackReport.model_validate(report)
+            try:
+                return PackReport.model_validate(report)
+            except ValidationError:  # not one recallpack wrote (kept nodes always carry their own)
+                continue
     return None
 
 

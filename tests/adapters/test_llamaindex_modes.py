@@ -171,3 +171,14 @@ def test_last_result_still_works_for_one_release_with_a_warning(index: VectorSto
     with pytest.warns(DeprecationWarning, match="report_of"):
         last = budget.last_result
     assert last is not None and last.report == report_of(response)
+
+
+def test_an_upstream_report_key_is_overwritten_and_a_foreign_one_ignored(index: VectorStoreIndex) -> None:
+    """A node arriving with its own "recallpack_report" metadata gets this packing's; a malformed one is skipped."""
+    from llama_index.core.schema import NodeWithScore
+
+    forged = TextNode(text="The office opens at nine.", metadata={"recallpack_report": {"tokens_used": 0}})
+    kept, result = BudgetPostprocessor(max_tokens=BUDGET).pack_nodes([NodeWithScore(node=forged, score=1.0)])
+    assert report_of(kept) == result.report
+    assert report_of([NodeWithScore(node=forged, score=1.0)]) is None
+    assert report_of([]) is None
