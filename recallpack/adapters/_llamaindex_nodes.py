@@ -60,15 +60,26 @@ def simple_summarize_view(texts: Sequence[str]) -> str:
 class EveryModeView:
     """The context as the LLM sees it in whichever response mode the engine runs, which a node
     postprocessor cannot know: the longest, by this tokenizer, of compact's view,
-    simple_summarize's, and each node alone (refine and accumulate show one node per prompt).
-    Budgeting it bounds what every mode shows."""
+    simple_summarize's, and each node alone (refine and accumulate repack each node by itself,
+    stripped as compact strips it). Budgeting it bounds what every mode shows.
+
+    With a tiktoken encoding, compact's count is the sum of its stripped parts' (each starts a
+    pre-token), so a node alone never counts more and is not counted again."""
 
     def __init__(self, tokenizer: TokenizerSpec) -> None:
         self.tokenizer = get_tokenizer(tokenizer)
+        self._parts_add_up = self.tokenizer.splits_at_line_starts
 
     def __call__(self, texts: Sequence[str]) -> str:
-        views = [compact_view(texts), simple_summarize_view(texts), *texts]
+        views = [compact_view(texts), simple_summarize_view(texts)]
+        if not self._parts_add_up:
+            views += [t.strip() for t in texts]
         return max(views, key=self.tokenizer.count)
+
+    @staticmethod
+    def item_view(text: str) -> str:
+        """One text as it appears in the view that is usually longest, simple_summarize's."""
+        return repr(text)[1:-1]
 
 
 def _modality(node: BaseNode) -> str:

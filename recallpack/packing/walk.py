@@ -122,13 +122,17 @@ class JoinedCost:
     def __init__(self, tokenizer: Tokenizer, join: Callable[[Sequence[str]], str]) -> None:
         self.tok = tokenizer
         self.join = join
+        # A join may say how one text appears in what it builds (escaped, say): pricing that
+        # form makes the walk's sum close to the exact count, so little is given back after.
+        self.shown: Callable[[str], str] | None = getattr(join, "item_view", None)
 
     def header_delta(self, walk: Walk, scopes: tuple[Scope, ...]) -> int:
         return 0
 
     def item(self, walk: Walk, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
              limit: int | None) -> int:
-        return self.tok.count_upto(text, (1 << 62) if limit is None else limit) + 1
+        shown = text if self.shown is None else self.shown(text)
+        return self.tok.count_upto(shown, (1 << 62) if limit is None else limit) + 1
 
     def measure(self, walk: Walk) -> int:
         if self.join is newline_join:
