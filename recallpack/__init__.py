@@ -39,6 +39,7 @@ from recallpack.packing.result import (
     Trace,
     TraceEntry,
 )
+from recallpack.packing.sizing import budget_for
 from recallpack.packing.tokenizer import (
     Tokenizer,
     count_tokens,
@@ -102,6 +103,7 @@ __all__ = [
     "pack",
     "recall",
     "recall_many",
+    "budget_for",
     "fuse",
     "Fused",
     "Policy",

@@ -56,6 +56,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "scope_ids": ("array of strings", "the scopes (whose memory) it belongs to; withheld: no reader"),
     "metadata": ("object", "anything else from the retriever, kept as is"),
     "modality": ("string", 'what the item is (default: "text")'),
+    "content": ("string", "its own content when text adds framing around it: duplicates are found by it"),
 }
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 
@@ -253,6 +254,7 @@ def _check_fields(where: str, fields: dict[str, Any]) -> None:
         "scope_ids": (list, str),
         "metadata": (dict,),
         "modality": (str,),
+        "content": (str, type(None)),
     }
     for key, value in fields.items():
         wrong = not isinstance(value, expected[key]) or (key == "score" and isinstance(value, bool))

@@ -194,7 +194,7 @@ def test_every_adapter_refuses_a_misspelled_setting(typo: str) -> None:
 
 
 def test_adapter_fields_are_generated_from_the_packer() -> None:
-    """The pydantic adapters' fields come from Packer.model_fields: same names and defaults."""
+    """The pydantic adapters' fields are the Packer's, inherited: same names and defaults."""
     from recallpack.adapters._common import PackSettings
 
     for name, info in Packer.model_fields.items():

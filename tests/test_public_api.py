@@ -13,7 +13,7 @@ def test_all_is_pinned() -> None:
     assert set(recallpack.__all__) >= {
         "Candidate", "LaneKind", "Provenance", "Scope", "Reader", "pack", "recall", "RecallResult",
         "Evidence", "PackReport", "get_tokenizer", "count_tokens", "truncate_to_tokens",
-        "split_token_windows", "RecallpackError", "BudgetError",
+        "split_token_windows", "RecallpackError", "BudgetError", "budget_for",
     }
     for name in recallpack.__all__:
         assert hasattr(recallpack, name), name
@@ -42,9 +42,9 @@ def test_docstring_examples_run() -> None:
     """The >>> examples in the public modules pass."""
     import doctest
 
-    from recallpack.packing import candidate, fusion, packer, result, tokenizer
+    from recallpack.packing import candidate, fusion, limits, packer, result, sizing, tokenizer
 
-    for module in (recallpack, packer, fusion, candidate, result, tokenizer):
+    for module in (recallpack, packer, fusion, candidate, result, tokenizer, sizing, limits):
         outcome = doctest.testmod(module)
         assert outcome.failed == 0 and (outcome.attempted > 0 or module is result), module
 

@@ -38,7 +38,7 @@ def test_nothing_cut_says_nothing_about_cuts() -> None:
 @settings(max_examples=60, deadline=None)
 @given(
     sizes=st.lists(st.integers(min_value=1, max_value=400), min_size=1, max_size=6),
-    budget=st.integers(min_value=20, max_value=600),
+    budget=st.integers(min_value=24, max_value=600),
     policy=st.sampled_from(["prefix", "skip", "truncate"]),
 )
 def test_items_cut_counts_the_truncated_evidence(sizes: list[int], budget: int, policy: str) -> None:

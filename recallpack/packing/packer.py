@@ -45,6 +45,7 @@ from recallpack.packing.errors import (
 )
 from recallpack.packing.limits import (
     DEFAULT_MAX_TOKENS,
+    ELLIPSIS,
     MAX_TOKENS_CEILING,
     Allowance,
     CheckedModel,
@@ -78,7 +79,16 @@ from recallpack.packing.walk import (
     newline_join,
 )
 
-__all__ = ["Packer", "recall", "pack", "recall_many", "CutMode", "DEFAULT_CITATION_KEYS", "unknown_setting"]
+__all__ = [
+    "Packer",
+    "PackerSettings",
+    "recall",
+    "pack",
+    "recall_many",
+    "CutMode",
+    "DEFAULT_CITATION_KEYS",
+    "unknown_setting",
+]
 
 CutMode = Literal["auto", "head", "focus"]
 #: Metadata keys a citation is read from, in order: LangChain loaders record ``source`` (a path
@@ -104,7 +114,64 @@ def _one_or_many(value: object) -> object:
     return (value,) if isinstance(value, str) else value  # one key needs no tuple around it
 
 
-class Packer(CheckedModel):
+class PackerSettings(CheckedModel):
+    """Every packing setting a host takes by name, declared once: :class:`Packer` adds ``join``
+    (what the model is shown, which each host decides), and the adapter components inherit these
+    same fields, so a type checker sees one signature everywhere."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, use_attribute_docstrings=True)
+
+    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, strict=True, ge=1)
+    """The token budget for what the model is shown: the whole rendered block by default."""
+    max_items: int | None = Field(default=None, strict=True, ge=1)
+    """At most this many items, whatever room the budget leaves (None: no cap)."""
+    policy: Policy = "prefix"
+    """An item that does not fit: ``prefix`` ends the walk, ``skip`` passes over it,
+    ``truncate`` cuts it to the room left and ends the walk."""
+    floor: bool = Field(default=True, strict=True)
+    """A match is never answered with nothing: if nothing fits whole, the top readable match is
+    kept, cut to the room. False gives the strict prefix."""
+    cut: CutMode = "auto"
+    """How an item is cut: ``head`` keeps its start, ``focus`` the passages that match the
+    query; ``auto`` is focus when the call gives a query, head otherwise."""
+    embed: Any = None
+    """For focus cuts: a LangChain Embeddings, a LlamaIndex embedding or a callable, used to
+    score the passages of the one item being cut (None: lexical scoring)."""
+    tokenizer: Any = None
+    """An encoding or model name, ``"chars"``, a Tokenizer, a ``str -> int`` (None: cl100k_base)."""
+    reader: Reader | None = None
+    """Who reads: items in scopes they do not hold are withheld. With no reader, items that carry
+    scopes are withheld too, unless this is ``Reader.everyone()``."""
+    lane_budgets: Mapping[str, int] | None = None
+    """Tokens per lane (``"facts"``) or per provenance (``"derived"``: all its lanes)."""
+    dedupe: bool = Field(default=True, strict=True)
+    """Drop an item whose text and scopes equal a kept one's."""
+    template: str | Path | None = None
+    """Template source (a str) or a template file (a Path); None: the default block."""
+    resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE
+    """The resource line for items with ``artifact_id`` and ``artifact_content_id``."""
+    citation_keys: Annotated[tuple[str, ...], BeforeValidator(_one_or_many)] = DEFAULT_CITATION_KEYS
+    """Metadata keys a resource line is read from when an item has no artifact ids."""
+    max_tokens_ceiling: int = Field(default=MAX_TOKENS_CEILING, strict=True, ge=1)
+    """Raise it to allow a max_tokens above 16384."""
+
+    @field_validator("template", mode="before")
+    @classmethod
+    def _template_kind(cls, value: object) -> object:
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise TemplateError(
+                f"template={value!r} must be template source (a str), a pathlib.Path to a "
+                "template file, or None for the default"
+            )
+        return value
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _policy(cls, value: object) -> object:
+        return check_policy(value)
+
+
+class Packer(PackerSettings):
     """How to pack: a token budget, caps, a policy, who reads, and how the block looks.
 
     Built once (every setting is checked here, before any candidate), then used for any number
@@ -123,42 +190,9 @@ class Packer(CheckedModel):
         frozen=True, extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True
     )
 
-    max_tokens: int = Field(DEFAULT_MAX_TOKENS, strict=True, ge=1)
-    """The token budget for what the model is shown: the whole rendered block by default."""
-    max_items: int | None = Field(None, strict=True, ge=1)
-    """At most this many items, whatever room the budget leaves (None: no cap)."""
-    policy: Policy = "prefix"
-    """An item that does not fit: ``prefix`` ends the walk, ``skip`` passes over it,
-    ``truncate`` cuts it to the room left and ends the walk."""
-    floor: bool = Field(True, strict=True)
-    """A match is never answered with nothing: if nothing fits whole, the top readable match is
-    kept, cut to the room. False gives the strict prefix."""
-    cut: CutMode = "auto"
-    """How an item is cut: ``head`` keeps its start, ``focus`` the passages that match the
-    query; ``auto`` is focus when the call gives a query, head otherwise."""
-    embed: Any = None
-    """For focus cuts: a LangChain Embeddings, a LlamaIndex embedding or a callable, used to
-    score the passages of the one item being cut (None: lexical scoring)."""
-    tokenizer: Any = None
-    """An encoding or model name, ``"chars"``, a Tokenizer, a ``str -> int`` (None: cl100k_base)."""
-    reader: Reader | None = None
-    """Who reads: items in scopes they do not hold are withheld. With no reader, items that carry
-    scopes are withheld too, unless this is ``Reader.everyone()``."""
-    lane_budgets: Mapping[str, int] | None = None
-    """Tokens per lane (``"facts"``) or per provenance (``"derived"``: all its lanes)."""
-    dedupe: bool = Field(True, strict=True)
-    """Drop an item whose text and scopes equal a kept one's."""
-    template: str | Path | None = None
-    """Template source (a str) or a template file (a Path); None: the default block."""
-    resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE
-    """The resource line for items with ``artifact_id`` and ``artifact_content_id``."""
-    citation_keys: Annotated[tuple[str, ...], BeforeValidator(_one_or_many)] = DEFAULT_CITATION_KEYS
-    """Metadata keys a resource line is read from when an item has no artifact ids."""
     join: Callable[[Sequence[str]], str] | None = None
     """None: the model is shown the rendered block. A function: it is shown ``join(kept texts)``
     instead (as a LlamaIndex synthesizer builds its context), and that is what is budgeted."""
-    max_tokens_ceiling: int = Field(MAX_TOKENS_CEILING, strict=True, ge=1)
-    """Raise it to allow a max_tokens above 16384."""
 
     _run: Resolved = PrivateAttr()
 
@@ -175,36 +209,32 @@ class Packer(CheckedModel):
         """Every setting a Packer (and so every adapter) takes."""
         return tuple(cls.model_fields)
 
-    @field_validator("template", mode="before")
-    @classmethod
-    def _template_kind(cls, value: object) -> object:
-        if value is not None and not isinstance(value, (str, os.PathLike)):
-            raise TemplateError(
-                f"template={value!r} must be template source (a str), a pathlib.Path to a "
-                "template file, or None for the default"
-            )
-        return value
-
-    @field_validator("policy", mode="before")
-    @classmethod
-    def _policy(cls, value: object) -> object:
-        return check_policy(value)
-
     @model_validator(mode="after")
     def _resolve(self) -> Packer:
         check_max_tokens(self.max_tokens, self.max_tokens_ceiling)
         _check_uri_template(self.resource_uri_template)
         # Every walk setting is the Packer setting of that name, but the lane budgets: checked.
         shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(WalkSettings)}
+        tok = get_tokenizer(self.tokenizer)
+        template = None if self.template is None else load_template(self.template)
+        least, parts = least_budget(tok, template, self.join, self.max_tokens)
+        _check_least_budget(self, tok, least, parts)
         self._run = Resolved(
-            tok=get_tokenizer(self.tokenizer),
-            template=None if self.template is None else load_template(self.template),
+            tok=tok,
+            template=template,
             embed=None if self.embed is None else embed_function(self.embed),
             walk=WalkSettings(**{**shared, "lane_budgets": _lane_budgets(self.lane_budgets)}),
+            least_tokens=least,
         )
         return self
 
     # -- calls ----------------------------------------------------------------------------------
+
+    @property
+    def least_tokens(self) -> int:
+        """The fewest tokens that can hold any evidence (a smaller ``max_tokens`` is refused):
+        the block's header, the longest label, the mark of a cut and one token of text."""
+        return self._run.least_tokens
 
     @property
     def tokenizer_used(self) -> Tokenizer:
@@ -415,6 +445,38 @@ def _fitted_walk(
     return walk, used, block, max_tokens
 
 
+def least_budget(
+    tok: Tokenizer, template: jinja2.Template | None, join: Callable[[Sequence[str]], str] | None,
+    max_tokens: int,
+) -> tuple[int, str]:
+    """The fewest tokens in which the floor can keep one item, and what takes them: the block's
+    fixed parts (header, the longest label, the mark of a cut) around one token of text, or,
+    when the model is shown the joined texts, that text, its mark and its separator."""
+    cut = (tok.truncate("x" * 16, 1) or "x") + ELLIPSIS  # one token of text, marked as cut
+    if join is not None:
+        joined = join([cut])
+        if not isinstance(joined, str):
+            kind = type(joined).__name__
+            raise ConfigError(f"join returned {kind}; it must return the str the model is shown")
+        parts = "one token of text, the mark of a cut and the separator"
+        return max(tok.count(cut) + 1, tok.count(joined)), parts
+    label = max((p.label for p in Provenance), key=tok.count)
+    one = Evidence(provenance=Provenance.SESSION, label=label, text=cut)
+    parts = f"the block's header, the label {label!r}, one token of text and the mark of a cut"
+    return tok.count(_render(template, [one], [], max_tokens)), parts
+
+
+def _check_least_budget(packer: Packer, tok: Tokenizer, least: int, parts: str) -> None:
+    # A joined view without the floor (pack()) promises nothing below it: an empty list is its answer.
+    if packer.join is not None and not packer.floor:
+        return
+    if packer.max_tokens < least:
+        raise BudgetError(
+            f"max_tokens={packer.max_tokens} is below the least that holds any evidence, {least} tokens "
+            f"({tok.name}): {parts}; use max_tokens={least} or more"
+        )
+
+
 def _recall_many(
     packer: Packer,
     candidate_lists: Iterable[Iterable[Candidate | Mapping[str, Any]]],
@@ -442,6 +504,7 @@ class Resolved:
     template: jinja2.Template | None
     embed: EmbedFn | None
     walk: WalkSettings
+    least_tokens: int
 
 
 def _measure(packer: Packer, run: Resolved, walk: Walk, max_tokens: int | None) -> tuple[int, str | None]:
@@ -497,6 +560,7 @@ def _result(
         floor_applied=walk.floor_applied and bool(walk.kept),
         cut=cut_kinds[0] if cut_kinds else None,
         largest_dropped_chars=max(walk.dropped_sizes.values(), default=0),
+        floor_failed=packer.floor and not walk.kept and bool(walk.dropped_sizes),
     )
     evidence, scopes = walk.evidence(), walk.shared_scopes()
     # With a join the model is shown the joined texts; the block is rendered only if someone

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import difflib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -133,8 +134,15 @@ class Evidence(BaseModel):
     text: str
     scopes: tuple[str, ...] = ()
     resource_uri: str | None = None
-    token_count: int = Field(0, description="Tokens this item adds to the rendered block.")
+    token_count: int = Field(default=0, description="Tokens this item adds to the rendered block.")
     truncated: bool = False
+    duplicates: int = Field(
+        default=0, description="Identical items (same text, same scopes) dropped in its favour."
+    )
+    citations: tuple[str, ...] = Field(
+        default=(),
+        description="When it stands for duplicates: every citation among them, its own first.",
+    )
 
 
 class Outcome(ValueEnum):
@@ -167,14 +175,18 @@ class TraceEntry(BaseModel):
     reason: Reason | None = None
     lane: str | None = None
     score: float | None = None
-    tokens: int | None = Field(None, description="What it cost, when the walk counted it.")
-    reached: bool = Field(True, description="False for candidates after the walk ended.")
-    truncated: bool = Field(False, description="Selected, but cut to fit (the floor or truncate).")
-    cut: str | None = Field(None, description="How a truncated item was cut: 'head' or 'focus'.")
+    tokens: int | None = Field(default=None, description="What it cost, when the walk counted it.")
+    reached: bool = Field(default=True, description="False for candidates after the walk ended.")
+    truncated: bool = Field(default=False, description="Selected, but cut to fit (the floor or truncate).")
+    cut: str | None = Field(default=None, description="How a truncated item was cut: 'head' or 'focus'.")
     kept_spans: tuple[tuple[int, int], ...] = Field(
-        (), description="Character ranges of the original text a cut kept."
+        default=(), description="Character ranges of the original text a cut kept."
     )
-    preview: str = Field("", description="The first characters of the candidate's text.")
+    preview: str = Field(default="", description="The first characters of the candidate's text.")
+    duplicate_of: int | None = Field(
+        default=None, description="For a duplicate: the rank of the kept item it is identical to."
+    )
+    citation: str | None = Field(default=None, description="For a duplicate: where it came from.")
 
 
 class TraceRecord(NamedTuple):
@@ -190,13 +202,16 @@ class TraceRecord(NamedTuple):
     cut: str | None
     kept_spans: tuple[tuple[int, int], ...]
     preview: str
+    duplicate_of: int | None = None
+    citation: str | None = None
 
     def entry(self) -> TraceEntry:
         return TraceEntry(
             rank=self.rank, outcome=self.outcome, reason=self.reason,
             lane=None if self.lane is None else str(self.lane), score=self.score,
             tokens=self.tokens, truncated=self.cut is not None, cut=self.cut,
-            kept_spans=self.kept_spans, preview=self.preview,
+            kept_spans=self.kept_spans, preview=self.preview, duplicate_of=self.duplicate_of,
+            citation=self.citation,
         )
 
 
@@ -283,13 +298,37 @@ class PackReport(BaseModel):
     truncated: bool = False
     reasons: dict[str, int] = Field(default_factory=dict)
     floor_applied: bool = Field(
-        False, description="Nothing fitted whole, so the top readable match was kept, cut to fit."
+        default=False, description="Nothing fitted whole, so the top readable match was kept, cut to fit."
     )
-    cut: str | None = Field(None, description="How the cut item was cut: 'head' or 'focus'.")
+    cut: str | None = Field(default=None, description="How the cut item was cut: 'head' or 'focus'.")
     largest_dropped_chars: int = Field(
-        0, description="Characters in the largest candidate the walk reached and dropped for size."
+        default=0, description="Characters in the largest candidate the walk reached and dropped for size."
     )
-    items_cut: int = Field(0, description="Kept items that were cut to fit (each marked \"…\").")
+    items_cut: int = Field(default=0, description="Kept items that were cut to fit (each marked \"…\").")
+    floor_failed: bool = Field(
+        default=False,
+        description="The floor was on, but not even a cut of the top match fitted: its own label, "
+        "scopes and resource line (or what an allowance left) take more than the budget.",
+    )
+    fetch_depth: int | None = Field(
+        default=None, description="How many candidates the adapter asked its upstream for (None: not known)."
+    )
+    fetch_knob: str | None = Field(
+        default=None,
+        description="The host setting that decides how many candidates arrive (an adapter names it).",
+    )
+
+    @property
+    def ran_dry(self) -> bool:
+        """The budget was left mostly unused (under half) because the candidates ran out, not
+        because of the budget or a cap: more candidates would have been packed."""
+        stopped = ("over_budget", "over_item_cap", "over_lane_budget")
+        return (
+            self.fetch_knob is not None
+            and self.max_tokens is not None
+            and 2 * self.tokens_used < self.max_tokens
+            and not any(self.reasons.get(reason) for reason in stopped)
+        )
 
     @property
     def over_budget(self) -> int:
@@ -322,9 +361,33 @@ class PackReport(BaseModel):
             line += (
                 f". No match fitted whole, so the top one was kept, cut to fit ({self.cut} cut)"
             )
+        if self.floor_failed:
+            line += (
+                ". Nothing fitted, not even cut: the top match's label, scopes and resource line "
+                "take more than the budget"
+            )
         if self.largest_dropped_chars:
             line += f". The largest item dropped for size has {self.largest_dropped_chars:,} characters"
+        if self.ran_dry:
+            line += ". " + self._ran_dry_note()
         return line
+
+    def _ran_dry_note(self) -> str:
+        asked, knob = self.fetch_depth, self.fetch_knob
+        if asked is None:  # a postprocessor: it packs what it is handed
+            return (
+                f"The budget is mostly unused: only {self.candidates} candidates arrived, and this "
+                f"step cannot fetch more; raise {knob} on the retriever before it"
+            )
+        if self.candidates < asked:
+            return (
+                f"The budget is mostly unused: the upstream had only {self.candidates} matches of the "
+                f"{asked} asked for ({knob}={asked}); there is no more to pack"
+            )
+        return (
+            f"The budget is mostly unused: the upstream ran dry at the {asked} candidates asked "
+            f"for; raise {knob} to fetch more"
+        )
 
 
 #: Set by recallpack.packing.packer when it is imported: the deprecated
@@ -376,6 +439,14 @@ class RecallResult:
         if resource_uri_template is not None:
             settings["resource_uri_template"] = resource_uri_template
         return RESULT_BUILDERS[0](candidates, **settings)
+
+    def with_fetch(self, depth: int | None, knob: str) -> RecallResult:
+        """This result, its report saying how many candidates the upstream was asked for
+        (``depth``; None: not known) and which host setting asks (``knob``), so that a budget
+        left unused for want of candidates names the fix. What an adapter calls."""
+        noted = copy.copy(self)
+        noted.report = self.report.model_copy(update={"fetch_depth": depth, "fetch_knob": knob})
+        return noted
 
     @property
     def selected_ranks(self) -> tuple[int, ...]:

@@ -24,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from recallpack import count_tokens
+from recallpack.packing.limits import fetch_depth
 from tests.adapters import mcp_factories
 from tests.adapters.mcp_host import (
     CALL_TIMEOUT,
@@ -58,7 +59,8 @@ def test_langchain_retriever_block_fits_each_calls_budget(langchain_host: Host, 
     result = langchain_host.recall({"query": "parse command line arguments and options", "max_tokens": budget})
     text, data = _text(result), result.structured_content
     assert text and count_tokens(text) == data["context_tokens_used"] <= budget
-    assert data["report"]["max_tokens"] == budget and data["report"]["candidates"] == 20
+    # The adapter asks the BM25 retriever (k=20 of its own) for enough to fill the budget.
+    assert data["report"]["max_tokens"] == budget and data["report"]["candidates"] == fetch_depth(budget, own=20)
     assert "receipt" not in data  # no key configured
 
 
