@@ -18,48 +18,63 @@ PACKAGE_FILES := $(shell find recallpack -type f ! -path '*/__pycache__/*' ! -na
 # $(call install,ARGS): pip-style arguments, through uv when there is one, else pip (at least
 # 23.1, which passes --config-settings to an editable build). uv copies
 # files rather than hard-linking them from its cache: nltk (under llama-index) refuses to open
-# a data file that has more than one link.
+# a data file that has more than one link. The installer's own output goes to a log: one line
+# says what was installed, and the whole log is shown only if the install fails.
+INSTALL_LOG := $(VENV)/install.log
 define install
 	@if [ -n "$(UV)" ] && [ -x "$(UV)" ]; then \
-		echo "uv pip install $(1)"; $(UV) pip install --link-mode=copy --python $(BIN)/python $(1); \
+		$(UV) pip install --link-mode=copy --python $(BIN)/python $(1) >$(INSTALL_LOG) 2>&1; \
 	else \
-		$(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip --upgrade; \
-		$(BIN)/python -m pip install --progress-bar on --upgrade 'pip>=23.1'; \
-		echo "pip install $(1)"; $(BIN)/python -m pip install --progress-bar on $(1); \
-	fi
+		{ $(BIN)/python -m pip --version || $(BIN)/python -m ensurepip --upgrade; \
+		  $(BIN)/python -m pip install --upgrade 'pip>=23.1' && $(BIN)/python -m pip install $(1); \
+		} >$(INSTALL_LOG) 2>&1; \
+	fi || { cat $(INSTALL_LOG); echo "install failed: $(1) (its output is above and in $(INSTALL_LOG))"; exit 1; }
+
 endef
 
-.PHONY: install demo test notebook bench lint clean FORCE
+.PHONY: install demo test docs notebook bench lint serve clean FORCE
 
 # Without pip the venv is made in a fraction of a second; the interpreter's own pip puts uv in it.
 $(BIN)/python:
-	$(PYTHON) -m venv --without-pip $(VENV)
+	@$(PYTHON) -m venv --without-pip $(VENV)
 	@if [ -n "$(UV)" ] && [ ! -x "$(UV)" ]; then \
-		$(PYTHON) -m pip --python $(BIN)/python install --progress-bar on uv \
-			|| echo "uv could not be installed: pip installs everything (slower)"; \
+		$(PYTHON) -m pip --python $(BIN)/python install uv >$(VENV)/uv-install.log 2>&1 \
+			|| echo "uv could not be installed: pip installs everything (slower; see $(VENV)/uv-install.log)"; \
 	fi
 
 $(VENV)/.package-files: FORCE | $(BIN)/python
 	@echo '$(PACKAGE_FILES)' | cmp -s - $@ || echo '$(PACKAGE_FILES)' > $@
 
 $(VENV)/.installed-%: pyproject.toml $(VENV)/.package-files | $(BIN)/python
+	@echo "installing recallpack[$*] into $(VENV) (the installer's output: $(INSTALL_LOG))"
 	$(call install,$(EDITABLE) '.[$*]')
 	@touch $@
 
 install: $(VENV)/.installed-dev
 
 demo: $(VENV)/.installed-demo
-	$(BIN)/python examples/stdlib_demo.py "how do I parse command line arguments"
-	@for example in examples/langchain_chain.py examples/llamaindex_query_engine.py; do \
+	@echo "== examples/stdlib_demo.py"; $(BIN)/python examples/stdlib_demo.py "how do I parse command line arguments"
+	@for example in examples/langchain_chain.py examples/llamaindex_query_engine.py examples/mcp_client.py; do \
 		if [ -f $$example ]; then echo; echo "== $$example"; $(BIN)/python $$example || exit 1; fi; \
 	done
 
-test: $(VENV)/.installed-dev lint
+# The docs are built strictly first: a dead link or a renamed name in the API reference fails.
+test: $(VENV)/.installed-dev lint docs
 	$(BIN)/python -m pytest
+
+# The site and API reference (mkdocs.yml), offline, into site/; warnings are errors.
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	@echo "docs: built site/index.html"
 
 # Opens examples/quickstart.ipynb in JupyterLab, with .venv as its kernel.
 notebook: $(VENV)/.installed-notebook
 	$(BIN)/jupyter lab examples/quickstart.ipynb
+
+# The recall tool over MCP on stdio, searching this repository's docs/: what an MCP client starts
+# (README, "The recall tool over MCP"). Installs the mcp extra only.
+serve: $(VENV)/.installed-mcp
+	$(BIN)/recallpack serve --docs docs
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m recallpack.bench
@@ -69,4 +84,4 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build site .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 
-from recallpack.adapters.langchain import BudgetedRetriever
+from recallpack.adapters.langchain import REPORT_EVENT, BudgetedRetriever
 
 with warnings.catch_warnings():
     # langchain-community warns that it is being sunset; its BM25Retriever still works.
@@ -76,15 +76,21 @@ def stdlib_paragraphs() -> list[Document]:
 
 
 class PromptRecorder(BaseCallbackHandler):
-    """Keeps the messages each chat model call received, exactly as it received them."""
+    """Keeps the messages each chat model call received, exactly as it received them, and the
+    report recallpack dispatched into the chain's tracing (the custom event ``REPORT_EVENT``)."""
 
     def __init__(self) -> None:
         self.prompts: list[list[BaseMessage]] = []
+        self.reports: list[dict[str, Any]] = []
 
     def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any
     ) -> None:
         self.prompts.extend(messages)
+
+    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        if name == REPORT_EVENT:
+            self.reports.append(data)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -115,10 +121,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for message in recorder.prompts[0]:
         print(f"--- {message.type}\n{message.content}")
     print(f"\n== the model's answer\n{answer.content}")
-    print(f"\n== report\n{result.report.summary()}")
-    for entry in result.trace:
+    print(f"\n== report (as the chain's tracing received it: on_custom_event {REPORT_EVENT!r})")
+    print(recorder.reports[0]["summary"])
+    for entry in result.trace[: result.trace.reached]:  # which paragraph each row is, by its first words
         reason = entry.reason.value if entry.reason else ""
-        print(f"  rank {entry.rank:>2}  {entry.outcome.value:<8} {reason:<12} tokens={entry.tokens}")
+        words = " ".join(entry.preview.split()[:8])
+        print(f"  rank {entry.rank:>2}  {entry.outcome.value:<8} {reason:<12} tokens={entry.tokens!s:<4} {words}…")
+    unreached = len(result.trace) - result.trace.reached
+    if unreached:
+        print(f"  ... and {unreached} more, never reached: the walk had ended")
     return {
         "prompt": recorder.prompts[0],
         "evidence": result.to_markdown(),

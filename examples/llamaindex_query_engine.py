@@ -23,7 +23,7 @@ from llama_index.core.schema import Document
 from llama_index.retrievers.bm25 import BM25Retriever
 
 from recallpack import count_tokens
-from recallpack.adapters.llamaindex import BudgetPostprocessor
+from recallpack.adapters.llamaindex import BudgetPostprocessor, report_of
 
 MODULES = [
     "argparse", "asyncio", "collections", "contextlib", "csv", "dataclasses", "datetime",
@@ -76,14 +76,14 @@ def main() -> None:
 
     response = engine.query(args.question)
 
-    result = budget.last_result
-    assert result is not None
+    report = report_of(response)  # this query's own report, carried by its source nodes
+    assert report is not None
     print(f"Indexed {len(nodes)} chunks of standard-library docstrings with BM25.")
     print(f"Question: {args.question}\n")
     print("=" * 30, "the exact prompt the LLM received", "=" * 30)
     print(llm.last_prompt)
     print("=" * 30, "recallpack report", "=" * 30)
-    print(result.report.summary())
+    print(report.summary())
     for node in response.source_nodes:
         meta = node.node.metadata
         print(f"  kept {meta['source']:<28} score={node.score:6.2f} tokens={meta['token_count']}")

@@ -12,7 +12,8 @@ on it (retrieve, pack, render) with the worker's process id.
 
     python examples/ray_batch.py --queries 200 --workers 2 --out /tmp/evidence
 
-Needs the dev extras (``pip install -e '.[dev]'``: ray[data], langchain-community, rank-bm25).
+Needs the ``ray`` extra (in a checkout: ``pip install -e '.[ray]'``; it brings ray[data] and the
+demo's langchain-community and rank-bm25).
 It starts a local Ray (no cluster, no dashboard, no network) unless Ray is already running in
 this process.
 """

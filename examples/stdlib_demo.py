@@ -14,7 +14,7 @@ import math
 import re
 from collections import Counter
 
-from recallpack import Candidate, recall
+from recallpack import Candidate, RecallResult, recall
 from recallpack.testing import paragraphs
 
 WORD = re.compile(r"[a-z0-9]+")
@@ -61,14 +61,44 @@ def main(query: str, max_tokens: int = 2048) -> str:
         for i in ranked
         if scores[i] > 0
     ]
+    # What was asked and with what budget comes first: the block below is long.
+    print(f'question:   "{query}"')
+    print(f"corpus:     {len(corpus)} paragraphs of the standard library's module docstrings, ranked by BM25")
+    print(f"candidates: {len(candidates)} (the paragraphs that share a word with the question), best first")
+    print(f"budget:     {max_tokens} tokens (cl100k_base) for the whole block, header and labels included")
     result = recall(candidates, max_tokens=max_tokens)
     block = result.to_markdown()
+    print(f"\n{RULE} the evidence block: what the model reads {RULE}")
     print(block)
     print("---")
     print(result.report.summary())
-    for entry in result.trace[: result.trace.reached]:
-        print(f"  #{entry.rank:<3} score={entry.score!s:<7} {entry.outcome.value:<8} {entry.reason.value if entry.reason else ''} tokens={entry.tokens}")
+    print(f"\n{RULE} what happened to each candidate the walk reached {RULE}")
+    print(trace_table(result, candidates))
     return block
+
+
+RULE = "=" * 12
+
+
+def trace_table(result: RecallResult, candidates: list[Candidate]) -> str:
+    """One row per reached candidate: its rank, fate, tokens, score, and which paragraph it is
+    (module and paragraph id, and its first words; never the words of a withheld item)."""
+    rows = [f"  {'rank':<5} {'outcome':<9} {'reason':<12} {'tokens':>6} {'score':>7}  document"]
+    for entry in result.trace[: result.trace.reached]:
+        candidate = candidates[entry.rank]
+        document = f"{candidate.artifact_id} {candidate.artifact_content_id}"
+        if entry.outcome.value != "withheld":
+            words = candidate.text.split(": ", 1)[-1].split()
+            document += '  "' + " ".join(words[:7]) + ('…"' if len(words) > 7 else '"')
+        reason = entry.reason.value if entry.reason else ""
+        rows.append(
+            f"  #{entry.rank:<4} {entry.outcome.value:<9} {reason:<12} {entry.tokens or '':>6} "
+            f"{entry.score:>7}  {document}"
+        )
+    unreached = len(result.trace) - result.trace.reached
+    if unreached:
+        rows.append(f"  ... and {unreached} more, never reached: the walk had ended ({result.trace[-1].reason})")
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":

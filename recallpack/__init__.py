@@ -9,6 +9,8 @@ provenance and scopes, rendered as a Markdown block that says it is evidence, no
 1
 """
 
+import logging
+
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.errors import (
     BudgetError,
@@ -37,6 +39,7 @@ from recallpack.packing.result import (
     Trace,
     TraceEntry,
 )
+from recallpack.packing.sizing import budget_for
 from recallpack.packing.tokenizer import (
     Tokenizer,
     count_tokens,
@@ -48,6 +51,13 @@ from recallpack.packing.tokenizer import (
 from recallpack.packing.windows import Window, chunk_size_for, token_windows
 
 __version__ = "0.1.0"
+
+# A library leaves logging to its application (the logging HOWTO's advice for libraries): no
+# handler but this one. Without it, Python's last-resort handler would print recallpack's
+# WARNING records to stderr of every program that never configured logging; with it they reach
+# whatever handlers the application configures, and nowhere else. The fallback tokenizer is
+# also a RecallpackWarning, which Python shows once by default.
+logging.getLogger("recallpack").addHandler(logging.NullHandler())
 
 #: Names that moved to :mod:`recallpack.allowance`; importing them from here still works for
 #: one release, with a DeprecationWarning that names the new home.
@@ -93,6 +103,7 @@ __all__ = [
     "pack",
     "recall",
     "recall_many",
+    "budget_for",
     "fuse",
     "Fused",
     "Policy",

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from recallpack.packing.candidate import ValueEnum
 from recallpack.packing.errors import BudgetError, ConfigError, RecallpackError, ReceiptError
 from recallpack.packing.limits import Allowance, CheckedModel, Remaining, as_remaining
+from recallpack.packing.packer import Packer
 from recallpack.packing.result import RecallResult
 from recallpack.packing.tokenizer import TokenizerSpec, get_tokenizer
 
@@ -660,7 +661,10 @@ def _room(retriever: object, query: object, remaining: object) -> Remaining | No
     if not isinstance(query, str):
         raise ConfigError(f"query={query!r} must be a str")
     room = as_remaining(remaining)  # type: ignore[arg-type]
-    return None if room.exhausted else room
+    # Below what one item needs (the block's header and label), nothing found could be shown.
+    packer = getattr(retriever, "packer", None)
+    least = packer.least_tokens if isinstance(packer, Packer) else 1
+    return None if room.exhausted or room.tokens < least else room
 
 
 def recall_remaining(

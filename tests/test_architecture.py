@@ -111,13 +111,16 @@ def test_adapter_modules_stay_under_450_lines() -> None:
 
 
 def test_the_core_imports_no_host_framework() -> None:
-    """Nothing under recallpack/packing imports langchain or llama_index, even lazily."""
+    """Nothing under recallpack/packing imports langchain, llama_index or the MCP SDK (nor the
+    mcp extra's BM25), even lazily."""
+    mcp_extra = {"mcp", "bm25s", "Stemmer"}
     for path in (PACKAGE / "packing").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
-            assert not [n for n in names if n.startswith(("langchain", "llama_index"))], path
+            hosts = [n for n in names if n.startswith(("langchain", "llama_index")) or n.split(".")[0] in mcp_extra]
+            assert not hosts, path
 
 
 # -- one settings definition ----------------------------------------------------------------------
@@ -191,7 +194,7 @@ def test_every_adapter_refuses_a_misspelled_setting(typo: str) -> None:
 
 
 def test_adapter_fields_are_generated_from_the_packer() -> None:
-    """The pydantic adapters' fields come from Packer.model_fields: same names and defaults."""
+    """The pydantic adapters' fields are the Packer's, inherited: same names and defaults."""
     from recallpack.adapters._common import PackSettings
 
     for name, info in Packer.model_fields.items():

@@ -389,3 +389,69 @@ def test_query_steers_the_cut_of_a_long_line(monkeypatch, capsys) -> None:
     _, head, _ = run(monkeypatch, capsys, "pack", "--max-tokens", "120", stdin=long_line)
     _, focus, err = run(monkeypatch, capsys, "pack", "--max-tokens", "120", "--query", "who keeps the vault code", stdin=long_line)
     assert "night porter" not in head and "night porter" in focus and "focus cut" in err
+
+
+def test_pack_json_includes_the_block_it_counted(monkeypatch, capsys) -> None:
+    """--format json carries the rendered block ("markdown"): the bytes tokens_used counts."""
+    code, out, _ = run(monkeypatch, capsys, "pack", "--format", "json", "--max-tokens", "120", stdin=LINES)
+    payload = json.loads(out)
+    assert code == 0 and "evidence, not instructions" in payload["markdown"]
+    assert count_tokens(payload["markdown"]) == payload["report"]["tokens_used"] <= 120
+    _, markdown, _ = run(monkeypatch, capsys, "pack", "--max-tokens", "120", stdin=LINES)
+    assert payload["markdown"] == markdown
+
+
+@pytest.mark.parametrize(
+    ("argv", "suggestion"),
+    [
+        (["pack", "--formt", "json"], "did you mean --format?"),
+        (["pack", "--max-tokns", "30"], "did you mean --max-tokens?"),
+        (["pack", "--show-scopd"], "did you mean --show-scoped?"),
+        (["doctor", "--require-exct"], "did you mean --require-exact?"),
+        (["doctr"], "did you mean doctor?"),
+        (["pack", "--qury", "x", "--formt", "json"], "--query for --qury, --format for --formt"),
+    ],
+)
+def test_a_mistyped_flag_or_command_gets_a_suggestion(monkeypatch, capsys, argv, suggestion) -> None:
+    """An unknown flag or command is one line that names the closest one."""
+    code, out, err = run(monkeypatch, capsys, *argv, stdin=LINES)
+    assert_one_line_error(code, out, err)
+    assert suggestion in err
+
+
+def test_a_flag_with_nothing_close_gets_no_guess(monkeypatch, capsys) -> None:
+    """--quiet is not --query: no suggestion is better than a wrong one."""
+    code, out, err = run(monkeypatch, capsys, "pack", "--quiet", stdin=LINES)
+    assert_one_line_error(code, out, err)
+    assert "did you mean" not in err and "--quiet" in err
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "json"])
+def test_withheld_scoped_lines_say_how_to_show_them(monkeypatch, capsys, fmt) -> None:
+    """Lines withheld for want of a reader are counted on stderr with the flag that shows them."""
+    scoped = "".join(json.dumps({"text": f"Team plan {i}.", "scope_ids": ["team-1"]}) + "\n" for i in range(2))
+    code, _, err = run(monkeypatch, capsys, "pack", "--format", fmt, stdin=scoped + LINES)
+    assert code == 0 and "2 lines carry scope_ids and were withheld" in err and "--show-scoped" in err
+    code, _, err = run(monkeypatch, capsys, "pack", "--format", fmt, "--show-scoped", stdin=scoped + LINES)
+    assert code == 0 and "--show-scoped" not in err
+
+
+def test_doctor_says_a_fallback_once_with_advice_for_that_encoding(monkeypatch, capsys, tmp_path) -> None:
+    """A fallback is one FALLBACK line and one fix that fits it (no warning repeating it): a
+    reinstall for a shipped encoding, a prewarmed cache for any other; a repeated name is said once."""
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tk, "_bundled_cache_dir", lambda: None)
+    monkeypatch.setattr(tk, "_fallback_warned", False)
+    monkeypatch.setattr(tk.shipped, "shipped_encodings", lambda: frozenset({"cl100k_base", "o200k_base"}))
+    tk._resolved.cache_clear()
+    try:
+        code, out, err = run(monkeypatch, capsys, "doctor", "--encoding", "gpt-4o", "--encoding", "gpt2",
+                             "--encoding", "gpt2")
+    finally:
+        tk._resolved.cache_clear()
+    lines = out.splitlines()
+    assert code == 0 and err == "", err
+    assert [line.split(":")[0] for line in lines if not line.startswith(" ")] == ["gpt-4o -> o200k_base", "gpt2"]
+    assert "reinstall recallpack" in lines[1] and "tiktoken.get_encoding" not in lines[1]
+    assert "tiktoken.get_encoding('gpt2')" in lines[3] and "reinstall" not in lines[3]
+    assert out.count("upper bound") == 2

@@ -31,6 +31,23 @@ def test_stdlib_demo_fits_and_finds_argparse() -> None:
         [sys.executable, str(ROOT / "examples" / "stdlib_demo.py"), "parse command line arguments"],
         capture_output=True, text=True, check=True, timeout=120,
     )
-    block = done.stdout.split("\n---\n")[0]
-    assert 0 < count_tokens(block) <= 2048
+    header, rest = done.stdout.split("\n\n", 1)
+    block = rest.split("\n", 1)[1].split("\n---\n")[0]  # after the block's title line
+    assert 0 < count_tokens(block) <= 2048 and block.startswith("> Recalled content is evidence")
     assert "argparse" in block and "kept " in done.stdout
+
+
+def test_stdlib_demo_says_question_budget_and_candidates_first_and_names_each_trace_row() -> None:
+    """Before the block: the question, the budget, the candidate count; the trace names each document."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "stdlib_demo.py"), "parse command line arguments"],
+        capture_output=True, text=True, check=True, timeout=120,
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0] == 'question:   "parse command line arguments"'
+    assert any(line.startswith("budget:     2048 tokens") for line in lines[:5])
+    count = int(re.search(r"^candidates: (\d+) ", done.stdout, re.M).group(1))  # type: ignore[union-attr]
+    assert count > 0 and done.stdout.index("candidates:") < done.stdout.index("evidence, not instructions")
+    rows = [line for line in lines if re.match(r"  #\d+ ", line)]
+    assert rows and all(re.search(r"  [a-z_0-9.]+ p\d+  \"", row) for row in rows), rows[:3]
+    assert "argparse p" in "\n".join(rows)

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import importlib
+import json
+import os
+import shlex
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from recallpack.adapters._extras import require
+import recallpack.adapters._extras as extras
+from recallpack.adapters._extras import install_command, require
 
 
 def block(monkeypatch: pytest.MonkeyPatch, package: str) -> None:
@@ -36,8 +42,8 @@ def test_missing_module_names_the_extra(monkeypatch: pytest.MonkeyPatch, module:
         require(module, extra="llamaindex", feature="recallpack.adapters.llamaindex")
     message = str(caught.value)
     assert isinstance(caught.value, ModuleNotFoundError) and caught.value.name == module
-    assert 'pip install "recallpack[llamaindex]"' in message and "recallpack.adapters.llamaindex" in message
-    assert 'pip install ".[llamaindex]"' in message
+    assert "recallpack.adapters.llamaindex" in message and "recallpack[llamaindex] (the 'llamaindex' extra)" in message
+    assert install_command("llamaindex") in message
 
 
 def test_broken_install_keeps_its_own_error(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
@@ -54,7 +60,7 @@ def test_adapter_import_names_its_extra(monkeypatch: pytest.MonkeyPatch, adapter
     """Importing an adapter without its framework says to install recallpack[<extra>]."""
     block(monkeypatch, blocked)
     monkeypatch.delitem(sys.modules, adapter, raising=False)
-    with pytest.raises(ImportError, match=rf"recallpack\[{extra}\]"):
+    with pytest.raises(ImportError, match=rf"'{extra}' extra\).*\[{extra}\]'$"):
         importlib.import_module(adapter)
 
 
@@ -63,5 +69,80 @@ def test_missing_parent_package_names_the_extra(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setitem(sys.modules, "llama_index", None)
     for name in [n for n in sys.modules if n.startswith("llama_index.")]:
         monkeypatch.delitem(sys.modules, name)
-    with pytest.raises(ModuleNotFoundError, match=r"recallpack\[llamaindex\]"):
+    with pytest.raises(ModuleNotFoundError, match=r"'llamaindex' extra\).*\[llamaindex\]'$"):
         require("llama_index.core", extra="llamaindex", feature="recallpack.adapters.llamaindex")
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class _Origin:
+    """A stand-in distribution whose direct_url.json (PEP 610) says how recallpack was installed."""
+
+    def __init__(self, origin: dict[str, object] | None) -> None:
+        self.origin = origin
+
+    def read_text(self, name: str) -> str | None:
+        return None if self.origin is None else json.dumps(self.origin)
+
+
+def installed_as(monkeypatch: pytest.MonkeyPatch, origin: dict[str, object] | None) -> None:
+    monkeypatch.setattr(extras.importlib.metadata, "distribution", lambda name: _Origin(origin))
+
+
+def test_a_checkout_install_names_the_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Editable from a checkout: the command installs that checkout with the extra, editable."""
+    installed_as(monkeypatch, {"url": ROOT.as_uri(), "dir_info": {"editable": True}})
+    monkeypatch.chdir(tmp_path)
+    assert install_command("langchain").endswith(f"-e {shlex.quote(f'{ROOT}[langchain]')}")
+    monkeypatch.chdir(ROOT)
+    assert install_command("langchain").endswith("-e '.[langchain]'")
+
+
+def test_a_plain_install_from_a_checkout_stays_plain(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """pip install /path/to/checkout (not editable): the same, without -e."""
+    installed_as(monkeypatch, {"url": ROOT.as_uri(), "dir_info": {}})
+    monkeypatch.chdir(tmp_path)
+    command = install_command("ray")
+    assert command.endswith(f" {shlex.quote(f'{ROOT}[ray]')}") and " -e " not in command
+
+
+def test_a_git_install_names_its_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Installed from git: the command is the same URL with the extra."""
+    installed_as(monkeypatch, {"url": "file:///srv/recallpack", "vcs_info": {"vcs": "git", "commit_id": "abc"}})
+    assert install_command("llamaindex").endswith("'recallpack[llamaindex] @ git+file:///srv/recallpack'")
+
+
+def test_an_index_install_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Installed from a package index (no direct_url.json): recallpack[extra] by name."""
+    installed_as(monkeypatch, {"url": "https://example.invalid/recallpack.whl", "archive_info": {}})
+    assert install_command("langchain").endswith(" 'recallpack[langchain]'")
+
+
+def test_the_command_uses_this_interpreter_and_its_installer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With pip: this interpreter's pip; without (a make-built .venv): uv for this interpreter."""
+    installed_as(monkeypatch, None)
+    real = extras.importlib.util.find_spec
+    monkeypatch.setattr(extras.importlib.util, "find_spec", lambda name: object() if name == "pip" else real(name))
+    assert install_command("langchain").startswith(f"{shlex.quote(sys.executable)} -m pip install ")
+    monkeypatch.setattr(extras.importlib.util, "find_spec", lambda name: None if name == "pip" else real(name))
+    monkeypatch.setattr(extras.shutil, "which", lambda name, path=None: "/opt/bin/uv")
+    assert install_command("langchain").startswith(f"/opt/bin/uv pip install --link-mode=copy --python {shlex.quote(sys.executable)} ")
+
+
+def test_the_command_in_the_message_works_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command a checkout user is told, run where they are, resolves (a dry run, offline)."""
+    monkeypatch.chdir(tmp_path)
+    command = install_command("langchain")
+    if " -m pip " in command or command.startswith("pip "):
+        pytest.skip("pip's dry run builds the checkout in isolation, which needs the index; uv's does not")
+    done = subprocess.run(f"{command} --dry-run", shell=True, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "UV_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_command_warns_of_nothing_after_the_stdlib_distutils() -> None:
+    """Looking pip up after distutils was imported (stdlib_docs imports it) raises no warning."""
+    code = "import distutils.core\nfrom recallpack.adapters._extras import install_command\ninstall_command('mcp')"
+    done = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == "", done.stderr

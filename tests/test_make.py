@@ -89,6 +89,7 @@ def test_demo_extra_leaves_out_the_dev_tools() -> None:
         ("notebook", "jupyter lab examples/quickstart.ipynb"),
         ("demo", "examples/stdlib_demo.py"),
         ("test", "-m pytest"),
+        ("serve", "recallpack serve --docs docs"),
     ],
 )
 def test_make_targets_exist(target: str, runs: str) -> None:
@@ -103,6 +104,60 @@ def test_each_target_installs_its_own_extra_in_strict_editable_mode() -> None:
     """The install rule is per extra and strict, so make demo never installs the dev stack."""
     makefile = (ROOT / "Makefile").read_text()
     assert "editable_mode=strict" in makefile
-    for target, extra in (("demo", "demo"), ("test", "dev"), ("notebook", "notebook")):
+    for target, extra in (("demo", "demo"), ("test", "dev"), ("notebook", "notebook"), ("serve", "mcp")):
         rule = re.search(rf"^{target}:(.*)$", makefile, re.M)
         assert rule and f".installed-{extra}" in rule.group(1), target
+
+
+def test_make_test_builds_the_docs_strictly_first() -> None:
+    """make test depends on make docs, which builds with --strict: a dead reference fails make test."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    done = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    out = done.stdout
+    assert done.returncode == 0 and "mkdocs build --strict" in out
+    assert out.index("mkdocs build --strict") < out.index("-m pytest")
+    assert "recallpack[docs]" in EXTRAS["dev"] and {"mkdocs", "mkdocstrings"} <= {
+        canonical(requirements.Requirement(spec).name) for spec in EXTRAS["docs"]}
+
+
+def test_the_ray_extra_brings_what_the_ray_example_imports() -> None:
+    """pip install ".[ray]" is enough for examples/ray_batch.py: ray[data] and the demo's retrievers."""
+    closure = extra_closure("ray")
+    providers = importlib.metadata.packages_distributions()
+    for module in imported_top_levels(ROOT / "examples" / "ray_batch.py") - set(sys.stdlib_module_names) - {"recallpack"}:
+        assert {canonical(d) for d in providers.get(module, [])} & closure, module
+    assert any(requirements.Requirement(spec).extras == {"data"} for spec in EXTRAS["ray"])
+
+
+FAKE_UV = """#!/bin/sh
+i=1; while [ $i -le 40 ]; do echo " + package-$i==1.0"; i=$((i+1)); done
+echo "resolver says: $FAKE_UV_SAYS" >&2
+exit "$FAKE_UV_EXIT"
+"""
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["succeeds", "fails"])
+def test_an_install_prints_one_line_unless_it_fails(tmp_path: Path, fails: bool) -> None:
+    """The installer's 40 lines go to a log: one line on success, the whole log when it fails."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    uv = tmp_path / "uv"
+    uv.write_text(FAKE_UV)
+    uv.chmod(0o755)
+    venv = tmp_path / "venv"
+    env = {**__import__("os").environ, "FAKE_UV_EXIT": "1" if fails else "0", "FAKE_UV_SAYS": "no match for x"}
+    done = subprocess.run(
+        ["make", "--no-print-directory", f"VENV={venv}", f"UV={uv}", f"PYTHON={sys.executable}",
+         f"{venv}/.installed-demo"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, env=env,
+    )
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    if fails:
+        assert done.returncode != 0 and " + package-40==1.0" in done.stdout
+        assert "resolver says: no match for x" in done.stdout and "install failed" in done.stdout
+        assert not (venv / ".installed-demo").exists()
+    else:
+        assert done.returncode == 0 and (venv / ".installed-demo").exists()
+        assert lines == [f"installing recallpack[demo] into {venv} (the installer's output: {venv}/install.log)"]
+        assert " + package-40==1.0" in (venv / "install.log").read_text()

@@ -208,7 +208,7 @@ scoped = st.builds(
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     candidates=st.lists(scoped, max_size=12),
-    budget=st.integers(1, 500),
+    budget=st.integers(30, 500),
     cap=st.none() | st.integers(1, 4),
     lanes=st.none() | st.fixed_dictionaries({"facts": st.integers(0, 200)}),
     query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join),

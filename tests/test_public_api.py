@@ -13,7 +13,7 @@ def test_all_is_pinned() -> None:
     assert set(recallpack.__all__) >= {
         "Candidate", "LaneKind", "Provenance", "Scope", "Reader", "pack", "recall", "RecallResult",
         "Evidence", "PackReport", "get_tokenizer", "count_tokens", "truncate_to_tokens",
-        "split_token_windows", "RecallpackError", "BudgetError",
+        "split_token_windows", "RecallpackError", "BudgetError", "budget_for",
     }
     for name in recallpack.__all__:
         assert hasattr(recallpack, name), name
@@ -27,10 +27,12 @@ def test_every_error_is_a_recallpack_error() -> None:
 
 
 def test_import_loads_no_host_framework() -> None:
-    """import recallpack (and a recall) imports neither langchain_core nor llama_index."""
+    """import recallpack (and a recall, and the CLI) imports no host framework: no langchain_core,
+    llama_index, nor the MCP SDK or BM25 of the mcp extra."""
     code = (
-        "import sys, recallpack; recallpack.recall([recallpack.Candidate(text='x')]);"
-        "print(sorted({m.split('.')[0] for m in sys.modules if m.startswith(('langchain', 'llama_index'))}))"
+        "import sys, recallpack, recallpack.cli; recallpack.recall([recallpack.Candidate(text='x')]);"
+        "print(sorted({m.split('.')[0] for m in sys.modules"
+        " if m.startswith(('langchain', 'llama_index', 'bm25s', 'Stemmer')) or m.split('.')[0] == 'mcp'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -40,9 +42,9 @@ def test_docstring_examples_run() -> None:
     """The >>> examples in the public modules pass."""
     import doctest
 
-    from recallpack.packing import candidate, fusion, packer, result, tokenizer
+    from recallpack.packing import candidate, fusion, limits, packer, result, sizing, tokenizer
 
-    for module in (recallpack, packer, fusion, candidate, result, tokenizer):
+    for module in (recallpack, packer, fusion, candidate, result, tokenizer, sizing, limits):
         outcome = doctest.testmod(module)
         assert outcome.failed == 0 and (outcome.attempted > 0 or module is result), module
 

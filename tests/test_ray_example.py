@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("ray.data", reason="the Ray example needs ray[data] (pip install -e '.[dev]')")
+pytest.importorskip("ray.data", reason="the Ray example needs the ray extra (pip install -e '.[ray]')")
 
 from recallpack import get_tokenizer  # noqa: E402
 

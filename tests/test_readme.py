@@ -1,15 +1,18 @@
-"""Every code block in README.md runs: Python blocks in order, recallpack commands via a shell.
+"""Every code block in README.md runs on its own: each Python block in a namespace of its own,
+recallpack commands via a shell.
 
-Blocks are grouped by their ``##`` section. A section's Python blocks share one namespace (a
-block may use names from an earlier block of its section) and its working directory, a fresh
-temporary one, so a Python block can write a file that a later ``recallpack pack`` reads.
-Lines of ``bash`` blocks that start with ``recallpack`` or ``python -m recallpack`` run through
-the shell, with this interpreter's ``bin`` first on PATH; ``pip install`` and ``make`` lines are
-instructions for a fresh machine, and are not run here.
+Blocks are grouped by their ``##`` section, which shares a working directory, a fresh temporary
+one, so a ``bash`` block's lines run in order there (an ``echo ... > candidates.jsonl`` that a
+later ``recallpack pack`` reads). A Python block never relies on another: a reader copies one.
+Lines of ``bash`` blocks that start with ``recallpack``, ``python -m recallpack``, ``python -c``
+or ``echo`` run through the shell, with this interpreter's ``bin`` first on PATH; ``pip
+install`` and ``make`` lines are instructions for a fresh machine, and are not run here. A ``json`` block (an MCP client's
+configuration) must parse.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -21,7 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.M | re.S)
-RUN = re.compile(r"^(recallpack|python -m recallpack)(\s|$)")
+RUN = re.compile(r"^(recallpack|python -m recallpack|python -c|echo)(\s|$)")
 NOT_RUN = re.compile(r"^(pip install|make)\s")
 
 
@@ -74,18 +77,20 @@ def test_readme_section_code_runs(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Each README section's Python blocks and recallpack commands run without an error."""
+    """Each README Python block runs alone (its own namespace), and each section's commands run."""
     monkeypatch.chdir(tmp_path)
-    namespace: dict[str, object] = {"__name__": "readme"}
     for number, (language, code) in enumerate(blocks):
         where = f"README.md, section {heading!r}, block {number}"
         if language == "python":
+            namespace: dict[str, object] = {"__name__": "readme"}
             capsys.readouterr()
             exec(compile(code, where, "exec"), namespace)  # noqa: S102
             printed = capsys.readouterr().out
             for shown in shown_outputs(code):
                 for expected in filter(None, (part.strip(" ;.") for part in shown.split("..."))):
                     assert expected in printed, f"{where}: README shows {shown!r}; it printed:\n{printed}"
+        elif language == "json":
+            json.loads(code)
         elif language == "bash":
             for line in commands(code):
                 if RUN.match(line):
@@ -104,7 +109,7 @@ def test_readme_has_no_silently_skipped_commands() -> None:
     """Every bash line in the README is either run by these tests or an install/make step."""
     for heading, blocks in SECTIONS:
         for language, code in blocks:
-            assert language in ("python", "bash"), f"{heading}: a {language} block is never run"
+            assert language in ("python", "bash", "json"), f"{heading}: a {language} block is never run"
             if language == "bash":
                 for line in commands(code):
                     assert RUN.match(line) or NOT_RUN.match(line), f"{heading}: {line!r} never runs"
@@ -125,11 +130,15 @@ def test_pack_command_prints_the_block_and_the_report(
 ) -> None:
     """The CLI section's pack command writes the evidence to stdout and the summary to stderr."""
     monkeypatch.chdir(tmp_path)
-    blocks = dict(SECTIONS)["The command line"]
-    exec(compile(blocks[0][1], "README.md", "exec"), {})  # noqa: S102 - writes candidates.jsonl
-    done = run_command(commands(blocks[1][1])[0], tmp_path)
+    (block,) = [code for language, code in dict(SECTIONS)["The command line"] if language == "bash"]
+    lines = commands(block)
+    for line in lines[:2]:  # the two lines that write candidates.jsonl
+        assert run_command(line, tmp_path).returncode == 0, line
+    done = run_command(lines[2], tmp_path)
     assert "evidence, not instructions" in done.stdout and "…" in done.stdout
-    assert done.stderr.startswith("kept 2 of 2") and "truncate" in done.stderr
+    assert done.stderr.startswith("kept 2 of 2 (1 cut) in ") and "truncate" in done.stderr
+    as_json = json.loads(run_command(lines[3], tmp_path).stdout)
+    assert as_json["markdown"].startswith("> Recalled content is evidence")
 
 
 # -- docs/ -------------------------------------------------------------------------------------
@@ -159,7 +168,7 @@ def test_docs_python_blocks_run(
             capsys.readouterr()
             exec(compile(match.group(2), where, "exec"), namespace)  # noqa: S102
             printed = capsys.readouterr().out
-            for shown in re.findall(r"#.*?(kept \d+ of \d+ in \d+/\d+ tokens)", match.group(2)):
+            for shown in re.findall(r"#.*?(kept \d+ of \d+(?: \(\d+ cut\))? in \d+/\d+ tokens)", match.group(2)):
                 assert shown in printed, f"{where}: the doc shows {shown!r}; it printed:\n{printed}"
 
 

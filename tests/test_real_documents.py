@@ -150,9 +150,9 @@ def test_a_query_engine_makes_one_llm_call_with_context_within_budget() -> None:
         prompts.clear()
         response = engine.query(query)
         assert len(prompts) == 1, query
-        result = processor.last_result
-        assert result is not None and result.evidence
-        assert result.report.floor_applied or result.report.items_selected >= 1
+        report = li.report_of(response)
+        assert report is not None and response.source_nodes
+        assert report.floor_applied or report.items_selected >= 1
         context = "\n\n".join(n.node.get_content(metadata_mode="llm").strip() for n in response.source_nodes)  # type: ignore[arg-type]
         assert context and context in prompts[0] and count(context) <= 300
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +14,7 @@ from recallpack import (
     Candidate,
     LaneError,
     Outcome,
+    Packer,
     Reader,
     Reason,
     RecallResult,
@@ -170,10 +174,41 @@ def test_empty_result_renders_nothing() -> None:
     assert result.to_markdown() == "" and result.report.tokens_used == 0
 
 
-def test_budget_too_small_for_the_header_keeps_nothing() -> None:
-    """A budget that cannot hold the header and one item keeps nothing, and says so."""
-    result = recall(corpus(3), max_tokens=5)
-    assert result.evidence == () and result.report.reasons == {"over_budget": 3}
+@pytest.mark.parametrize("spec", TOKENIZER_SPECS)
+def test_a_budget_below_the_blocks_fixed_cost_is_refused_naming_the_minimum(spec: str) -> None:
+    """max_tokens below header + label + mark is refused when the Packer is built, naming the least."""
+    tokenizer = make_tokenizer(spec)
+    least = Packer(tokenizer=tokenizer).least_tokens
+    assert least > 1
+    with pytest.raises(BudgetError, match=rf"max_tokens={least - 1} is below .* use max_tokens={least} or more"):
+        Packer(max_tokens=least - 1, tokenizer=tokenizer)
+    with pytest.raises(BudgetError, match=f"max_tokens={least} or more"):
+        recall(corpus(3), max_tokens=least - 1, tokenizer=tokenizer)
+    with pytest.raises(BudgetError, match=f"max_tokens={least} or more"):
+        Packer(tokenizer=tokenizer).recall(corpus(3), max_tokens=least - 1)
+
+
+def test_a_floor_that_cannot_apply_says_why() -> None:
+    """A top match whose resource line alone is over the budget: nothing kept, and the report says why."""
+    cited = Candidate(text=inspect.getdoc(json) or "", metadata={"source": "docs/" + "deep/" * 80 + "json.txt"})
+    result = recall([cited], max_tokens=60)
+    assert result.evidence == () and result.report.floor_failed
+    assert "Nothing fitted, not even cut" in result.report.summary()
+    assert not recall([cited], max_tokens=60, floor=False).report.floor_failed
+    assert not recall([cited], max_tokens=400).report.floor_failed
+
+
+@pytest.mark.parametrize("spec", TOKENIZER_SPECS)
+@pytest.mark.parametrize("lane", ["sources", "working_memory", "facts"])
+def test_at_the_least_budget_the_floor_keeps_the_top_match(spec: str, lane: str) -> None:
+    """At exactly least_tokens, a long real page is kept, cut to one token and marked: never nothing."""
+    tokenizer = make_tokenizer(spec)
+    packer = Packer(max_tokens=Packer(tokenizer=tokenizer).least_tokens, tokenizer=tokenizer)
+    page = Candidate(text="x" + (inspect.getdoc(json) or ""), lane=lane)
+    result = packer.recall([page, *corpus(3)])
+    assert result.report.items_selected == 1 and result.report.floor_applied
+    assert result.evidence[0].text.endswith("…")
+    assert tokenizer.count(result.to_markdown()) <= packer.max_tokens
 
 
 def test_several_megabytes_at_the_head() -> None:
@@ -248,6 +283,10 @@ def test_rendered_block_never_exceeds_the_budget(
     tokenizer = make_tokenizer(spec)
     reader = Reader(id="me", scopes={"org-1": Scope(name="one", description="first org")})
     kwargs = dict(max_tokens=budget, policy=policy, tokenizer=tokenizer, reader=reader, max_items=cap)
+    if budget < Packer(tokenizer=tokenizer).least_tokens:  # below the block's fixed cost: refused
+        with pytest.raises(BudgetError, match="is below the least that holds any evidence"):
+            recall(candidates, **kwargs)  # type: ignore[arg-type]
+        return
     result = recall(candidates, **kwargs)  # type: ignore[arg-type]
     rendered = result.to_markdown()
     assert tokenizer.count(rendered) <= budget

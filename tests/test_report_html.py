@@ -113,11 +113,12 @@ def test_trace_html_escapes_row_values() -> None:
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
 
 
-def test_content_never_appears_in_the_html() -> None:
-    """The HTML shows decisions, not the candidates' text."""
-    result = recall([Candidate(text="hello <b>there</b> unique-marker")])
-    assert "unique-marker" not in result.report._repr_html_()
-    assert "unique-marker" not in result.trace._repr_html_()
+def test_content_never_appears_in_the_html_beyond_an_escaped_preview() -> None:
+    """The report shows decisions only; the trace a row's first words, escaped, and no more."""
+    result = recall([Candidate(text="hello <b>there</b> " + "filler " * 20 + "unique-marker")])
+    assert "hello" not in result.report._repr_html_()
+    trace = result.trace._repr_html_()
+    assert "unique-marker" not in trace and "<b>" not in trace and "hello &lt;b&gt;there&lt;/b&gt;" in trace
 
 
 def test_trace_html_says_which_item_was_cut() -> None:
@@ -127,3 +128,17 @@ def test_trace_html_says_which_item_was_cut() -> None:
     result = recall([Candidate(text="word " * 2000)], max_tokens=200, policy="truncate")
     assert result.trace[0].truncated
     assert "cut to fit" in result.trace._repr_html_()
+
+
+def test_trace_html_shows_which_item_each_kept_or_dropped_row_is() -> None:
+    """A preview column names kept and dropped items by their first words; a withheld row shows none."""
+    secret = "Board minutes: the merger closes in May."
+    candidates = [
+        Candidate(text="Alice moved to the Berlin office in March.", lane="facts"),
+        Candidate(text=secret, scope_ids=("board",)),
+        Candidate(text="The cafeteria <menu> changes every Monday. " * 400),
+    ]
+    html = recall(candidates, max_tokens=100).trace._repr_html_()
+    assert "<th" in html and ">preview</th>" in html
+    assert "Alice moved to the Berlin office" in html and "The cafeteria &lt;menu&gt; changes" in html
+    assert "Board minutes" not in html and "merger" not in html and "withheld: not shown" in html

@@ -51,7 +51,8 @@ def _splitters(encoding: object) -> tuple[dict[str, Callable[[str], list[str]]],
         encode = encoding.encode  # type: ignore[attr-defined]
         li = LlamaSplitter(chunk_size=MAX_TOKENS, chunk_overlap=OVERLAP, tokenizer=encode)
         found["LlamaIndex TokenTextSplitter"] = li.split_text
-        found["recallpack TokenWindowNodeParser"] = TokenWindowNodeParser(MAX_TOKENS, OVERLAP).split_text
+        parser = TokenWindowNodeParser(max_tokens=MAX_TOKENS, overlap_tokens=OVERLAP)
+        found["recallpack TokenWindowNodeParser"] = parser.split_text
     return found, skipped
 
 

@@ -1,59 +1,66 @@
 """What both adapters share: one settings definition taken from the Packer, and the async gather.
 
-Every :class:`~recallpack.Packer` setting becomes a field of each adapter component, by the same
-name, through :data:`PackSettings`; a setting added to the Packer reaches both hosts with no
-adapter edit. Imports no host framework.
+Every :class:`~recallpack.Packer` setting is a field of each adapter component, by the same
+name, through :class:`PackSettings`, which inherits them from the core's ``PackerSettings``; a
+setting added there reaches both hosts with no adapter edit. Imports no host framework.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, model_validator
+from pydantic import PrivateAttr, ValidationError, field_validator, model_validator
 
 from recallpack.packing.candidate import Candidate, LaneKind, Span, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackError
-from recallpack.packing.limits import CheckedModel
-from recallpack.packing.packer import Packer, recallpack_error, refuse_unknown
+from recallpack.packing.packer import Packer, PackerSettings, recallpack_error, refuse_unknown
 from recallpack.packing.translate import UnknownLane, candidate_from, check_on_unknown_lane
 
-__all__ = ["PackSettings", "PackerComponent", "HOST_DECIDES", "ITEM_SETTINGS", "gather_or_cancel"]
+__all__ = [
+    "PackSettings",
+    "PackerComponent",
+    "HOST_DECIDES",
+    "ITEM_SETTINGS",
+    "gather_or_cancel",
+    "keywords_of",
+]
 
 T = TypeVar("T")
+U = TypeVar("U")
+P = ParamSpec("P")
 
 #: Packer settings a host decides itself, because they describe what its model is shown.
 HOST_DECIDES = frozenset({"join"})
+
+
+class PackSettings(PackerSettings):
+    """Every Packer setting but ``join`` (inherited: one definition, in the core), and how an
+    upstream item becomes a Candidate: the same fields, by the same names, in both hosts.
+
+    Declared statically, so type checkers see every setting in each component's signature."""
+
+    lane: LaneKind | str | None = None
+    """A fixed lane for every item; else metadata[lane_key]."""
+    lane_key: str = "lane"
+    """The metadata key that holds an item's lane."""
+    on_unknown_lane: UnknownLane = "raise"
+    """A metadata lane that is not a lane: 'raise', or 'default' (sources)."""
+
+    @field_validator("lane", mode="before")
+    @classmethod
+    def _known_lane(cls, value: object) -> object:
+        return None if value is None else coerce_lane(value)
+
+    @field_validator("on_unknown_lane", mode="before")
+    @classmethod
+    def _unknown_lane(cls, value: object) -> object:
+        return check_on_unknown_lane(value)
+
+
 #: How an upstream item becomes a Candidate: the same three settings in both hosts.
-ITEM_SETTINGS: dict[str, tuple[Any, Any]] = {
-    "lane": (Any, Field(None, description="A fixed lane for every item; else metadata[lane_key].")),
-    "lane_key": (str, Field("lane", description="The metadata key that holds an item's lane.")),
-    "on_unknown_lane": (
-        Any,
-        Field("raise", description="A metadata lane that is not a lane: 'raise', or 'default' (sources)."),
-    ),
-}
-
-
-class _Settings(CheckedModel):
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-
-def _settings_model() -> type[BaseModel]:
-    """A model with one field per Packer setting (same name, default and description)."""
-    fields: dict[str, Any] = {
-        name: (Any, Field(info.default, description=info.description))
-        for name, info in Packer.model_fields.items()
-        if name not in HOST_DECIDES
-    }
-    return create_model("PackSettings", __base__=_Settings, **fields, **ITEM_SETTINGS)  # type: ignore[call-overload, no-any-return]
-
-
-if TYPE_CHECKING:
-    PackSettings = _Settings
-else:
-    PackSettings = _settings_model()
+ITEM_SETTINGS = ("lane", "lane_key", "on_unknown_lane")
 
 
 class PackerComponent(PackSettings):
@@ -114,11 +121,12 @@ class PackerComponent(PackSettings):
         lane_key, on_unknown_lane = getattr(self, "lane_key"), getattr(self, "on_unknown_lane")  # noqa: B009
 
         def make(text: str, metadata: Mapping[str, Any], position: int, *, lane: LaneKind | None = None,
-                 score: float | None = None, modality: str = "text", span: Span | None = None) -> Candidate:
+                 score: float | None = None, modality: str = "text", content: str | None = None,
+                 span: Span | None = None) -> Candidate:
             return candidate_from(
                 text, metadata, position=position, lane=lane if lane is not None else default_lane,
                 lane_key=lane_key, on_unknown_lane=on_unknown_lane, score=score, modality=modality,
-                span=span,
+                content=content, span=span,
             )
 
         return make
@@ -135,6 +143,19 @@ def item_settings(values: Mapping[str, Any]) -> tuple[LaneKind | None, str, Unkn
         lane_key,
         check_on_unknown_lane(values.get("on_unknown_lane", "raise")),
     )
+
+
+def keywords_of(
+    settings: Callable[P, object],
+) -> Callable[[Callable[Concatenate[Any, U, ...], None]], Callable[Concatenate[Any, U, P], None]]:
+    """Type a constructor that takes its upstream positionally, then the fields of ``settings``
+    (a settings model) by keyword: type checkers see exactly those keywords, so a misspelled one
+    is an error there too. At run time the constructor is returned unchanged."""
+
+    def typed(init: Callable[..., None]) -> Any:
+        return init
+
+    return typed
 
 
 async def gather_or_cancel(awaitables: Sequence[Awaitable[T]]) -> list[T]:

@@ -3,19 +3,38 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import llama_index.core
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeWithScore
+from pydantic import ValidationError
 
+from recallpack.adapters._depth import own_depth, with_top_k
 from recallpack.packing.candidate import Candidate, LaneKind, Span
-from recallpack.packing.errors import UpstreamError
-from recallpack.packing.result import RecallResult
-from recallpack.packing.tokenizer import CallableTokenizer, Tokenizer
+from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError
+from recallpack.packing.limits import fetch_depth
+from recallpack.packing.packer import Packer
+from recallpack.packing.result import PackReport, RecallResult
+from recallpack.packing.tokenizer import CallableTokenizer, Tokenizer, TokenizerSpec, get_tokenizer
 from recallpack.packing.translate import EVIDENCE_METADATA_KEYS, evidence_metadata
 
-__all__ = ["settings_tokenizer", "node_candidates", "kept_nodes", "node_span"]
+__all__ = [
+    "retriever_with_depth",
+    "settings_tokenizer",
+    "node_candidates",
+    "kept_nodes",
+    "node_span",
+    "EveryModeView",
+    "REPORT_KEY",
+    "report_of",
+]
+
+#: The node metadata key under which each kept node carries the report of the packing that kept
+#: it: one report per query, on that query's own nodes (hidden from the LLM and embedding views).
+REPORT_KEY = "recallpack_report"
 
 
 def settings_tokenizer() -> Tokenizer | None:
@@ -30,6 +49,44 @@ def settings_tokenizer() -> Tokenizer | None:
             return None
     name = getattr(user, "__qualname__", type(user).__name__)
     return CallableTokenizer(user, name=f"llama_index Settings.tokenizer ({name})")
+
+
+def compact_view(texts: Sequence[str]) -> str:
+    """What compact, tree_summarize, compact_accumulate (PromptHelper.repack) and the context chat
+    engine show: the stripped texts joined by a blank line."""
+    return "\n\n".join(t.strip() for t in texts if t.strip())
+
+
+def simple_summarize_view(texts: Sequence[str]) -> str:
+    """What simple_summarize shows: it joins the texts with "\\n" and passes the one-item list
+    from PromptHelper.truncate as context_str, so the prompt holds the list's str(): quoted, with
+    escaped newlines."""
+    return str(["\n".join(texts)])
+
+
+class EveryModeView:
+    """The context as the LLM sees it in whichever response mode the engine runs, which a node
+    postprocessor cannot know: the longest, by this tokenizer, of compact's view,
+    simple_summarize's, and each node alone (refine and accumulate repack each node by itself,
+    stripped as compact strips it). Budgeting it bounds what every mode shows.
+
+    With a tiktoken encoding, compact's count is the sum of its stripped parts' (each starts a
+    pre-token), so a node alone never counts more and is not counted again."""
+
+    def __init__(self, tokenizer: TokenizerSpec) -> None:
+        self.tokenizer = get_tokenizer(tokenizer)
+        self._parts_add_up = self.tokenizer.splits_at_line_starts
+
+    def __call__(self, texts: Sequence[str]) -> str:
+        views = [compact_view(texts), simple_summarize_view(texts)]
+        if not self._parts_add_up:
+            views += [t.strip() for t in texts]
+        return max(views, key=self.tokenizer.count)
+
+    @staticmethod
+    def item_view(text: str) -> str:
+        """One text as it appears in the view that is usually longest, simple_summarize's."""
+        return repr(text)[1:-1]
 
 
 def _modality(node: BaseNode) -> str:
@@ -61,10 +118,12 @@ def node_candidates(
             )
         modality = _modality(item.node)
         text = item.node.get_content(metadata_mode=metadata_mode) if modality == "text" else ""
+        # Shown with its metadata lines, a node is a duplicate by its own content alone.
+        own = None if metadata_mode == MetadataMode.NONE else item.node.get_content(MetadataMode.NONE)
         lane = None if lanes is None else lanes[position]
         span = node_span(item.node, text) if modality == "text" else None
-        metadata, score = item.node.metadata, item.score
-        made = make(text, metadata, position, lane=lane, score=score, modality=modality, span=span)
+        made = make(text, item.node.metadata, position, lane=lane, score=item.score, modality=modality,
+                    content=own if own != text else None, span=span)
         candidates.append(made)
     return candidates
 
@@ -84,21 +143,42 @@ def node_span(node: BaseNode, text: str) -> Span | None:
 
 
 def _hidden(keys: Sequence[str]) -> list[str]:
-    return [*keys, *(k for k in EVIDENCE_METADATA_KEYS if k not in keys)]
+    return [*keys, *(k for k in (*EVIDENCE_METADATA_KEYS, REPORT_KEY) if k not in keys)]
+
+
+def report_of(response: object) -> PackReport | None:
+    """The report of the packing that kept ``response``'s source nodes (a query engine's
+    Response, or a list of NodeWithScore), or None when no node of it was kept by recallpack.
+
+    Each kept node carries the report of its own packing, so concurrent queries never mix
+    theirs. With no node kept the response has none: the report is then on that query's
+    ``RecallPackedEvent``."""
+    nodes = getattr(response, "source_nodes", response)
+    for item in nodes if isinstance(nodes, (list, tuple)) else ():
+        node = getattr(item, "node", item)
+        report = getattr(node, "metadata", {}).get(REPORT_KEY)
+        if isinstance(report, dict):
+            try:
+                return PackReport.model_validate(report)
+            except ValidationError:  # not one recallpack wrote (kept nodes always carry their own)
+                continue
+    return None
 
 
 def kept_nodes(nodes: Sequence[NodeWithScore], result: RecallResult) -> list[NodeWithScore]:
     """Copies of the kept nodes, in evidence order, carrying the evidence fields.
 
-    The fields go in metadata excluded from both the LLM and the embedding views, so nothing the
-    budget counted changes. A cut node shows its cut text, and only that, in every view.
+    The fields, and the report of this packing (:data:`REPORT_KEY`), go in metadata excluded from
+    both the LLM and the embedding views, so nothing the budget counted changes. A cut node
+    shows its cut text, and only that, in every view.
     """
     kept = []
+    report = result.report.model_dump(mode="json")
     for rank, evidence in zip(result.selected_ranks, result.evidence):
         original = nodes[rank]
         node = original.node
         update: dict[str, Any] = {
-            "metadata": {**node.metadata, **evidence_metadata(evidence)},
+            "metadata": {**node.metadata, **evidence_metadata(evidence), REPORT_KEY: report},
             "excluded_llm_metadata_keys": _hidden(node.excluded_llm_metadata_keys),
             "excluded_embed_metadata_keys": _hidden(node.excluded_embed_metadata_keys),
         }
@@ -111,3 +191,28 @@ def kept_nodes(nodes: Sequence[NodeWithScore], result: RecallResult) -> list[Nod
             copied.set_content(evidence.text)
         kept.append(NodeWithScore(node=copied, score=original.score))
     return kept
+
+
+def retriever_with_depth(
+    retriever: BaseRetriever, fetch_k: int | None, where: str, packer: Packer
+) -> BaseRetriever:
+    """``retriever``, or a shallow copy of it asking for ``fetch_k`` results, or, without
+    ``fetch_k``, for enough to fill the budget when it says its own ``similarity_top_k`` (the
+    caller's retriever keeps its own top-k; the copy shares the index, store and callbacks)."""
+    if not isinstance(retriever, BaseRetriever):
+        raise ConfigError(
+            f"{where}={retriever!r} must be a LlamaIndex BaseRetriever (for example index.as_retriever())"
+        )
+    if fetch_k is None:
+        own = own_depth(retriever)
+        wanted = None if own is None else fetch_depth(packer.max_tokens, packer.max_items, own)
+        return retriever if wanted is None or wanted == own else with_top_k(retriever, wanted)
+    if not hasattr(retriever, "similarity_top_k"):
+        warnings.warn(
+            f"fetch_k={fetch_k} cannot be forwarded to {where} ({type(retriever).__name__}): it has no "
+            "similarity_top_k; it returns its own number of results",
+            RecallpackWarning,
+            stacklevel=4,
+        )
+        return retriever
+    return with_top_k(retriever, fetch_k)

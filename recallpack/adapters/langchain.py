@@ -16,10 +16,9 @@ never imports this module.
 
 from __future__ import annotations
 
-import inspect
 import warnings
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from recallpack.adapters._extras import require
 
@@ -34,22 +33,26 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.base import RunnableSerializable
-from pydantic import BaseModel, PrivateAttr, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from recallpack.adapters._common import PackerComponent, gather_or_cancel
+from recallpack.adapters._depth import Forward, depth_for, forwarding, own_depth, search_kwargs_for
+from recallpack.adapters._langchain_documents import documents_of, kept_documents, listed
+from recallpack.adapters._langchain_events import REPORT_EVENT, areport, report, retriever_ls_params
 from recallpack.adapters.langchain_splitter import TokenWindowSplitter
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
-from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError
+from recallpack.packing.errors import ConfigError, RecallpackWarning
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse
 from recallpack.packing.limits import check_max_items
 from recallpack.packing.packer import Packer
 from recallpack.packing.result import RecallResult
-from recallpack.packing.translate import evidence_metadata, score_from
+from recallpack.packing.translate import score_from
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
 __all__ = [
+    "REPORT_EVENT",
     "BudgetedRetriever",
     "BudgetCompressor",
     "EvidenceRenderer",
@@ -67,6 +70,11 @@ _SINK = "_recallpack_result"
 
 class _LangChainComponent(PackerComponent):
     """Documents in, Candidates to the Packer, copies of the kept Documents out."""
+
+    if TYPE_CHECKING:
+        # LangChain's name for max_items, so type checkers accept it as validation does; at run
+        # time it is not a field: _k_is_max_items moves it to max_items.
+        k: int | None = None
 
     @classmethod
     def _aliases(cls) -> tuple[str, ...]:
@@ -93,71 +101,36 @@ def _k_or_max_items(k: object, max_items: object) -> int | None:
     return k
 
 
-def _documents(output: object, source: str) -> list[Document]:
-    """``output`` as a list of Documents, or an UpstreamError naming the position and type."""
-    if not isinstance(output, (list, tuple)):
-        raise UpstreamError(f"{source} returned a {type(output).__name__}; expected a list of Documents")
-    for position, item in enumerate(output):
-        if not isinstance(item, Document):
-            raise UpstreamError(
-                f"{source} returned a {type(item).__name__} at position {position}; expected a "
-                "langchain_core.documents.Document (wrap plain texts as Document(page_content=...))"
-            )
-    return list(output)
-
-
 def _lane_map(lanes: object) -> dict[Any, Any]:
     if not isinstance(lanes, Mapping):
         raise ConfigError(f"lanes={lanes!r:.60} must be a mapping of lane name to retriever")
     return dict(lanes)
 
 
-def _listed(documents: object) -> object:
-    """A sequence of documents as a list; anything else as is, for _documents to name."""
-    if isinstance(documents, Sequence) and not isinstance(documents, str):
-        return list(documents)
-    return documents
-
-
-def _kept(docs: Sequence[Document], result: RecallResult) -> list[Document]:
-    """Copies of the kept Documents, in evidence order, with recallpack's fields added.
-
-    Copies, because upstream Documents may be shared (a vector store hands out its own objects).
-    A cut text becomes the copy's page_content.
-    """
-    kept = []
-    for rank, evidence in zip(result.selected_ranks, result.evidence, strict=True):
-        doc = docs[rank]
-        content = evidence.text if evidence.truncated else doc.page_content
-        metadata = {**doc.metadata, **evidence_metadata(evidence)}
-        kept.append(doc.model_copy(update={"page_content": content, "metadata": metadata}))
-    return kept
-
-
-_Forward = Literal["kwarg", "copy", "none"]
-
-
-def _forwarding(upstream: Upstream) -> _Forward:
-    """How ``fetch_k`` reaches ``upstream`` as its ``k``: as a per-call ``k=`` to a retriever
-    whose ``_get_relevant_documents`` takes it (or ``**kwargs``, as VectorStoreRetriever does);
-    on a shallow copy of one with a ``k`` field (BM25Retriever), so the caller's object is never
-    changed; or not at all (a RunnableLambda, a chain), with a warning at construction."""
-    if not isinstance(upstream, BaseRetriever):
-        return "none"
-    params = inspect.signature(type(upstream)._get_relevant_documents).parameters
-    if "k" in params:
-        return "kwarg"
-    if "k" in type(upstream).model_fields:
-        return "copy"
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return "kwarg"
-    return "none"
+def _upstream_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """The upstream fields checked and normalised: a callable wrapped, lanes keyed by LaneKind."""
+    data = dict(data)
+    check_max_items(data.get("fetch_k"), "fetch_k")
+    upstream = data.get("retriever")
+    if upstream is not None and not isinstance(upstream, Runnable):
+        if not callable(upstream):
+            raise ConfigError(
+                f"retriever={upstream!r} must be a retriever, a Runnable str -> list[Document], "
+                "or a callable doing the same"
+            )
+        data["retriever"] = RunnableLambda(upstream)
+    if data.get("lanes") is not None:
+        lanes = _lane_map(data["lanes"])
+        data["lanes"] = {coerce_lane(n, field=f"lanes key {n!r}"): r for n, r in lanes.items()}
+        data["weights"] = check_weights(data.get("weights"), list(data["lanes"])) or None
+    check_rrf_k(data.get("rrf_k", DEFAULT_RRF_K))
+    return data
 
 
 class _Call:
-    """One call's Packer and fetch_k, after its overrides are validated (before any fetch)."""
+    """One call's Packer and search depths, after its overrides are validated (before any fetch)."""
 
-    __slots__ = ("packer", "fetch_k", "sink")
+    __slots__ = ("packer", "fetch_k", "sink", "depths")
 
     def __init__(self, owner: BudgetedRetriever, kwargs: Mapping[str, Any]) -> None:
         overrides = {k: v for k, v in kwargs.items() if k not in _IGNORED and k != _SINK}
@@ -165,7 +138,20 @@ class _Call:
             overrides["max_items"] = _k_or_max_items(overrides.pop("k"), overrides.get("max_items", "unset"))
         self.fetch_k = check_max_items(overrides.pop("fetch_k", owner.fetch_k), "fetch_k")
         self.packer: Packer = owner._per_call(overrides)
-        self.sink: list[RecallResult] | None = kwargs.get(_SINK)
+        self.sink: list[RecallResult] = kwargs.get(_SINK, [])  # recall() reads it; invoke() drops it
+        packer = self.packer
+        self.depths = {
+            lane: depth_for(forward, owner._own[lane], self.fetch_k, packer.max_tokens, packer.max_items)
+            for lane, forward in owner._forward.items()
+        }
+
+    def noted(self, result: RecallResult) -> RecallResult:
+        """``result``, saying how deep the upstreams were asked to search (for a budget left unused)."""
+        depths = list(self.depths.values())
+        if all(depth is None for depth in depths):
+            return result
+        total = None if None in depths else sum(d for d in depths if d is not None)
+        return result.with_fetch(total, "fetch_k")
 
 
 class BudgetedRetriever(_LangChainComponent, BaseRetriever):
@@ -182,41 +168,31 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
     from how many come back. ``None`` leaves the upstream's own depth alone.
     """
 
-    retriever: Upstream | None = None
-    """The upstream; exactly one of ``retriever`` and ``lanes`` is set."""
+    retriever: Upstream | Callable[[str], Sequence[Document]] | None = Field(default=None, kw_only=False)
+    """The upstream (also the first positional argument); exactly one of ``retriever`` and
+    ``lanes`` is set. A callable is wrapped as a RunnableLambda."""
     lanes: dict[LaneKind, Upstream] | None = None
     """One upstream per lane, fused by reciprocal rank fusion (see :meth:`from_lanes`)."""
     weights: dict[LaneKind, float] | None = None
     rrf_k: int = DEFAULT_RRF_K
     fetch_k: int | None = None
 
-    _forward: dict[LaneKind | None, _Forward] = PrivateAttr(default_factory=dict)
+    _forward: dict[LaneKind | None, Forward] = PrivateAttr(default_factory=dict)
+    _own: dict[LaneKind | None, int | None] = PrivateAttr(default_factory=dict)
 
-    def __init__(self, **data: Any) -> None:
-        # Spelled out so type checkers accept what validation accepts (k=, lane="facts", ...).
-        super().__init__(**data)
+    if not TYPE_CHECKING:  # type checkers see the fields, ``retriever`` first and positional
+
+        def __init__(self, retriever: Upstream | None = None, /, **data: Any) -> None:
+            if retriever is not None:
+                if "retriever" in data:
+                    raise ConfigError("the upstream is given twice: positionally and as retriever=")
+                data["retriever"] = retriever
+            super().__init__(**data)
 
     @model_validator(mode="before")
     @classmethod
     def _coerce_upstreams(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        check_max_items(data.get("fetch_k"), "fetch_k")
-        upstream = data.get("retriever")
-        if upstream is not None and not isinstance(upstream, Runnable):
-            if not callable(upstream):
-                raise ConfigError(
-                    f"retriever={upstream!r} must be a retriever, a Runnable str -> list[Document], "
-                    "or a callable doing the same"
-                )
-            data["retriever"] = RunnableLambda(upstream)
-        if data.get("lanes") is not None:
-            lanes = _lane_map(data["lanes"])
-            data["lanes"] = {coerce_lane(n, field=f"lanes key {n!r}"): r for n, r in lanes.items()}
-            data["weights"] = check_weights(data.get("weights"), list(data["lanes"])) or None
-        check_rrf_k(data.get("rrf_k", DEFAULT_RRF_K))
-        return data
+        return _upstream_fields(data) if isinstance(data, dict) else data
 
     @model_validator(mode="after")
     def _check_upstreams(self) -> BudgetedRetriever:
@@ -232,7 +208,11 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
         if self.lanes is None and self.weights is not None:
             raise ConfigError("weights=... only applies with lanes=... (from_lanes)")
         upstreams = self._upstreams()
-        self._forward = {lane: _forwarding(up) for lane, up in upstreams.items()}
+        self._forward = {
+            lane: (forwarding(up) if isinstance(up, BaseRetriever) else "none")
+            for lane, up in upstreams.items()
+        }
+        self._own = {lane: own_depth(up) for lane, up in upstreams.items()}
         blind = [type(upstreams[lane]).__name__ for lane, f in self._forward.items() if f == "none"]
         if self.fetch_k is not None and blind:
             warnings.warn(
@@ -272,7 +252,10 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
             )
             for lane in self._upstreams()
         ]
-        return self._finish(query, outputs, call)
+        docs, candidates = _ranked(self, outputs)
+        result = report(call.noted(call.packer.recall(candidates, query=query)), run_manager.get_child())
+        call.sink.append(result)
+        return kept_documents(docs, result)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
@@ -286,7 +269,11 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
                 for lane in self._upstreams()
             ]
         )
-        return self._finish(query, outputs, call)
+        docs, candidates = _ranked(self, outputs)
+        packed = call.noted(await call.packer.arecall(candidates, query=query))
+        result = await areport(packed, run_manager.get_child())
+        call.sink.append(result)
+        return kept_documents(docs, result)
 
     def recall(self, query: str, config: RunnableConfig | None = None, **kwargs: Any) -> RecallResult:
         """The RecallResult (evidence, report, trace) of one call, instead of its Documents."""
@@ -332,41 +319,44 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
     def _upstreams(self) -> dict[LaneKind | None, Upstream]:
         if self.lanes is not None:
             return {lane: upstream for lane, upstream in self.lanes.items()}
-        assert self.retriever is not None
+        assert isinstance(self.retriever, Runnable)  # a callable was wrapped by validation
         return {None: self.retriever}
 
     def _child(self, run_manager: Any, lane: LaneKind | None) -> RunnableConfig:
         return {"callbacks": run_manager.get_child(None if lane is None else f"lane:{lane.value}")}
 
     def _upstream(self, lane: LaneKind | None, call: _Call) -> Upstream:
-        upstream = self._upstreams()[lane]
-        if call.fetch_k is not None and self._forward[lane] == "copy":
+        upstream, depth = self._upstreams()[lane], call.depths[lane]
+        if depth is not None and self._forward[lane] == "copy":  # a copy: the caller's keeps its k
             assert isinstance(upstream, BaseModel)
-            return upstream.model_copy(update={"k": call.fetch_k})
+            return upstream.model_copy(update={"k": depth})
         return upstream
 
     def _kwargs(self, lane: LaneKind | None, call: _Call) -> dict[str, Any]:
-        return {"k": call.fetch_k} if call.fetch_k is not None and self._forward[lane] == "kwarg" else {}
+        depth = call.depths[lane]
+        if depth is None or self._forward[lane] != "kwarg":
+            return {}
+        return search_kwargs_for(self._upstreams()[lane], depth)
 
     def _source(self, lane: LaneKind | None) -> str:
         where = "upstream" if lane is None else f"lane {lane.value!r}"
         return f"{where} {type(self._upstreams()[lane]).__name__}"
 
-    def _finish(self, query: str, outputs: Sequence[object], call: _Call) -> list[Document]:
-        lanes = list(self._upstreams())
-        ranked = [_documents(out, self._source(lane)) for lane, out in zip(lanes, outputs, strict=True)]
-        if self.lanes is None:
-            docs, candidates = ranked[0], self._candidates(ranked[0])
-        else:
-            per_lane = {lane: self._candidates(d) for lane, d in zip(self.lanes, ranked, strict=True)}
-            fused = fuse(per_lane, weights=self.weights, k=self.rrf_k)
-            by_lane = dict(zip(self.lanes, ranked, strict=True))
-            docs = [by_lane[f.lane][f.index] for f in fused]
-            candidates = [f.candidate for f in fused]
-        result = call.packer.recall(candidates, query=query)
-        if call.sink is not None:
-            call.sink.append(result)
-        return _kept(docs, result)
+    _get_ls_params = retriever_ls_params  # the upstream's LangSmith parameters, and the budget
+
+
+def _ranked(
+    retriever: BudgetedRetriever, outputs: Sequence[object]
+) -> tuple[list[Document], list[Candidate]]:
+    """The upstreams' Documents in packing order (fused, for lanes), and their Candidates."""
+    lanes = list(retriever._upstreams())
+    ranked = [documents_of(out, retriever._source(lane)) for lane, out in zip(lanes, outputs, strict=True)]
+    if retriever.lanes is None:
+        return ranked[0], retriever._candidates(ranked[0])
+    per_lane = {lane: retriever._candidates(d) for lane, d in zip(retriever.lanes, ranked, strict=True)}
+    fused = fuse(per_lane, weights=retriever.weights, k=retriever.rrf_k)
+    by_lane = dict(zip(retriever.lanes, ranked, strict=True))
+    return [by_lane[f.lane][f.index] for f in fused], [f.candidate for f in fused]
 
 
 class EvidenceRenderer(_LangChainComponent, RunnableSerializable[list[Document], str]):
@@ -380,9 +370,6 @@ class EvidenceRenderer(_LangChainComponent, RunnableSerializable[list[Document],
     """
 
     name: str | None = "recallpack_render_evidence"
-
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**data)
 
     def invoke(self, input: list[Document], config: RunnableConfig | None = None, **kwargs: Any) -> str:
         # Per-call settings (from invoke or .bind) are validated, never silently ignored.
@@ -401,8 +388,9 @@ class EvidenceRenderer(_LangChainComponent, RunnableSerializable[list[Document],
         return await self._acall_with_config(arender, input, config)
 
     def _render(self, docs: list[Document], packer: Packer) -> str:
-        docs = _documents(docs, "render_evidence input")
-        return packer.recall(self._candidates(docs)).to_markdown()
+        docs = documents_of(docs, "render_evidence input")
+        # Into this runnable's own run, which _call_with_config made the current one.
+        return report(packer.recall(self._candidates(docs)), None).to_markdown()
 
 
 render_evidence: Runnable[list[Document], str] = EvidenceRenderer()
@@ -417,22 +405,22 @@ class BudgetCompressor(_LangChainComponent, BaseDocumentCompressor):
     recallpack's metadata added, as from :class:`BudgetedRetriever`; the query steers focus cuts.
     """
 
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**data)
-
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
-        docs = _documents(_listed(documents), "compressor input")
-        return _kept(docs, self.packer.recall(self._candidates(docs), query=query or None))
+        docs = documents_of(listed(documents), "compressor input")
+        return kept_documents(docs, report(self.compress(docs, query or None), callbacks))
 
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
-        # Pure CPU and quick: running it inline beats the default hop to a thread executor.
-        return self.compress_documents(documents, query, callbacks)
+        # Not LangChain's thread hop: arecall leaves the loop itself if it may call an embedding.
+        docs = documents_of(listed(documents), "compressor input")
+        result = await self.packer.arecall(self._candidates(docs), query=query or None)
+        return kept_documents(docs, await areport(result.with_fetch(None, "k"), callbacks))
 
     def compress(self, documents: Sequence[Document], query: str | None = None) -> RecallResult:
-        """The RecallResult of compressing ``documents`` (evidence, report, trace)."""
-        docs = _documents(_listed(documents), "compressor input")
-        return self.packer.recall(self._candidates(docs), query=query)
+        """The RecallResult of compressing ``documents`` (evidence, report, trace). A compressor
+        cannot fetch more than it is handed: a budget left unused names the base retriever's ``k``."""
+        docs = documents_of(listed(documents), "compressor input")
+        return self.packer.recall(self._candidates(docs), query=query).with_fetch(None, "k")

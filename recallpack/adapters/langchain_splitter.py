@@ -59,16 +59,32 @@ class TokenWindowSplitter(WindowSplitting, _Base):
     about ``overlap_tokens``; ``tokenizer`` is anything :func:`recallpack.get_tokenizer` takes
     (``None`` is cl100k_base), the same option the packer has."""
 
-    def __init__(
+    if TYPE_CHECKING:  # a misspelled keyword is a type error too
+
+        def __init__(
+            self,
+            max_tokens: int = DEFAULT_WINDOW_TOKENS,
+            overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
+            *,
+            tokenizer: TokenizerSpec = None,
+            add_start_index: bool = False,
+        ) -> None: ...
+
+    else:  # at run time, a ConfigError naming the closest setting, then the same constructor
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            unknown = {k: v for k, v in kwargs.items() if k not in _SETTINGS}
+            refuse_unknown_settings(type(self).__name__, unknown, _SETTINGS)
+            self._configure(*args, **kwargs)
+
+    def _configure(
         self,
         max_tokens: int = DEFAULT_WINDOW_TOKENS,
         overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
         *,
         tokenizer: TokenizerSpec = None,
         add_start_index: bool = False,
-        **unknown: Any,
     ) -> None:
-        refuse_unknown_settings(type(self).__name__, unknown, _SETTINGS)
         self.max_tokens, self.overlap_tokens = check_window_settings(max_tokens, overlap_tokens)
         self.tokenizer = tokenizer
         self._tok: Tokenizer = get_tokenizer(tokenizer)

@@ -3,8 +3,9 @@
 Three ways in, each native to LlamaIndex:
 
 - :class:`BudgetPostprocessor` goes in ``node_postprocessors=[...]`` of any query or chat engine.
-  It counts what the LLM is shown (each node in ``metadata_mode``, joined as the engine's
-  ``response_mode`` joins them), so the context the synthesizer builds fits ``max_tokens``.
+  It counts what the LLM is shown (each node in ``metadata_mode``, joined as the response mode
+  that shows the most joins them), so the context the synthesizer builds fits ``max_tokens`` in
+  every ``response_mode``. Each kept node carries its query's report (:func:`report_of`).
 - :class:`BudgetedRetriever` wraps any LlamaIndex retriever (or several, fused by reciprocal rank
   fusion) and packs what it returns; ``recall(query)`` gives the whole
   :class:`~recallpack.RecallResult`. It budgets the rendered Markdown evidence block, exactly as
@@ -25,7 +26,6 @@ evidence fields in metadata hidden from the LLM and embedding views. When the us
 
 from __future__ import annotations
 
-import copy
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -37,8 +37,8 @@ require("llama_index.core", extra="llamaindex", feature=__name__)
 import llama_index.core.instrumentation as instrument
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.response.schema import Response
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
-from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
+from llama_index.core.callbacks import CallbackManager
 from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import BasePromptTemplate
@@ -48,15 +48,31 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, QueryType
 from llama_index.core.settings import Settings
 
-from recallpack.adapters._common import PackerComponent, gather_or_cancel, item_settings
-from recallpack.adapters._llamaindex_nodes import kept_nodes, node_candidates, settings_tokenizer
+from recallpack.adapters._common import (
+    PackerComponent,
+    PackSettings,
+    gather_or_cancel,
+    item_settings,
+    keywords_of,
+)
+from recallpack.adapters._depth import own_depth
+from recallpack.adapters._llamaindex_events import RecallPackedEvent, packed
+from recallpack.adapters._llamaindex_nodes import (
+    REPORT_KEY,
+    EveryModeView,
+    kept_nodes,
+    node_candidates,
+    report_of,
+    retriever_with_depth,
+    settings_tokenizer,
+)
 from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
-from recallpack.packing.errors import ConfigError, RecallpackWarning
+from recallpack.packing.errors import ConfigError
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse
 from recallpack.packing.limits import check_max_items
-from recallpack.packing.packer import Packer, refuse_unknown
-from recallpack.packing.result import PackReport, RecallResult
+from recallpack.packing.packer import Packer, PackerSettings, refuse_unknown
+from recallpack.packing.result import RecallResult
 from recallpack.packing.translate import candidate_from
 
 __all__ = [
@@ -65,15 +81,16 @@ __all__ = [
     "EvidenceQueryEngine",
     "RecallPackedEvent",
     "RESPONSE_MODES",
+    "REPORT_KEY",
+    "report_of",
     "TokenWindowNodeParser",
 ]
 
 # Re-exported without __all__, hence the ignore; this is how LlamaIndex's own modules get it.
 dispatcher = instrument.get_dispatcher(__name__)  # type: ignore[attr-defined]
 
-#: The response modes whose context view BudgetPostprocessor knows. All but simple_summarize
-#: build it as CompactAndRefine does (``PromptHelper.repack``): stripped node texts joined by a
-#: blank line; refine and accumulate show each node alone, which the same bound covers.
+#: The response modes whose context BudgetPostprocessor's budget bounds (all of them at once: it
+#: cannot know which one its engine runs, see EveryModeView).
 RESPONSE_MODES = (
     "compact",
     "refine",
@@ -84,70 +101,57 @@ RESPONSE_MODES = (
 )
 
 
-def _compact_view(texts: Sequence[str]) -> str:
-    return "\n\n".join(t.strip() for t in texts if t.strip())
-
-
-def _simple_summarize_view(texts: Sequence[str]) -> str:
-    # SimpleSummarize joins with "\n" and passes the one-item list from PromptHelper.truncate as
-    # context_str, so the prompt holds the list's str(): quoted, with escaped newlines.
-    return str(["\n".join(texts)])
-
-
-class RecallPackedEvent(BaseEvent):
-    """Emitted once per packing with its report, so instrumentation handlers see what was cut."""
-
-    report: PackReport
-    component: str
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "RecallPackedEvent"
-
-
 # --- BudgetPostprocessor ---------------------------------------------------------------------
 
 
 class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
     """Keep the nodes, in rank order, whose content the LLM will see fits ``max_tokens``.
 
-    Each node costs its content in ``metadata_mode`` (the LLM's view by default) plus the
-    separator the synthesizer puts between nodes, and the context is then counted exactly as
-    the engine's ``response_mode`` builds it (set the same value here: ``"compact"``, the
-    default and the context chat engine's, or ``"simple_summarize"``). Scores and order are
-    kept. Nodes without text are dropped with reason ``no_text``; :attr:`last_result` and
-    :meth:`pack_nodes` give the report. Invalid settings raise at construction.
+    Each node costs its content in ``metadata_mode`` (the LLM's view by default). A
+    postprocessor cannot know its engine's ``response_mode``, so the context is counted as the
+    longest of what each mode shows (compact's blank-line join, which tree_summarize and the
+    context chat engine share; simple_summarize's quoted one-line form; each node alone, as
+    refine and accumulate show them): the budget holds in every mode, with any prompt. Scores
+    and order are kept. Nodes without text are dropped with reason ``no_text``. Each kept node
+    carries the report of its own packing (:func:`report_of` reads it from a response);
+    :meth:`pack_nodes` returns it too. Invalid settings raise at construction.
     """
 
     metadata_mode: MetadataMode = Field(
         default=MetadataMode.LLM, description="The view of each node that is counted."
     )
-    response_mode: str = Field(
-        default="compact",
-        description="The engine's response_mode, which decides how node texts are joined into "
-        "the context: a blank line (compact, and the context chat engine) or simple_summarize's "
-        "quoted single-line form.",
+    response_mode: str | None = Field(
+        default=None,
+        description="Deprecated, and ignored: the budget holds in every response mode.",
     )
 
     _last_result: RecallResult | None = PrivateAttr(default=None)
 
-    def __init__(self, **data: Any) -> None:
-        mode = data.get("response_mode", "compact")
+    @field_validator("response_mode", mode="before")
+    @classmethod
+    def _known_mode(cls, mode: object) -> str | None:
+        if mode is None:
+            return None
         if str(getattr(mode, "value", mode)) not in RESPONSE_MODES:
             raise ConfigError(
-                f"response_mode={mode!r} is not one BudgetPostprocessor can count for; "
-                f"use one of: {', '.join(RESPONSE_MODES)}"
+                f"response_mode={mode!r} is not a response mode; use one of: {', '.join(RESPONSE_MODES)} "
+                "(or leave it out: the budget holds in every mode)"
             )
-        data["response_mode"] = str(getattr(mode, "value", mode))
-        super().__init__(**data)
+        warnings.warn(
+            "BudgetPostprocessor(response_mode=...) is deprecated and changes nothing: the budget "
+            "now holds in every response mode; leave it out",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+        return str(getattr(mode, "value", mode))
 
     def _host_settings(self) -> dict[str, Any]:
         # A synthesizer shows the LLM the node texts joined, not recallpack's Markdown block, so
-        # the budget covers that context, built exactly as this response mode builds it.
-        simple = self.response_mode == "simple_summarize"
-        settings: dict[str, Any] = {"join": _simple_summarize_view if simple else _compact_view}
+        # the budget covers that context, as the mode that shows the most builds it.
         user = settings_tokenizer()
-        if getattr(self, "tokenizer") is None and user is not None:  # noqa: B009
+        spec = getattr(self, "tokenizer")  # noqa: B009
+        settings: dict[str, Any] = {"join": EveryModeView(spec if spec is not None else user)}
+        if spec is None and user is not None:
             settings["tokenizer"] = user
         return settings
 
@@ -157,7 +161,14 @@ class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
 
     @property
     def last_result(self) -> RecallResult | None:
-        """The RecallResult of the most recent call (shared across threads: prefer pack_nodes)."""
+        """Deprecated: the RecallResult of the most recent call, shared across concurrent
+        queries. Use :func:`report_of` on a response, or :meth:`pack_nodes`."""
+        warnings.warn(
+            "BudgetPostprocessor.last_result is deprecated (concurrent queries overwrite it); use "
+            "recallpack.adapters.llamaindex.report_of(response) or pack_nodes()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self._last_result
 
     @dispatcher.span
@@ -166,48 +177,47 @@ class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
     ) -> tuple[list[NodeWithScore], RecallResult]:
         """The kept node copies and the RecallResult (report and trace) of this one call."""
         candidates = node_candidates(nodes, self.metadata_mode, self._candidate_maker())
-        result = self.packer.recall(candidates, query=query)
+        made = self.packer.recall(candidates, query=query).with_fetch(None, "similarity_top_k")
+        result = packed(self.class_name(), query, made)
         self._last_result = result
-        dispatcher.event(RecallPackedEvent(report=result.report, component=self.class_name()))
+        return kept_nodes(nodes, result), result
+
+    @dispatcher.span
+    async def apack_nodes(
+        self, nodes: Sequence[NodeWithScore], query: str | None = None
+    ) -> tuple[list[NodeWithScore], RecallResult]:
+        """:meth:`pack_nodes` for async engines: an embedding model is never called on the loop."""
+        candidates = node_candidates(nodes, self.metadata_mode, self._candidate_maker())
+        made = (await self.packer.arecall(candidates, query=query)).with_fetch(None, "similarity_top_k")
+        result = packed(self.class_name(), query, made)
+        self._last_result = result
         return kept_nodes(nodes, result), result
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        # A str is taken as the query, as LlamaIndex retrievers take one (QueryType).
-        query = query_bundle if isinstance(query_bundle, str) else getattr(query_bundle, "query_str", None)
-        return self.pack_nodes(nodes, query)[0]
+        return self.pack_nodes(nodes, _query_str(query_bundle))[0]
 
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        # Packing is a short CPU walk over what was retrieved; a thread hop would cost more.
-        return self._postprocess_nodes(nodes, query_bundle)
+        return (await self.apack_nodes(nodes, _query_str(query_bundle)))[0]
+
+
+def _query_str(query_bundle: QueryBundle | str | None) -> str | None:
+    # A str is taken as the query, as LlamaIndex retrievers take one (QueryType).
+    return query_bundle if isinstance(query_bundle, str) else getattr(query_bundle, "query_str", None)
 
 
 # --- BudgetedRetriever -----------------------------------------------------------------------
 
 
-def _with_top_k(retriever: BaseRetriever, fetch_k: int | None, where: str) -> BaseRetriever:
-    """``retriever``, or a shallow copy of it asking for ``fetch_k`` results (the caller's
-    retriever keeps its own top-k; the copy shares the index, store and callbacks)."""
-    if not isinstance(retriever, BaseRetriever):
-        raise ConfigError(
-            f"{where}={retriever!r} must be a LlamaIndex BaseRetriever (for example index.as_retriever())"
-        )
-    if fetch_k is None:
-        return retriever
-    if not hasattr(retriever, "similarity_top_k"):
-        warnings.warn(
-            f"fetch_k={fetch_k} cannot be forwarded to {where} ({type(retriever).__name__}): it has no "
-            "similarity_top_k; it returns its own number of results",
-            RecallpackWarning,
-            stacklevel=4,
-        )
-        return retriever
-    copied = copy.copy(retriever)
-    copied.similarity_top_k = fetch_k
-    return copied
+class _RetrieverSettings(PackSettings):
+    """What :class:`BudgetedRetriever` takes by keyword: every setting but ``join``, and these."""
+
+    fetch_k: int | None = None
+    metadata_mode: MetadataMode = MetadataMode.NONE
+    callback_manager: CallbackManager | None = None
 
 
 class BudgetedRetriever(BaseRetriever):
@@ -224,9 +234,10 @@ class BudgetedRetriever(BaseRetriever):
     copy of the upstream (its ``similarity_top_k``). :meth:`from_lanes` fuses several retrievers.
     """
 
-    _OWN = ("fetch_k", "lane", "lane_key", "on_unknown_lane", "metadata_mode", "callback_manager")
+    _OWN = tuple(n for n in _RetrieverSettings.model_fields if n not in PackerSettings.model_fields)
 
-    def __init__(self, retriever: BaseRetriever, **settings: Any) -> None:
+    @keywords_of(_RetrieverSettings)
+    def __init__(self, retriever: BaseRetriever, /, **settings: Any) -> None:
         owner = type(self).__name__
         refuse_unknown(owner, settings, [*self._OWN, *(n for n in Packer.settings_names() if n != "join")])
         own = {k: settings.pop(k) for k in self._OWN if k in settings}
@@ -236,7 +247,7 @@ class BudgetedRetriever(BaseRetriever):
         if "tokenizer" not in settings and settings_tokenizer() is not None:
             settings["tokenizer"] = settings_tokenizer()
         self.packer = Packer(**settings)
-        self._upstream = _with_top_k(retriever, self.fetch_k, "retriever")
+        self._upstream = retriever_with_depth(retriever, self.fetch_k, "retriever", self.packer)
         self._lanes: dict[LaneKind, BaseRetriever] | None = None
         self._weights: dict[LaneKind, float] = {}
         self._rrf_k = DEFAULT_RRF_K
@@ -266,13 +277,17 @@ class BudgetedRetriever(BaseRetriever):
             )
         if "lane" in settings:
             raise ConfigError("from_lanes takes each lane from its key; do not pass lane=")
-        resolved: dict[LaneKind, BaseRetriever] = {}
+        given: dict[LaneKind, BaseRetriever] = {}
         for name, retriever in lanes.items():
             kind = coerce_lane(name, field="lane name")
-            if kind in resolved:
+            if kind in given:
                 raise ConfigError(f"lane {kind.value!r} is given twice")
-            resolved[kind] = _with_top_k(retriever, settings.get("fetch_k"), f"lanes[{kind.value!r}]")
-        built = cls(next(iter(resolved.values())), **settings)
+            given[kind] = retriever
+        built = cls(next(iter(given.values())), **settings)
+        resolved = {
+            kind: retriever_with_depth(r, built.fetch_k, f"lanes[{kind.value!r}]", built.packer)
+            for kind, r in given.items()
+        }
         built._lanes = resolved
         built._weights = check_weights(dict(weights or {}), list(resolved))
         built._rrf_k = check_rrf_k(rrf_k)
@@ -296,6 +311,9 @@ class BudgetedRetriever(BaseRetriever):
         nodes = [NodeWithScore(node=ranked[f.lane][f.index].node, score=f.candidate.score) for f in fused]
         return nodes, [f.lane for f in fused]
 
+    def _searched(self) -> list[BaseRetriever]:
+        return [self._upstream] if self._lanes is None else list(self._lanes.values())
+
     def _fetch(self, bundle: QueryBundle) -> tuple[list[NodeWithScore], list[LaneKind] | None]:
         if self._lanes is None:
             return list(self._upstream.retrieve(bundle)), None
@@ -307,19 +325,35 @@ class BudgetedRetriever(BaseRetriever):
         results = await gather_or_cancel([r.aretrieve(bundle) for r in self._lanes.values()])
         return self._fuse(dict(zip(self._lanes, results)))
 
+    def _noted(self, result: RecallResult) -> RecallResult:
+        """``result``, saying how deep the upstreams searched (for a budget left unused)."""
+        depths = [own_depth(r) for r in self._searched()]
+        if not any(depths):
+            return result
+        return result.with_fetch(None if None in depths else sum(d or 0 for d in depths), "fetch_k")
+
     def _pack(
         self, bundle: QueryBundle, nodes: list[NodeWithScore], lanes: list[LaneKind] | None
     ) -> tuple[list[NodeWithScore], RecallResult]:
         candidates = node_candidates(nodes, self.metadata_mode, self._make, lanes)
-        result = self.packer.recall(candidates, query=bundle.query_str or None)
-        dispatcher.event(RecallPackedEvent(report=result.report, component=type(self).__name__))
+        query = bundle.query_str or None
+        result = packed(type(self).__name__, query, self._noted(self.packer.recall(candidates, query=query)))
+        return kept_nodes(nodes, result), result
+
+    async def _apack(
+        self, bundle: QueryBundle, nodes: list[NodeWithScore], lanes: list[LaneKind] | None
+    ) -> tuple[list[NodeWithScore], RecallResult]:
+        candidates = node_candidates(nodes, self.metadata_mode, self._make, lanes)
+        query = bundle.query_str or None
+        made = self._noted(await self.packer.arecall(candidates, query=query))
+        result = packed(type(self).__name__, query, made)
         return kept_nodes(nodes, result), result
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._pack(query_bundle, *self._fetch(query_bundle))[0]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self._pack(query_bundle, *await self._afetch(query_bundle))[0]
+        return (await self._apack(query_bundle, *await self._afetch(query_bundle)))[0]
 
     @dispatcher.span
     def retrieve_with_result(self, query: QueryType) -> tuple[list[NodeWithScore], RecallResult]:
@@ -330,7 +364,7 @@ class BudgetedRetriever(BaseRetriever):
     @dispatcher.span
     async def aretrieve_with_result(self, query: QueryType) -> tuple[list[NodeWithScore], RecallResult]:
         bundle = QueryBundle(query) if isinstance(query, str) else query
-        return self._pack(bundle, *await self._afetch(bundle))
+        return await self._apack(bundle, *await self._afetch(bundle))
 
     def recall(self, query: QueryType) -> RecallResult:
         """Retrieve and pack ``query``: evidence, report and trace; ``to_markdown()`` fits."""

@@ -23,7 +23,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.node_parser.interface import TextSplitter
@@ -72,9 +72,14 @@ class TokenWindowNodeParser(WindowSplitting, TextSplitter):
     (``None`` is cl100k_base), the same option the packer has. Node ids are the chunk ids
     unless an ``id_func`` is given."""
 
-    max_tokens: int = Field(default=DEFAULT_WINDOW_TOKENS, description="Most tokens in one node.")
+    # Positional too (kw_only=False): type checkers then see ``TokenWindowNodeParser(8, 0)``.
+    max_tokens: int = Field(
+        default=DEFAULT_WINDOW_TOKENS, kw_only=False, description="Most tokens in one node."
+    )
     overlap_tokens: int = Field(
-        default=DEFAULT_OVERLAP_TOKENS, description="Tokens a node shares with the one before it."
+        default=DEFAULT_OVERLAP_TOKENS,
+        kw_only=False,
+        description="Tokens a node shares with the one before it.",
     )
     tokenizer: Any = Field(default=None, exclude=True, description="What counts tokens.")
 
@@ -82,20 +87,24 @@ class TokenWindowNodeParser(WindowSplitting, TextSplitter):
     # resolves its own from the spec.
     _tok: Tokenizer | None = PrivateAttr(default=None)
 
-    def __init__(
-        self,
-        max_tokens: int = DEFAULT_WINDOW_TOKENS,
-        overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
-        *,
-        tokenizer: TokenizerSpec = None,
-        **kwargs: Any,
-    ) -> None:
-        refuse_unknown_settings(
-            type(self).__name__, {k: v for k, v in kwargs.items() if k not in _SETTINGS}, _SETTINGS
-        )
-        max_tokens, overlap_tokens = check_window_settings(max_tokens, overlap_tokens)
-        super().__init__(max_tokens=max_tokens, overlap_tokens=overlap_tokens, tokenizer=tokenizer, **kwargs)
-        self._tok = _resolve(tokenizer)  # an unknown tokenizer fails here, not on first use
+    if not TYPE_CHECKING:  # type checkers see the fields (a misspelled keyword is an error there)
+
+        def __init__(
+            self,
+            max_tokens: int = DEFAULT_WINDOW_TOKENS,
+            overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
+            *,
+            tokenizer: TokenizerSpec = None,
+            **kwargs: Any,
+        ) -> None:
+            refuse_unknown_settings(
+                type(self).__name__, {k: v for k, v in kwargs.items() if k not in _SETTINGS}, _SETTINGS
+            )
+            max_tokens, overlap_tokens = check_window_settings(max_tokens, overlap_tokens)
+            super().__init__(
+                max_tokens=max_tokens, overlap_tokens=overlap_tokens, tokenizer=tokenizer, **kwargs
+            )
+            self._tok = _resolve(tokenizer)  # an unknown tokenizer fails here, not on first use
 
     def __getstate__(self) -> dict[str, Any]:
         resolved, self._tok = self._tok, None  # dropped here, quietly, rather than by the base

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -160,9 +160,33 @@ class Candidate(CheckedModel):
     #: Set by adapters when the item's scope metadata is present but unreadable: the walk then
     #: withholds it (reason ``malformed_scope``) rather than show it to everyone.
     scope_error: str | None = None
+    #: The item's own content when ``text`` wraps it in what the host adds for the model (a
+    #: LlamaIndex node's metadata lines): duplicates are found by it. None: ``text`` itself.
+    content: str | None = None
     #: Where the text sits in the document it was split from, when the splitter recorded it
     #: (adapters fill it from what the hosts record): lets ``passages`` merge overlapping pieces.
     span: Span | None = None
+
+    if TYPE_CHECKING:
+        # What validation accepts, for type checkers: a lane by name, scope ids as any sequence
+        # (the fields hold the LaneKind and a tuple). tests/test_typing.py checks it names every
+        # field, with the same defaults.
+        def __init__(
+            self,
+            *,
+            text: str,
+            lane: LaneKind | str = LaneKind.SOURCES,
+            scope_ids: Sequence[str] | str = (),
+            artifact_id: str | None = None,
+            artifact_content_id: str | None = None,
+            score: float | None = None,
+            citation: str | None = None,
+            metadata: Mapping[str, Any] = ...,
+            modality: str = "text",
+            scope_error: str | None = None,
+            content: str | None = None,
+            span: Span | None = None,
+        ) -> None: ...
 
     @classmethod
     def _invalid(cls, exc: ValidationError) -> RecallpackError:
@@ -177,7 +201,7 @@ class Candidate(CheckedModel):
             raise ValueError(f"text must be a str, got {type(value).__name__} {value!r:.60}")
         return clean_text(value)
 
-    @field_validator("artifact_id", "artifact_content_id", "citation", mode="before")
+    @field_validator("artifact_id", "artifact_content_id", "citation", "content", mode="before")
     @classmethod
     def _optional_text(cls, value: object) -> object:
         return clean_text(value) if isinstance(value, str) else value

@@ -23,11 +23,14 @@ and give the same bytes for the same input.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import math
 import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from operator import sub
 from typing import Any, Literal
@@ -38,7 +41,9 @@ from recallpack.packing.errors import BudgetError, ConfigError
 from recallpack.packing.limits import ELLIPSIS
 from recallpack.packing.tokenizer import Tokenizer
 
-__all__ = ["MARK", "Cut", "CutKind", "EmbedFn", "Measure", "cut_head", "cut_focus", "embed_function"]
+__all__ = [
+    "MARK", "Cut", "CutKind", "EmbedFn", "Measure", "cut_head", "cut_focus", "embed_function", "CALLER_LOOP",
+]
 
 MARK = ELLIPSIS  # the walk's mark for text cut out of an item, one definition
 CutKind = Literal["head", "focus", "passages"]
@@ -792,11 +797,23 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norm if norm else 0.0
 
 
+#: The event loop of an async call (``Packer.arecall``) whose packing runs in a worker thread;
+#: set only in that worker's context. An embedding with async methods is awaited there.
+CALLER_LOOP: ContextVar[asyncio.AbstractEventLoop | None] = ContextVar("recallpack_caller_loop", default=None)
+#: The async methods of each kind of embedding: (the query's, the texts').
+_ASYNC_METHODS = {
+    "langchain": ("aembed_query", "aembed_documents"),
+    "llamaindex": ("aget_query_embedding", "aget_text_embedding_batch"),
+}
+
+
 @dataclass(frozen=True)
 class _Similarity:
     """Cosine similarity of the query's embedding with each text's, from a host's embedding.
 
-    It holds the embedding object itself (no closures), so it pickles whenever that does."""
+    It holds the embedding object itself (no closures), so it pickles whenever that does.
+    Called in the worker thread of an async call, it awaits the embedding's async methods on
+    the caller's loop when the embedding has them."""
 
     source: Any
     kind: Literal["langchain", "llamaindex", "callable"]
@@ -804,18 +821,40 @@ class _Similarity:
     def __call__(self, query: str, texts: Sequence[str]) -> list[float]:
         if not texts:
             return []
+        loop = CALLER_LOOP.get()
+        if loop is not None and self._async_methods() is not None:
+            target, vectors = asyncio.run_coroutine_threadsafe(self._aembed(query, texts), loop).result()
+        else:
+            target, vectors = self._embed(query, texts)
+        return self._cosines(target, vectors, len(texts))
+
+    def _async_methods(self) -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+        names = _ASYNC_METHODS.get(self.kind)
+        if names is None:
+            return None
+        of_query, of_texts = (getattr(self.source, name, None) for name in names)
+        if inspect.iscoroutinefunction(of_query) and inspect.iscoroutinefunction(of_texts):
+            return of_query, of_texts
+        return None
+
+    async def _aembed(self, query: str, texts: Sequence[str]) -> tuple[Any, Any]:
+        methods = self._async_methods()
+        assert methods is not None
+        return await methods[0](query), await methods[1](list(texts))
+
+    def _embed(self, query: str, texts: Sequence[str]) -> tuple[Any, Any]:
         if self.kind == "langchain":
-            target = self.source.embed_query(query)
-            vectors = self.source.embed_documents(list(texts))
-        elif self.kind == "llamaindex":
-            target = self.source.get_query_embedding(query)
-            vectors = self.source.get_text_embedding_batch(list(texts))
-        else:  # one call for the query and the texts together
-            target, *vectors = self.source([query, *texts]) or [[]]
-        if len(vectors) != len(texts):
+            return self.source.embed_query(query), self.source.embed_documents(list(texts))
+        if self.kind == "llamaindex":
+            return self.source.get_query_embedding(query), self.source.get_text_embedding_batch(list(texts))
+        target, *vectors = self.source([query, *texts]) or [[]]  # one call for the query and the texts
+        return target, vectors
+
+    def _cosines(self, target: Any, vectors: Any, expected: int) -> list[float]:
+        if len(vectors) != expected:
             raise ConfigError(
                 f"embed ({type(self.source).__name__}) returned {len(vectors)} vectors for "
-                f"{len(texts)} texts; it must return one per text"
+                f"{expected} texts; it must return one per text"
             )
         try:
             if any(len(vector) != len(target) for vector in vectors):

@@ -7,7 +7,7 @@ import it without forming a cycle.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
@@ -19,6 +19,9 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "MAX_TOKENS_CEILING",
     "ELLIPSIS",
+    "FETCH_CHUNK_TOKENS",
+    "FETCH_DEPTH_CAP",
+    "fetch_depth",
     "check_max_tokens",
     "check_max_items",
     "check_policy",
@@ -36,6 +39,26 @@ DEFAULT_MAX_TOKENS = 2048
 MAX_TOKENS_CEILING = 16384
 #: Marks text that was cut out of an item.
 ELLIPSIS = "…"
+#: The adapters ask an upstream that says its depth for max_tokens / this many candidates: a
+#: short retrieved chunk (a paragraph, a fact), so that chunks of that size or longer fill the
+#: budget; longer ones stop the walk early, which is cheap, since it reads only what it keeps.
+FETCH_CHUNK_TOKENS = 50
+#: ... and never more than this many: past it a budget is filled by longer chunks, or not at all.
+FETCH_DEPTH_CAP = 100
+
+
+def fetch_depth(max_tokens: int, max_items: int | None = None, own: int | None = None) -> int:
+    """How many candidates to ask an upstream for, so that its results can fill ``max_tokens``:
+    ``ceil(max_tokens / 50)``, at most twice ``max_items`` when there is a cap (room for
+    duplicates and withheld items), at most 100, and never fewer than the upstream's ``own``.
+
+    >>> fetch_depth(2000), fetch_depth(2000, own=4), fetch_depth(2000, max_items=3), fetch_depth(100, own=4)
+    (40, 40, 6, 4)
+    """
+    wanted = min(-(-max_tokens // FETCH_CHUNK_TOKENS), FETCH_DEPTH_CAP)
+    if max_items is not None:
+        wanted = min(wanted, 2 * max_items)
+    return max(wanted, own or 1)
 
 
 def check_max_tokens(value: object, ceiling: int = MAX_TOKENS_CEILING, field: str = "max_tokens") -> int:
@@ -74,12 +97,15 @@ class CheckedModel(BaseModel):
     and the fix, never a bare ValidationError. A subclass says which error in ``_invalid`` and
     may look at the raw keywords first in ``_precheck`` (to refuse unknown ones, say)."""
 
-    def __init__(self, **data: Any) -> None:
-        self._precheck(data)
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise self._invalid(exc) from None
+    if not TYPE_CHECKING:
+        # Hidden from type checkers, which then see each model's own fields as its signature
+        # (a misspelled keyword is a type error, not only a ConfigError at run time).
+        def __init__(self, **data: Any) -> None:
+            self._precheck(data)
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                raise self._invalid(exc) from None
 
     @classmethod
     def _precheck(cls, data: dict[str, Any]) -> None:
@@ -103,7 +129,7 @@ class Allowance(CheckedModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     #: Same meaning as the packer's: a caller raises it on purpose to allow more per request.
-    max_tokens_ceiling: int = Field(MAX_TOKENS_CEILING, repr=False)
+    max_tokens_ceiling: int = Field(default=MAX_TOKENS_CEILING, repr=False)
     max_items: int = 20
     max_tokens: int = 2000
     max_blocks: int = 4

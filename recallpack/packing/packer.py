@@ -6,8 +6,12 @@ setting is defined here once and every host takes it by the same name.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import dataclasses
 import difflib
+import functools
+import logging
 import os
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -28,7 +32,7 @@ from pydantic import (
 
 from recallpack.packing import batch
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
-from recallpack.packing.cuts import EmbedFn, cut_focus, cut_head, embed_function
+from recallpack.packing.cuts import CALLER_LOOP, EmbedFn, cut_focus, cut_head, embed_function
 from recallpack.packing.errors import (
     BudgetError,
     CandidateError,
@@ -41,6 +45,7 @@ from recallpack.packing.errors import (
 )
 from recallpack.packing.limits import (
     DEFAULT_MAX_TOKENS,
+    ELLIPSIS,
     MAX_TOKENS_CEILING,
     Allowance,
     CheckedModel,
@@ -75,12 +80,24 @@ from recallpack.packing.walk import (
     newline_join,
 )
 
-__all__ = ["Packer", "recall", "pack", "recall_many", "CutMode", "DEFAULT_CITATION_KEYS", "unknown_setting"]
+__all__ = [
+    "Packer",
+    "PackerSettings",
+    "recall",
+    "pack",
+    "recall_many",
+    "CutMode",
+    "DEFAULT_CITATION_KEYS",
+    "unknown_setting",
+]
 
 CutMode = Literal["auto", "head", "focus"]
 #: Metadata keys a citation is read from, in order: LangChain loaders record ``source`` (a path
 #: or URL); LlamaIndex readers record ``file_path``, ``url`` and ``file_name``.
 DEFAULT_CITATION_KEYS: tuple[str, ...] = ("source", "file_path", "url", "file_name")
+#: Where recallpack logs: one DEBUG record per packing, a WARNING only for what the caller
+#: should act on. recallpack/__init__.py gives it a NullHandler and nothing else.
+logger = logging.getLogger("recallpack")
 _WITHHELD = frozenset({Reason.UNREADABLE.value, Reason.NO_READER.value, Reason.MALFORMED_SCOPE.value})
 #: Which error a bad value of each setting raises (the rest: ConfigError).
 _ERROR_OF_FIELD: dict[str, type[RecallpackError]] = {
@@ -98,7 +115,64 @@ def _one_or_many(value: object) -> object:
     return (value,) if isinstance(value, str) else value  # one key needs no tuple around it
 
 
-class Packer(CheckedModel):
+class PackerSettings(CheckedModel):
+    """Every packing setting a host takes by name, declared once: :class:`Packer` adds ``join``
+    (what the model is shown, which each host decides), and the adapter components inherit these
+    same fields, so a type checker sees one signature everywhere."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, use_attribute_docstrings=True)
+
+    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, strict=True, ge=1)
+    """The token budget for what the model is shown: the whole rendered block by default."""
+    max_items: int | None = Field(default=None, strict=True, ge=1)
+    """At most this many items, whatever room the budget leaves (None: no cap)."""
+    policy: Policy = "prefix"
+    """An item that does not fit: ``prefix`` ends the walk, ``skip`` passes over it,
+    ``truncate`` cuts it to the room left and ends the walk."""
+    floor: bool = Field(default=True, strict=True)
+    """A match is never answered with nothing: if nothing fits whole, the top readable match is
+    kept, cut to the room. False gives the strict prefix."""
+    cut: CutMode = "auto"
+    """How an item is cut: ``head`` keeps its start, ``focus`` the passages that match the
+    query; ``auto`` is focus when the call gives a query, head otherwise."""
+    embed: Any = None
+    """For focus cuts: a LangChain Embeddings, a LlamaIndex embedding or a callable, used to
+    score the passages of the one item being cut (None: lexical scoring)."""
+    tokenizer: Any = None
+    """An encoding or model name, ``"chars"``, a Tokenizer, a ``str -> int`` (None: cl100k_base)."""
+    reader: Reader | None = None
+    """Who reads: items in scopes they do not hold are withheld. With no reader, items that carry
+    scopes are withheld too, unless this is ``Reader.everyone()``."""
+    lane_budgets: Mapping[str, int] | None = None
+    """Tokens per lane (``"facts"``) or per provenance (``"derived"``: all its lanes)."""
+    dedupe: bool = Field(default=True, strict=True)
+    """Drop an item whose text and scopes equal a kept one's."""
+    template: str | Path | None = None
+    """Template source (a str) or a template file (a Path); None: the default block."""
+    resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE
+    """The resource line for items with ``artifact_id`` and ``artifact_content_id``."""
+    citation_keys: Annotated[tuple[str, ...], BeforeValidator(_one_or_many)] = DEFAULT_CITATION_KEYS
+    """Metadata keys a resource line is read from when an item has no artifact ids."""
+    max_tokens_ceiling: int = Field(default=MAX_TOKENS_CEILING, strict=True, ge=1)
+    """Raise it to allow a max_tokens above 16384."""
+
+    @field_validator("template", mode="before")
+    @classmethod
+    def _template_kind(cls, value: object) -> object:
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise TemplateError(
+                f"template={value!r} must be template source (a str), a pathlib.Path to a "
+                "template file, or None for the default"
+            )
+        return value
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _policy(cls, value: object) -> object:
+        return check_policy(value)
+
+
+class Packer(PackerSettings):
     """How to pack: a token budget, caps, a policy, who reads, and how the block looks.
 
     Built once (every setting is checked here, before any candidate), then used for any number
@@ -117,42 +191,9 @@ class Packer(CheckedModel):
         frozen=True, extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True
     )
 
-    max_tokens: int = Field(DEFAULT_MAX_TOKENS, strict=True, ge=1)
-    """The token budget for what the model is shown: the whole rendered block by default."""
-    max_items: int | None = Field(None, strict=True, ge=1)
-    """At most this many items, whatever room the budget leaves (None: no cap)."""
-    policy: Policy = "prefix"
-    """An item that does not fit: ``prefix`` ends the walk, ``skip`` passes over it,
-    ``truncate`` cuts it to the room left and ends the walk."""
-    floor: bool = Field(True, strict=True)
-    """A match is never answered with nothing: if nothing fits whole, the top readable match is
-    kept, cut to the room. False gives the strict prefix."""
-    cut: CutMode = "auto"
-    """How an item is cut: ``head`` keeps its start, ``focus`` the passages that match the
-    query; ``auto`` is focus when the call gives a query, head otherwise."""
-    embed: Any = None
-    """For focus cuts: a LangChain Embeddings, a LlamaIndex embedding or a callable, used to
-    score the passages of the one item being cut (None: lexical scoring)."""
-    tokenizer: Any = None
-    """An encoding or model name, ``"chars"``, a Tokenizer, a ``str -> int`` (None: cl100k_base)."""
-    reader: Reader | None = None
-    """Who reads: items in scopes they do not hold are withheld. With no reader, items that carry
-    scopes are withheld too, unless this is ``Reader.everyone()``."""
-    lane_budgets: Mapping[str, int] | None = None
-    """Tokens per lane (``"facts"``) or per provenance (``"derived"``: all its lanes)."""
-    dedupe: bool = Field(True, strict=True)
-    """Drop an item whose text and scopes equal a kept one's."""
-    template: str | Path | None = None
-    """Template source (a str) or a template file (a Path); None: the default block."""
-    resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE
-    """The resource line for items with ``artifact_id`` and ``artifact_content_id``."""
-    citation_keys: Annotated[tuple[str, ...], BeforeValidator(_one_or_many)] = DEFAULT_CITATION_KEYS
-    """Metadata keys a resource line is read from when an item has no artifact ids."""
     join: Callable[[Sequence[str]], str] | None = None
     """None: the model is shown the rendered block. A function: it is shown ``join(kept texts)``
     instead (as a LlamaIndex synthesizer builds its context), and that is what is budgeted."""
-    max_tokens_ceiling: int = Field(MAX_TOKENS_CEILING, strict=True, ge=1)
-    """Raise it to allow a max_tokens above 16384."""
 
     _run: Resolved = PrivateAttr()
 
@@ -169,36 +210,32 @@ class Packer(CheckedModel):
         """Every setting a Packer (and so every adapter) takes."""
         return tuple(cls.model_fields)
 
-    @field_validator("template", mode="before")
-    @classmethod
-    def _template_kind(cls, value: object) -> object:
-        if value is not None and not isinstance(value, (str, os.PathLike)):
-            raise TemplateError(
-                f"template={value!r} must be template source (a str), a pathlib.Path to a "
-                "template file, or None for the default"
-            )
-        return value
-
-    @field_validator("policy", mode="before")
-    @classmethod
-    def _policy(cls, value: object) -> object:
-        return check_policy(value)
-
     @model_validator(mode="after")
     def _resolve(self) -> Packer:
         check_max_tokens(self.max_tokens, self.max_tokens_ceiling)
         _check_uri_template(self.resource_uri_template)
         # Every walk setting is the Packer setting of that name, but the lane budgets: checked.
         shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(WalkSettings)}
+        tok = get_tokenizer(self.tokenizer)
+        template = None if self.template is None else load_template(self.template)
+        least, parts = least_budget(tok, template, self.join, self.max_tokens)
+        _check_least_budget(self, tok, least, parts)
         self._run = Resolved(
-            tok=get_tokenizer(self.tokenizer),
-            template=None if self.template is None else load_template(self.template),
+            tok=tok,
+            template=template,
             embed=None if self.embed is None else embed_function(self.embed),
             walk=WalkSettings(**{**shared, "lane_budgets": _lane_budgets(self.lane_budgets)}),
+            least_tokens=least,
         )
         return self
 
     # -- calls ----------------------------------------------------------------------------------
+
+    @property
+    def least_tokens(self) -> int:
+        """The fewest tokens that can hold any evidence (a smaller ``max_tokens`` is refused):
+        the block's header, the longest label, the mark of a cut and one token of text."""
+        return self._run.least_tokens
 
     @property
     def tokenizer_used(self) -> Tokenizer:
@@ -242,10 +279,28 @@ class Packer(CheckedModel):
         packer = self.replace(**overrides) if overrides else self
         return packer._recall(candidates, query=query, allowance=allowance)
 
+    async def arecall(
+        self,
+        candidates: Iterable[Candidate | Mapping[str, Any]],
+        *,
+        query: str | None = None,
+        allowance: Allowance | Remaining | None = None,
+        **overrides: Any,
+    ) -> RecallResult:
+        """:meth:`recall` for async code: the same result, and an ``embed`` model never runs on
+        the event loop. Its async methods (LangChain's ``aembed_query``/``aembed_documents``,
+        LlamaIndex's ``aget_query_embedding``/``aget_text_embedding_batch``) are awaited on
+        this loop; sync ones run in the loop's default executor, with the packing. Without an
+        embedding to call, the packing is a short CPU walk and runs inline."""
+        packer = self.replace(**overrides) if overrides else self
+        return await _arecall(packer, candidates, query, allowance)
+
     def pack(self, candidates: Iterable[Candidate | Mapping[str, Any]]) -> list[Candidate]:
         """The kept candidates themselves (a cut one with its cut text), in order."""
         # The walk's own kept items: no evidence, trace entries or report are made for them.
-        walk, *_ = _fitted_walk(self, _as_list(candidates))
+        listed = _as_list(candidates)
+        walk, *_ = _fitted_walk(self, listed)
+        _log_pack(walk, listed)
         return [
             k.candidate if k.cut is None else k.candidate.model_copy(update={"text": k.text})
             for k in walk.kept
@@ -280,6 +335,30 @@ class Packer(CheckedModel):
     ) -> RecallResult:
         return _pack_once(self, candidates, query=query, allowance=allowance, unbounded=unbounded)
 
+
+def _log_pack(walk: Walk, listed: Sequence[Any]) -> None:
+    if logger.isEnabledFor(logging.DEBUG):
+        kept, reached = len(walk.kept), len(walk.entries)
+        logger.debug("pack: kept %d of %d candidates (%d reached)", kept, len(listed), reached)
+
+
+async def _arecall(
+    packer: Packer,
+    candidates: Iterable[Candidate | Mapping[str, Any]],
+    query: str | None,
+    allowance: Allowance | Remaining | None,
+) -> RecallResult:
+    if packer._run.embed is None or not query:
+        return packer._recall(candidates, query=query, allowance=allowance)
+    # The packing runs in the loop's own executor (no thread of recallpack's), in a copy of the
+    # caller's context that names this loop: the embedding's async methods are submitted to it.
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    context.run(CALLER_LOOP.set, loop)
+    pack_once = functools.partial(packer._recall, candidates, query=query, allowance=allowance)
+    return await loop.run_in_executor(None, context.run, pack_once)
+
+
 def _pack_once(
     packer: Packer,
     candidates: Iterable[Candidate | Mapping[str, Any]],
@@ -290,7 +369,45 @@ def _pack_once(
 ) -> RecallResult:
     listed = _as_list(candidates)
     walk, used, block, max_tokens = _fitted_walk(packer, listed, query, allowance, unbounded)
-    return _result(packer, walk, listed, used, block, max_tokens)
+    result = _result(packer, walk, listed, used, block, max_tokens)
+    _log(result)
+    return result
+
+
+#: Under this share of the budget used while items were dropped for size, the caller is told.
+_UNFILLED_SHARE = 0.5
+
+
+def _log(result: RecallResult) -> None:
+    """One DEBUG record per packing (counts, reasons, kept ranks; the whole event, text-free, in
+    ``record.recallpack``), and a WARNING when the budget went largely unused because items
+    did not fit. Both are checked before anything is formatted: logging off costs two lookups."""
+    report = result.report
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "recall: kept %d, dropped %d, withheld %d of %d candidates in %d/%s tokens (%s, %s); "
+            "reasons: %s; kept ranks: %s",
+            report.items_selected, report.items_dropped, report.items_withheld, report.candidates,
+            report.tokens_used, report.max_tokens, report.tokenizer_used, report.policy,
+            ", ".join(f"{n} {r}" for r, n in sorted(report.reasons.items())) or "none",
+            list(result.selected_ranks), extra={"recallpack": result.to_event()},
+        )
+    budget = report.max_tokens
+    if (
+        budget and report.largest_dropped_chars and report.tokens_used < budget * _UNFILLED_SHARE
+        and logger.isEnabledFor(logging.WARNING)
+    ):
+        fix = (
+            "policy='skip' passes over an item that does not fit and policy='truncate' cuts it; "
+            if report.policy == "prefix" else ""
+        )
+        logger.warning(
+            "recall used %d of %d tokens (%s), and candidates that did not fit: %d (the largest "
+            "reached has %s characters); %ssplit long documents with split_token_windows so their "
+            "chunks fit",
+            report.tokens_used, budget, report.policy, report.over_budget,
+            f"{report.largest_dropped_chars:,}", fix,
+        )
 
 
 def _fitted_walk(
@@ -337,6 +454,38 @@ def _fitted_walk(
     return walk, used, block, max_tokens
 
 
+def least_budget(
+    tok: Tokenizer, template: jinja2.Template | None, join: Callable[[Sequence[str]], str] | None,
+    max_tokens: int,
+) -> tuple[int, str]:
+    """The fewest tokens in which the floor can keep one item, and what takes them: the block's
+    fixed parts (header, the longest label, the mark of a cut) around one token of text, or,
+    when the model is shown the joined texts, that text, its mark and its separator."""
+    cut = (tok.truncate("x" * 16, 1) or "x") + ELLIPSIS  # one token of text, marked as cut
+    if join is not None:
+        joined = join([cut])
+        if not isinstance(joined, str):
+            kind = type(joined).__name__
+            raise ConfigError(f"join returned {kind}; it must return the str the model is shown")
+        parts = "one token of text, the mark of a cut and the separator"
+        return max(tok.count(cut) + 1, tok.count(joined)), parts
+    label = max((p.label for p in Provenance), key=tok.count)
+    one = Evidence(provenance=Provenance.SESSION, label=label, text=cut)
+    parts = f"the block's header, the label {label!r}, one token of text and the mark of a cut"
+    return tok.count(_render(template, [one], [], max_tokens)), parts
+
+
+def _check_least_budget(packer: Packer, tok: Tokenizer, least: int, parts: str) -> None:
+    # A joined view without the floor (pack()) promises nothing below it: an empty list is its answer.
+    if packer.join is not None and not packer.floor:
+        return
+    if packer.max_tokens < least:
+        raise BudgetError(
+            f"max_tokens={packer.max_tokens} is below the least that holds any evidence, {least} tokens "
+            f"({tok.name}): {parts}; use max_tokens={least} or more"
+        )
+
+
 def _recall_many(
     packer: Packer,
     candidate_lists: Iterable[Iterable[Candidate | Mapping[str, Any]]],
@@ -364,6 +513,7 @@ class Resolved:
     template: jinja2.Template | None
     embed: EmbedFn | None
     walk: WalkSettings
+    least_tokens: int
 
 
 def _measure(packer: Packer, run: Resolved, walk: Walk, max_tokens: int | None) -> tuple[int, str | None]:
@@ -419,11 +569,13 @@ def _result(
         tokenizer_used=run.tok.name,
         policy=policy,
         truncated=bool(cut_kinds),
+        items_cut=len(cut_kinds),
         reasons=reasons,
         floor_applied=walk.floor_applied and bool(walk.kept),
         cut=cut_kinds[0] if cut_kinds else None,
         largest_dropped_chars=max(walk.dropped_sizes.values(), default=0),
         notes=notes,
+        floor_failed=packer.floor and not walk.kept and bool(walk.dropped_sizes),
     )
     evidence, scopes = walk.evidence(), walk.shared_scopes()
     # With a join the model is shown the joined texts; the block is rendered only if someone

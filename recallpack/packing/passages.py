@@ -643,6 +643,7 @@ class PassagesWalk(Walk):
         """Gate candidates in rank order, as far as the walk reads; the ones that can be shown."""
         limit = None if self.s.max_tokens is None else self.s.max_tokens * REACH_CHARS_PER_TOKEN
         shown: list[tuple[int, Candidate]] = []
+        firsts: dict[tuple[int, tuple[str, ...]], list[tuple[str, int]]] = {}
         chars = 0
         for rank in range(len(self.candidates)):
             if len(shown) >= REACH_DOCUMENTS or (limit is not None and chars >= limit):
@@ -650,11 +651,15 @@ class PassagesWalk(Walk):
             c = coerce_candidate(self.candidates[rank], rank)
             self.coerced.append(c)
             gate = self._gate(c)
+            if gate is None and self.s.dedupe:  # nothing is kept yet: duplicates of what was shown
+                compared = self._compared(c)
+                same = firsts.setdefault(self._dedupe_key(c, compared), [])
+                if any(text == compared for text, _ in same):
+                    gate = (Reason.DUPLICATE, Outcome.DROPPED)
+                same.append((compared, rank))
             if gate is not None:
                 self.gates[rank] = gate
                 continue
-            if self.s.dedupe:
-                self.seen.setdefault(self._dedupe_key(c), []).append(c.text)
             shown.append((rank, c))
             chars += len(c.text)
         return shown
@@ -673,6 +678,7 @@ class PassagesWalk(Walk):
         self.full = set()
         self.scope_order = {}
         self.dropped_sizes = {}
+        self.seen = {}
         self.floor_applied = False
         self.tail_reason = None
         if hasattr(self.cost, "header_cost"):
@@ -691,7 +697,10 @@ class PassagesWalk(Walk):
             c = self.coerced[rank]
             gate = self.gates.get(rank)
             if gate is not None:
-                self._drop(rank, c, gate[0], gate[1])
+                if gate[0] is Reason.DUPLICATE and self._twin(c) is not None:
+                    self._drop_twin(rank, c)  # the kept twin stands for it, citation and all
+                else:
+                    self._drop(rank, c, gate[0], gate[1])
                 continue
             d = lead_of[rank]
             doc = self.documents[d]

@@ -106,16 +106,28 @@ def _row(entry: TraceEntry) -> str:
         (_CELL, _text(entry.lane)),
         (_NUM, _text(_score(entry.score))),
         (_NUM, _text(entry.tokens) if entry.tokens is not None else "&mdash;"),
+        (_CELL, _preview(entry)),
     ]
     tds = "".join(f'<td style="{style}">{content}</td>' for style, content in cells)
     return f'<tr class="recallpack-{_text(outcome)}" style="background:{background}">{tds}</tr>'
+
+
+def _preview(entry: TraceEntry) -> str:
+    """Which item a row is: its first words, for kept and dropped items only. A withheld item's
+    text is for readers who hold its scopes, and whoever reads the trace may not."""
+    if entry.outcome.value == "withheld":
+        return '<span style="font-style:italic">withheld: not shown</span>'
+    if not entry.preview:
+        return "&mdash;"
+    words = " ".join(entry.preview.split())
+    return f'<span style="font-family:monospace">{_text(words)}&hellip;</span>'
 
 
 def _summary_row(text: str) -> str:
     background, colour = _TAIL
     return (
         f'<tr class="recallpack-summary" style="background:{background};color:{colour}">'
-        f'<td colspan="6" style="{_CELL};font-style:italic">{text}</td></tr>'
+        f'<td colspan="7" style="{_CELL};font-style:italic">{text}</td></tr>'
     )
 
 
@@ -145,6 +157,7 @@ def trace_html(trace: Trace, max_rows: int = MAX_ROWS) -> str:
             ("left", "lane"),
             ("right", "score"),
             ("right", "tokens"),
+            ("left", "preview"),
         )
     )
     rows = [_row(entry) for entry in shown]

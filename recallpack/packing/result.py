@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import difflib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -29,6 +30,8 @@ __all__ = [
 
 DEFAULT_RESOURCE_URI_TEMPLATE = "recallpack://artifacts/{artifact_id}/contents/{artifact_content_id}"
 PRIVATE = "private"
+#: Trace fields that hold an item's text (or say nothing without it), left out of events.
+_NO_TEXT = frozenset({"preview", "reached"})
 
 
 class _Setting(CheckedModel):
@@ -131,8 +134,15 @@ class Evidence(BaseModel):
     text: str
     scopes: tuple[str, ...] = ()
     resource_uri: str | None = None
-    token_count: int = Field(0, description="Tokens this item adds to the rendered block.")
+    token_count: int = Field(default=0, description="Tokens this item adds to the rendered block.")
     truncated: bool = False
+    duplicates: int = Field(
+        default=0, description="Identical items (same text, same scopes) dropped in its favour."
+    )
+    citations: tuple[str, ...] = Field(
+        default=(),
+        description="When it stands for duplicates: every citation among them, its own first.",
+    )
 
 
 class Outcome(ValueEnum):
@@ -168,18 +178,22 @@ class TraceEntry(BaseModel):
     reason: Reason | None = None
     lane: str | None = None
     score: float | None = None
-    tokens: int | None = Field(None, description="What it cost, when the walk counted it.")
-    reached: bool = Field(True, description="False for candidates after the walk ended.")
-    truncated: bool = Field(False, description="Selected, but cut to fit (the floor or truncate).")
+    tokens: int | None = Field(default=None, description="What it cost, when the walk counted it.")
+    reached: bool = Field(default=True, description="False for candidates after the walk ended.")
+    truncated: bool = Field(default=False, description="Selected, but cut to fit (the floor or truncate).")
     cut: str | None = Field(
-        None, description="How a truncated item was cut: 'head', 'focus' or 'passages'."
+        default=None, description="How a truncated item was cut: 'head', 'focus' or 'passages'."
     )
     kept_spans: tuple[tuple[int, int], ...] = Field(
-        (), description="Character ranges of the original text a cut kept."
+        default=(), description="Character ranges of the original text a cut kept."
     )
-    preview: str = Field("", description="The first characters of the candidate's text.")
+    preview: str = Field(default="", description="The first characters of the candidate's text.")
+    duplicate_of: int | None = Field(
+        default=None, description="For a duplicate: the rank of the kept item it is identical to."
+    )
+    citation: str | None = Field(default=None, description="For a duplicate: where it came from.")
     merged_into: int | None = Field(
-        None, description="The rank whose item shows this piece of the same document (reason 'merged')."
+        default=None, description="The rank whose item shows this piece of its document (reason 'merged')."
     )
 
 
@@ -196,6 +210,8 @@ class TraceRecord(NamedTuple):
     cut: str | None
     kept_spans: tuple[tuple[int, int], ...]
     preview: str
+    duplicate_of: int | None = None
+    citation: str | None = None
     merged_into: int | None = None
 
     def entry(self) -> TraceEntry:
@@ -203,8 +219,8 @@ class TraceRecord(NamedTuple):
             rank=self.rank, outcome=self.outcome, reason=self.reason,
             lane=None if self.lane is None else str(self.lane), score=self.score,
             tokens=self.tokens, truncated=self.cut is not None and self.merged_into is None,
-            cut=self.cut, kept_spans=self.kept_spans, preview=self.preview,
-            merged_into=self.merged_into,
+            cut=self.cut, kept_spans=self.kept_spans, preview=self.preview, duplicate_of=self.duplicate_of,
+            citation=self.citation, merged_into=self.merged_into,
         )
 
 
@@ -291,17 +307,42 @@ class PackReport(BaseModel):
     truncated: bool = False
     reasons: dict[str, int] = Field(default_factory=dict)
     floor_applied: bool = Field(
-        False, description="Nothing fitted whole, so the top readable match was kept, cut to fit."
+        default=False, description="Nothing fitted whole, so the top readable match was kept, cut to fit."
     )
     cut: str | None = Field(
-        None, description="How the cut items were cut: 'head', 'focus' or 'passages'."
+        default=None, description="How the cut items were cut: 'head', 'focus' or 'passages'."
     )
     largest_dropped_chars: int = Field(
-        0, description="Characters in the largest candidate the walk reached and dropped for size."
+        default=0, description="Characters in the largest candidate the walk reached and dropped for size."
+    )
+    items_cut: int = Field(default=0, description="Kept items that were cut to fit (each marked \"…\").")
+    floor_failed: bool = Field(
+        default=False,
+        description="The floor was on, but not even a cut of the top match fitted: its own label, "
+        "scopes and resource line (or what an allowance left) take more than the budget.",
+    )
+    fetch_depth: int | None = Field(
+        default=None, description="How many candidates the adapter asked its upstream for (None: not known)."
     )
     notes: tuple[str, ...] = Field(
-        (), description="What the caller should know about how this packing ran, in words."
+        default=(), description="What the caller should know about how this packing ran, in words."
     )
+    fetch_knob: str | None = Field(
+        default=None,
+        description="The host setting that decides how many candidates arrive (an adapter names it).",
+    )
+
+    @property
+    def ran_dry(self) -> bool:
+        """The budget was left mostly unused (under half) because the candidates ran out, not
+        because of the budget or a cap: more candidates would have been packed."""
+        stopped = ("over_budget", "over_item_cap", "over_lane_budget")
+        return (
+            self.fetch_knob is not None
+            and self.max_tokens is not None
+            and 2 * self.tokens_used < self.max_tokens
+            and not any(self.reasons.get(reason) for reason in stopped)
+        )
 
     @property
     def over_budget(self) -> int:
@@ -312,22 +353,57 @@ class PackReport(BaseModel):
         return report_html(self)
 
     def summary(self) -> str:
-        """What was kept of what, in how many tokens, and in words why the rest was not."""
+        """What was kept of what (and how many of those were cut), in how many tokens of the
+        budget, and in words why the rest was not.
+
+        >>> PackReport(max_tokens=300, tokens_used=298, candidates=3, items_selected=2,
+        ...            items_dropped=1, items_withheld=0, tokenizer_used="cl100k_base",
+        ...            policy="truncate", truncated=True, items_cut=1, cut="head",
+        ...            reasons={"over_budget": 1}).summary()
+        'kept 2 of 3 (1 cut) in 298/300 tokens (cl100k_base, truncate); not kept: 1 over_budget'
+        """
         why = ", ".join(f"{count} {reason}" for reason, count in sorted(self.reasons.items()))
         budget = f"/{self.max_tokens}" if self.max_tokens is not None else ""
+        # A report made before items_cut existed (or by hand) still says that one item was cut.
+        cut = self.items_cut or int(self.truncated)
         line = (
-            f"kept {self.items_selected} of {self.candidates} in {self.tokens_used}{budget} tokens "
-            f"({self.tokenizer_used}, {self.policy})" + (f"; not kept: {why}" if why else "")
+            f"kept {self.items_selected} of {self.candidates}" + (f" ({cut} cut)" if cut else "")
+            + f" in {self.tokens_used}{budget} tokens ({self.tokenizer_used}, {self.policy})"
+            + (f"; not kept: {why}" if why else "")
         )
         if self.floor_applied:
             line += (
                 f". No match fitted whole, so the top one was kept, cut to fit ({self.cut} cut)"
             )
+        if self.floor_failed:
+            line += (
+                ". Nothing fitted, not even cut: the top match's label, scopes and resource line "
+                "take more than the budget"
+            )
         if self.largest_dropped_chars:
             line += f". The largest item dropped for size has {self.largest_dropped_chars:,} characters"
+        if self.ran_dry:
+            line += ". " + self._ran_dry_note()
         for note in self.notes:
             line += f". {note[0].upper()}{note[1:]}"
         return line
+
+    def _ran_dry_note(self) -> str:
+        asked, knob = self.fetch_depth, self.fetch_knob
+        if asked is None:  # a postprocessor: it packs what it is handed
+            return (
+                f"The budget is mostly unused: only {self.candidates} candidates arrived, and this "
+                f"step cannot fetch more; raise {knob} on the retriever before it"
+            )
+        if self.candidates < asked:
+            return (
+                f"The budget is mostly unused: the upstream had only {self.candidates} matches of the "
+                f"{asked} asked for ({knob}={asked}); there is no more to pack"
+            )
+        return (
+            f"The budget is mostly unused: the upstream ran dry at the {asked} candidates asked "
+            f"for; raise {knob} to fetch more"
+        )
 
 
 #: Set by recallpack.packing.packer when it is imported: the deprecated
@@ -380,6 +456,14 @@ class RecallResult:
             settings["resource_uri_template"] = resource_uri_template
         return RESULT_BUILDERS[0](candidates, **settings)
 
+    def with_fetch(self, depth: int | None, knob: str) -> RecallResult:
+        """This result, its report saying how many candidates the upstream was asked for
+        (``depth``; None: not known) and which host setting asks (``knob``), so that a budget
+        left unused for want of candidates names the fix. What an adapter calls."""
+        noted = copy.copy(self)
+        noted.report = self.report.model_copy(update={"fetch_depth": depth, "fetch_knob": knob})
+        return noted
+
     @property
     def selected_ranks(self) -> tuple[int, ...]:
         """Input positions of the kept candidates, in the order of ``evidence``."""
@@ -405,6 +489,24 @@ class RecallResult:
             "evidence": [e.model_dump(mode="json") for e in self.evidence],
             "shared_scopes": [s.model_dump(mode="json") for s in self.shared_scopes],
             "report": self.report.model_dump(mode="json"),
+        }
+
+    def to_event(self) -> dict[str, Any]:
+        """What tracing and logging carry about this packing: the report, its summary, and the
+        trace row of each candidate the walk reached (outcome, reason, lane, score, tokens, cut
+        spans), with no text of any item, kept or not. The candidates the walk never reached
+        are one count and the reason that ended it. JSON-ready.
+        """
+        trace = self.trace
+        reached = [
+            {key: value for key, value in entry.model_dump(mode="json").items() if key not in _NO_TEXT}
+            for entry in trace[: trace.reached]
+        ]
+        return {
+            "report": self.report.model_dump(mode="json"),
+            "summary": self.report.summary(),
+            "trace": reached,
+            "unreached": len(trace) - trace.reached,
         }
 
     def __getstate__(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
 import tempfile
 import threading
@@ -698,13 +699,28 @@ def _warn_fallback(resolution: Resolution) -> None:
     if _fallback_warned:
         return
     _fallback_warned = True
-    warnings.warn(
-        f"recallpack: {resolution.source}. Counts are an upper bound, so budgets still hold, "
-        "but blocks carry less than they could. Set TIKTOKEN_CACHE_DIR to a cache holding the "
-        "encoding, or reinstall recallpack (it ships cl100k_base and o200k_base); "
-        "`recallpack doctor` shows what resolves.",
-        RecallpackWarning,
-        stacklevel=5,
+    advice = fallback_advice(resolution.encoding)
+    message = (
+        f"{resolution.source}. Counts are an upper bound, so budgets still hold, but blocks "
+        f"carry less than they could. {advice[0].upper()}{advice[1:]}; "
+        "`recallpack doctor` shows what resolves."
+    )
+    logging.getLogger("recallpack").warning("%s", message)
+    warnings.warn(f"recallpack: {message}", RecallpackWarning, stacklevel=5)
+
+
+def fallback_advice(encoding: str) -> str:
+    """What makes ``encoding`` count exactly here, for this encoding: a reinstall for the two
+    recallpack ships, a prewarmed tiktoken cache for any other."""
+    if encoding in shipped.shipped_encodings():
+        return (
+            f"recallpack ships {encoding}: reinstall recallpack (its copy is missing or damaged), "
+            "or set TIKTOKEN_CACHE_DIR to a cache holding it"
+        )
+    return (
+        f"prewarm a cache on a machine with network: TIKTOKEN_CACHE_DIR=/opt/tiktoken python -c "
+        f"\"import tiktoken; tiktoken.get_encoding('{encoding}')\", then set "
+        "TIKTOKEN_CACHE_DIR=/opt/tiktoken here"
     )
 
 

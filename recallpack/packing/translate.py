@@ -29,7 +29,9 @@ __all__ = [
 UnknownLane = Literal["raise", "default"]
 
 #: Metadata keys recallpack adds to each kept document or node.
-EVIDENCE_METADATA_KEYS = ("provenance", "evidence_label", "scopes", "resource_uri", "token_count")
+EVIDENCE_METADATA_KEYS = (
+    "provenance", "evidence_label", "scopes", "resource_uri", "token_count", "duplicates", "citations",
+)
 #: Metadata keys recallpack reads from upstream items (besides the lane key).
 SCOPE_KEY = "scope_ids"
 ARTIFACT_KEY = "artifact_id"
@@ -134,6 +136,7 @@ def candidate_from(
     on_unknown_lane: UnknownLane = "raise",
     score: float | None = None,
     modality: str = "text",
+    content: str | None = None,
     span: Span | None = None,
 ) -> Candidate:
     """A Candidate from an upstream item's text and metadata.
@@ -158,6 +161,7 @@ def candidate_from(
             score=score,
             metadata=metadata,
             modality=modality,
+            content=content,
             span=span if span is not None else span_from(text, metadata),
         )
     except CandidateError as exc:
@@ -169,12 +173,17 @@ def _optional_str(value: object) -> str | None:
 
 
 def evidence_metadata(evidence: Evidence) -> dict[str, Any]:
-    """The public fields recallpack adds to a kept item's metadata."""
-    return {
+    """The public fields recallpack adds to a kept item's metadata; ``duplicates`` and
+    ``citations`` only when it stands for identical items dropped in its favour."""
+    fields: dict[str, Any] = {
         "provenance": evidence.provenance.value,
         "evidence_label": evidence.label,
         "scopes": list(evidence.scopes),
         "resource_uri": evidence.resource_uri,
         "token_count": evidence.token_count,
     }
+    if evidence.duplicates:
+        fields["duplicates"] = evidence.duplicates
+        fields["citations"] = list(evidence.citations)
+    return fields
 

@@ -80,6 +80,8 @@ class Kept:
     uri: str | None
     cut: CutResult | None
     made: Evidence | None = None
+    #: The citations of identical items dropped in its favour (None: one had none).
+    twins: list[str | None] | None = None
 
     @property
     def label(self) -> str:
@@ -87,6 +89,8 @@ class Kept:
 
     def evidence(self) -> Evidence:
         if self.made is None:
+            twins = self.twins or []
+            cited = dict.fromkeys(c for c in (self.uri, *twins) if c is not None)
             self.made = Evidence(
                 provenance=self.candidate.provenance,
                 label=self.label,
@@ -95,6 +99,8 @@ class Kept:
                 resource_uri=self.uri,
                 token_count=self.cost,
                 truncated=self.cut is not None,
+                duplicates=len(twins),
+                citations=tuple(cited) if twins else (),
             )
         return self.made
 
@@ -118,13 +124,17 @@ class JoinedCost:
     def __init__(self, tokenizer: Tokenizer, join: Callable[[Sequence[str]], str]) -> None:
         self.tok = tokenizer
         self.join = join
+        # A join may say how one text appears in what it builds (escaped, say): pricing that
+        # form makes the walk's sum close to the exact count, so little is given back after.
+        self.shown: Callable[[str], str] | None = getattr(join, "item_view", None)
 
     def header_delta(self, walk: Walk, scopes: tuple[Scope, ...]) -> int:
         return 0
 
     def item(self, walk: Walk, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
              limit: int | None) -> int:
-        return self.tok.count_upto(text, (1 << 62) if limit is None else limit) + 1
+        shown = text if self.shown is None else self.shown(text)
+        return self.tok.count_upto(shown, (1 << 62) if limit is None else limit) + 1
 
     def measure(self, walk: Walk) -> int:
         if self.join is newline_join:
@@ -205,7 +215,7 @@ class Ledger:
         self.used = 0
         self.lane_used: dict[LaneKind | Provenance, int] = {}
         self.full: set[LaneKind | Provenance] = set()
-        self.seen: dict[tuple[int, tuple[str, ...]], list[str]] = {}
+        self.seen: dict[tuple[int, tuple[str, ...]], list[tuple[str, Kept]]] = {}
         self.scope_order: dict[str, Scope] = {}
         self.floor_applied = False
         self.dropped_sizes: dict[int, int] = {}  # rank -> characters, for drops by size
@@ -235,13 +245,27 @@ class Ledger:
     def _names(scopes: tuple[Scope, ...]) -> tuple[str, ...]:
         return tuple(s.name for s in scopes) if scopes else ()
 
-    def _dedupe_key(self, c: Candidate) -> tuple[int, tuple[str, ...]]:
+    @staticmethod
+    def _compared(c: Candidate) -> str:
+        """What duplicates are found by: the item's own content (not a host's framing of it, such
+        as a LlamaIndex node's metadata lines, and never its citation)."""
+        return c.text if c.content is None else c.content
+
+    @staticmethod
+    def _dedupe_key(c: Candidate, text: str) -> tuple[int, tuple[str, ...]]:
         # By length, not by hash: hashing a 10 MB text reads all of it, while texts of another
         # length can never be equal, and equal lengths are compared in place, without a copy.
-        return len(c.text), c.scope_ids
+        # The scope ids as a set: the same ids in another order are the same readers, while any
+        # other scopes are other readers, so those items are never merged.
+        return len(text), (tuple(sorted(set(c.scope_ids))) if c.scope_ids else ())
 
-    def _seen(self, c: Candidate) -> bool:
-        return c.text in self.seen.get(self._dedupe_key(c), ())
+    def _twin(self, c: Candidate) -> Kept | None:
+        """The kept item identical to ``c`` (its content and scopes), if any."""
+        text = self._compared(c)
+        for seen, kept in self.seen.get(self._dedupe_key(c, text), ()):
+            if seen == text:
+                return kept
+        return None
 
     def _uri(self, c: Candidate) -> str | None:
         # Made where it is priced; when items are not rendered, evidence() makes it for the kept.
@@ -255,13 +279,15 @@ class Ledger:
                 self.scope_order.setdefault(scope.name, scope)
         if header and isinstance(self.cost, BlockCost):
             self.cost.header_cost += header
-        self.kept.append(Kept(rank, c, text, cost, scopes, names, uri, cut))
+        kept = Kept(rank, c, text, cost, scopes, names, uri, cut)
+        self.kept.append(kept)
         self.used += cost + header
         if self.s.lane_budgets:
             for key in self._lane_keys(c):
                 self.lane_used[key] = self.lane_used.get(key, 0) + cost
         if self.s.dedupe:
-            self.seen.setdefault(self._dedupe_key(c), []).append(c.text)
+            compared = self._compared(c)
+            self.seen.setdefault(self._dedupe_key(c, compared), []).append((compared, kept))
         entry = self._entry(rank, c, Outcome.SELECTED, None, cost, cut)
         if replace:
             self.entries[rank] = entry
@@ -274,6 +300,19 @@ class Ledger:
             self.dropped_sizes[rank] = len(c.text)
         self._count_reason(reason, 1)
         self.entries.append(self._entry(rank, c, outcome, reason, tokens, None))
+        return True
+
+    def _drop_twin(self, rank: int, c: Candidate) -> bool:
+        """Drop ``c`` as identical to a kept item, which then stands for it: its citation joins
+        the kept item's, in the evidence and in this entry of the trace."""
+        twin = self._twin(c)
+        assert twin is not None
+        citation = resource_of(c, self.s)
+        twin.twins = [*(twin.twins or ()), citation]
+        twin.made = None
+        self._count_reason(Reason.DUPLICATE, 1)
+        entry = self._entry(rank, c, Outcome.DROPPED, Reason.DUPLICATE, None, None)
+        self.entries.append(entry._replace(duplicate_of=twin.rank, citation=citation))
         return True
 
     def _end(self, rank: int, c: Candidate, reason: Reason, tokens: int | None = None) -> bool:
@@ -358,7 +397,7 @@ class Walk(Ledger):
                 return Reason.NO_READER, Outcome.WITHHELD
         elif not self.s.reader.can_read(c.scope_ids):
             return Reason.UNREADABLE, Outcome.WITHHELD
-        if self.s.dedupe and self._seen(c):
+        if self.s.dedupe and self.seen and self._twin(c) is not None:
             return Reason.DUPLICATE, Outcome.DROPPED
         if self.full and any(key in self.full for key in self._lane_keys(c)):
             return Reason.OVER_LANE_BUDGET, Outcome.DROPPED
@@ -368,6 +407,8 @@ class Walk(Ledger):
         """Decide candidate ``rank``; False ends the walk (everything after it is the tail)."""
         gate = self._gate(c)
         if gate is not None:
+            if gate[0] is Reason.DUPLICATE:
+                return self._drop_twin(rank, c)
             return self._drop(rank, c, gate[0], gate[1])
         if self.s.max_items is not None and len(self.kept) >= self.s.max_items:
             return self._end(rank, c, Reason.OVER_ITEM_CAP)
@@ -444,6 +485,7 @@ class Walk(Ledger):
         header = self.cost.header_delta(self, scopes)
         room = last.cost - excess
         if room > 0 and self._keep_cut(last.rank, c, scopes, header, room, replace=True):
+            self.kept[-1].twins = last.twins  # it still stands for the same duplicates
             return True
         self._count_reason(Reason.OVER_BUDGET, 1)
         return False

@@ -78,8 +78,8 @@ def items_in(text: str) -> int:
 
 
 def retriever(max_tokens: int = 2048, k: int = 4) -> BudgetedRetriever:
-    """A real BM25 retriever over real notes, wrapped by recallpack."""
-    return BudgetedRetriever(retriever=BM25Retriever.from_texts(NOTES, k=k), max_tokens=max_tokens)
+    """A real BM25 retriever over real notes, wrapped by recallpack, searching exactly ``k`` deep."""
+    return BudgetedRetriever(BM25Retriever.from_texts(NOTES, k=k), max_tokens=max_tokens, fetch_k=k)
 
 
 def call(tool: BaseTool, query: str, call_id: str) -> ToolMessage:

@@ -13,7 +13,7 @@ from llama_index.core import Settings  # noqa: E402
 from llama_index.core.retrievers import BaseRetriever  # noqa: E402
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa: E402
 
-from recallpack.adapters.llamaindex import BudgetedRetriever, BudgetPostprocessor  # noqa: E402
+from recallpack.adapters.llamaindex import BudgetedRetriever, BudgetPostprocessor, report_of  # noqa: E402
 
 TEXTS = [f"paragraph {i}: " + "alpha beta gamma delta " * (5 + i) for i in range(12)]
 
@@ -42,11 +42,11 @@ def test_postprocessor_counts_with_the_users_settings_tokenizer(word_tokenizer: 
     processor = BudgetPostprocessor(max_tokens=60)
     nodes = [NodeWithScore(node=TextNode(text=t)) for t in TEXTS]
     kept = processor.postprocess_nodes(nodes)
-    context = "\n\n".join(n.node.get_content(metadata_mode="llm").strip() for n in kept)  # type: ignore[arg-type]
-    assert kept and len(words(context)) <= 60
-    assert processor.last_result is not None
-    assert processor.last_result.report.tokenizer_used.startswith("llama_index Settings.tokenizer")
-    assert processor.last_result.report.tokens_used == len(words(context))
+    shown = [n.node.get_content(metadata_mode="llm") for n in kept]  # type: ignore[arg-type]
+    views = ["\n\n".join(t.strip() for t in shown), str(["\n".join(shown)]), *shown]
+    report = report_of(kept)
+    assert kept and report is not None and max(len(words(v)) for v in views) == report.tokens_used <= 60
+    assert report.tokenizer_used.startswith("llama_index Settings.tokenizer")
 
 
 def test_retriever_block_fits_by_the_users_settings_tokenizer(word_tokenizer: None) -> None:
@@ -59,16 +59,16 @@ def test_retriever_block_fits_by_the_users_settings_tokenizer(word_tokenizer: No
 def test_an_explicit_tokenizer_wins_over_settings(word_tokenizer: None) -> None:
     """tokenizer= on the component takes precedence over Settings.tokenizer."""
     processor = BudgetPostprocessor(max_tokens=60, tokenizer="chars")
-    processor.postprocess_nodes([NodeWithScore(node=TextNode(text="x"))])
-    assert processor.last_result is not None and processor.last_result.report.tokenizer_used == "chars"
+    _, result = processor.pack_nodes([NodeWithScore(node=TextNode(text="x"))])
+    assert result.report.tokenizer_used == "chars"
 
 
 def test_llamaindex_default_tokenizer_is_not_mistaken_for_the_users() -> None:
     """LlamaIndex's own default (cl100k_base) is not reported as a user tokenizer."""
     Settings.tokenizer  # noqa: B018  (makes LlamaIndex install its default)
     processor = BudgetPostprocessor(max_tokens=60)
-    processor.postprocess_nodes([NodeWithScore(node=TextNode(text="x"))])
-    assert processor.last_result is not None and processor.last_result.report.tokenizer_used == "cl100k_base"
+    _, result = processor.pack_nodes([NodeWithScore(node=TextNode(text="x"))])
+    assert result.report.tokenizer_used == "cl100k_base"
 
 
 def test_token_window_node_parser_counts_with_settings_tokenizer(word_tokenizer: None) -> None:

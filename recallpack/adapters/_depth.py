@@ -1,0 +1,98 @@
+"""How deep an upstream searches, read where it says, and how to ask it for more without changing it.
+
+Shared by both adapters, and duck-typed, so it imports no host framework: a LangChain
+``VectorStoreRetriever`` says its depth in ``search_kwargs["k"]``, LangChain's ``BM25Retriever``
+in its ``k`` field, a LlamaIndex retriever (vector index, BM25) in ``similarity_top_k``. How much
+to ask for is the core's rule, :func:`recallpack.packing.limits.fetch_depth`.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from typing import Any, Literal, TypeVar
+
+from recallpack.packing.limits import fetch_depth
+
+__all__ = ["Forward", "forwarding", "depth_for", "own_depth", "search_kwargs_for", "with_top_k"]
+
+#: How a depth reaches a LangChain retriever: a per-call ``k=``, a copy with its ``k`` set, or not.
+Forward = Literal["kwarg", "copy", "none"]
+
+R = TypeVar("R")
+
+#: What LangChain's vector stores return when ``search_kwargs`` sets no ``k``.
+VECTOR_STORE_K = 4
+#: What LangChain's vector stores fetch before an MMR rerank when ``search_kwargs`` sets no ``fetch_k``.
+VECTOR_STORE_MMR_FETCH_K = 20
+
+
+def _positive(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _is_vector_store_retriever(upstream: object) -> bool:
+    return isinstance(getattr(upstream, "search_kwargs", None), dict) and hasattr(upstream, "vectorstore")
+
+
+def own_depth(upstream: object) -> int | None:
+    """How many results ``upstream`` returns by its own settings, when it says (else None)."""
+    if _is_vector_store_retriever(upstream):
+        return _positive(getattr(upstream, "search_kwargs").get("k", VECTOR_STORE_K))  # noqa: B009
+    for attribute in ("similarity_top_k", "k"):
+        depth = _positive(getattr(upstream, attribute, None))
+        if depth is not None:
+            return depth
+    return None
+
+
+def forwarding(retriever: object) -> Forward:
+    """How a depth reaches a LangChain ``BaseRetriever`` as its ``k``: as a per-call ``k=`` to one
+    whose ``_get_relevant_documents`` takes it (or ``**kwargs``, as VectorStoreRetriever does); on
+    a shallow copy of one with a ``k`` field (BM25Retriever), so the caller's object is never
+    changed; or not at all."""
+    params = inspect.signature(type(retriever)._get_relevant_documents).parameters  # type: ignore[attr-defined]
+    if "k" in params:
+        return "kwarg"
+    if "k" in getattr(type(retriever), "model_fields", {}):
+        return "copy"
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return "kwarg"
+    return "none"
+
+
+def depth_for(
+    forward: Forward, own: int | None, fetch_k: int | None, max_tokens: int, max_items: int | None
+) -> int | None:
+    """How many results to ask one upstream for: ``fetch_k`` when given; else, for an upstream
+    that says its own depth, enough to fill the budget (``fetch_depth``); else None (its own)."""
+    if forward == "none":
+        return None
+    if fetch_k is not None:
+        return fetch_k
+    return None if own is None else fetch_depth(max_tokens, max_items, own)
+
+
+def search_kwargs_for(upstream: object, depth: int) -> dict[str, Any]:
+    """The per-call keywords that ask ``upstream`` (a retriever taking ``k`` per call) for
+    ``depth`` results; for a vector store's MMR search, its candidate pool grows with it."""
+    kwargs: dict[str, Any] = {"k": depth}
+    if _is_vector_store_retriever(upstream) and getattr(upstream, "search_type", None) == "mmr":
+        pool = getattr(upstream, "search_kwargs").get("fetch_k", VECTOR_STORE_MMR_FETCH_K)  # noqa: B009
+        kwargs["fetch_k"] = max(depth, pool if isinstance(pool, int) else depth)
+    return kwargs
+
+
+def corpus_size(retriever: object) -> int | None:
+    """How many nodes a LlamaIndex BM25 retriever holds (it refuses a top-k above that)."""
+    scores = getattr(getattr(retriever, "bm25", None), "scores", None)
+    return _positive(scores.get("num_docs")) if isinstance(scores, dict) else None
+
+
+def with_top_k(retriever: R, depth: int) -> R:
+    """A shallow copy of a LlamaIndex retriever asking for ``depth`` results (at most what a BM25
+    retriever holds); the caller's keeps its own, and the copy shares the index and callbacks."""
+    size = corpus_size(retriever)
+    copied = copy.copy(retriever)
+    copied.similarity_top_k = depth if size is None else min(depth, size)  # type: ignore[attr-defined]
+    return copied

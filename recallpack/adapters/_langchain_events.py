@@ -1,0 +1,83 @@
+"""What a LangChain user's tracing sees of a packing: the report as a custom event, and the
+retriever's LangSmith parameters.
+
+Each packing dispatches :data:`REPORT_EVENT` with ``RecallResult.to_event()`` (counts, reasons,
+tokens, tokenizer, policy, the reached candidates' trace rows and cut spans, never an item's
+text) into the run it belongs to, so ``astream_events`` shows it as ``on_custom_event`` and
+LangSmith records it on that run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.callbacks import (
+    BaseCallbackManager,
+    Callbacks,
+    adispatch_custom_event,
+    dispatch_custom_event,
+)
+from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
+from langchain_core.runnables.config import (
+    RunnableConfig,
+    ensure_config,
+    get_async_callback_manager_for_config,
+    get_callback_manager_for_config,
+)
+
+from recallpack.packing.result import RecallResult
+
+__all__ = ["REPORT_EVENT", "report", "areport", "retriever_ls_params"]
+
+#: The name of the custom event each packing dispatches.
+REPORT_EVENT = "recallpack_report"
+
+
+def report(result: RecallResult, callbacks: Callbacks | None) -> RecallResult:
+    """Dispatch ``result``'s event into the run ``callbacks`` belong to (a run manager's
+    ``get_child()``), or, when they are None, the run this code runs in.
+
+    ``dispatch_custom_event`` raises outside any run: there is nothing to report into then,
+    and nothing is dispatched. With no handler nobody listens, and the event is not built.
+    Returns ``result``.
+    """
+    manager, config = _listeners(callbacks, get_callback_manager_for_config)
+    if manager is not None:
+        dispatch_custom_event(REPORT_EVENT, result.to_event(), config=config)
+    return result
+
+
+async def areport(result: RecallResult, callbacks: Callbacks | None) -> RecallResult:
+    """:func:`report` for async runs, whose handlers are awaited."""
+    manager, config = _listeners(callbacks, get_async_callback_manager_for_config)
+    if manager is not None:
+        await adispatch_custom_event(REPORT_EVENT, result.to_event(), config=config)
+    return result
+
+
+def _listeners(
+    callbacks: Callbacks | None, manager_for: Callable[[RunnableConfig], BaseCallbackManager]
+) -> tuple[BaseCallbackManager | None, RunnableConfig]:
+    """The callback manager of the run to report into and its config, or None when there is no
+    run or no handler. A run manager's child is used as it is: configuring a manager (what
+    dispatch_custom_event does) costs more than a packing's report is worth when nobody listens."""
+    if isinstance(callbacks, BaseCallbackManager):
+        manager, config = callbacks, RunnableConfig(callbacks=callbacks)
+    else:
+        config = ensure_config(RunnableConfig(callbacks=callbacks) if callbacks is not None else None)
+        manager = manager_for(config)
+    listening = manager.parent_run_id is not None and bool(manager.handlers)
+    return (manager if listening else None), config
+
+
+def retriever_ls_params(retriever: Any, **kwargs: Any) -> LangSmithRetrieverParams:
+    """``BudgetedRetriever._get_ls_params``: the upstream retriever's LangSmith parameters
+    (``ls_vector_store_provider``, ``ls_embedding_provider``, ...), the budgeted retriever's
+    name, and this call's budget and policy (``ls_max_tokens``, ``ls_policy``)."""
+    upstream = retriever.retriever
+    params: dict[str, Any] = dict(upstream._get_ls_params()) if isinstance(upstream, BaseRetriever) else {}
+    params.update(BaseRetriever._get_ls_params(retriever))
+    params["ls_max_tokens"] = kwargs.get("max_tokens", retriever.packer.max_tokens)
+    params["ls_policy"] = kwargs.get("policy", retriever.packer.policy)
+    return params  # type: ignore[return-value]  # LangSmith keeps ls_ keys it does not declare

@@ -1,0 +1,216 @@
+"""The embedded default of ``recallpack serve --docs DIR``: a folder's text, searched with BM25.
+
+Every text and Markdown file under the folder (hidden files and folders aside) is cut into
+recallpack's token windows, counted by the tokenizer that later counts the evidence, each window
+one BM25 document (`bm25s <https://github.com/xhluca/bm25s>`_). A search returns every window
+that matches, best first, as Candidates: the window's text, its file as ``artifact_id`` and its
+stable ``chunk_id`` as ``artifact_content_id`` (so each has a resource URI), offsets into the
+file in the metadata.
+
+A file is scoped by its front matter, as Markdown sites write it::
+
+    ---
+    scope_ids: [org-acme]
+    ---
+
+Its windows then carry those scope ids, and the reader decides who sees them. A ``scope_ids``
+that is present but not a list of ids withholds the file's windows rather than show them to
+everyone. Words are stemmed (English, PyStemmer) and English stop words left out. Needs the
+``mcp`` extra.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from recallpack.adapters._extras import require
+
+bm25s = require("bm25s", extra="mcp", feature=__name__)
+Stemmer = require("Stemmer", extra="mcp", feature=__name__)
+
+import numpy
+
+from recallpack import Candidate, ConfigError, Packer, token_windows
+
+__all__ = ["DOC_SUFFIXES", "MAX_FILE_BYTES", "DocsIndex", "front_matter_scopes"]
+
+#: The files a docs folder is read for: text and Markdown.
+DOC_SUFFIXES = (".md", ".markdown", ".mdx", ".txt", ".text", ".rst")
+#: A file larger than this is skipped (with a note): a docs folder holds prose, not data dumps.
+MAX_FILE_BYTES = 8 * 1024 * 1024
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
+_SCOPE_LINE = re.compile(r"^scope_ids[ \t]*:(.*)$")
+
+
+def _ids(values: Sequence[str]) -> tuple[str, ...] | None:
+    ids = tuple(v.strip().strip("'\"").strip() for v in values)
+    return ids if ids and all(ids) else None
+
+
+def front_matter_scopes(text: str) -> tuple[int, tuple[str, ...], str | None]:
+    """``(where the body starts, scope ids, why they cannot be read)`` of a file's text.
+
+    Reads ``scope_ids`` from a leading ``---`` block: ``[a, b]``, ``a, b``, or a YAML list on
+    the lines after it. No front matter, or none naming ``scope_ids``: unscoped.
+
+    >>> front_matter_scopes("---\\nscope_ids: [org-1, org-2]\\n---\\nHello")
+    (37, ('org-1', 'org-2'), None)
+    >>> front_matter_scopes("Hello")
+    (0, (), None)
+    """
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        return 0, (), None
+    lines = match.group(1).splitlines()
+    for number, line in enumerate(lines):
+        found = _SCOPE_LINE.match(line)
+        if found is None:
+            continue
+        value = found.group(1).strip()
+        if value:
+            ids = _ids(value.removeprefix("[").removesuffix("]").split(","))
+        else:
+            items = []
+            for item in lines[number + 1 :]:
+                if not item.lstrip().startswith("- "):
+                    break
+                items.append(item.lstrip()[2:])
+            ids = _ids(items)
+        if ids is None:
+            return match.end(), (), f"front matter scope_ids={value!r:.60} is not a list of scope ids"
+        return match.end(), ids, None
+    return match.end(), (), None
+
+
+@dataclass(frozen=True)
+class _Skipped:
+    path: str
+    why: str
+
+
+def _files(root: Path, skipped: list[_Skipped]) -> Iterator[tuple[str, str]]:
+    """``(path relative to root, text)`` of every text or Markdown file under ``root``, sorted.
+
+    A symbolic link that leads out of the folder is not followed: serving a folder must not
+    serve what it merely points at.
+    """
+    real_root = root.resolve()
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts) or path.suffix.lower() not in DOC_SUFFIXES:
+            continue
+        name = relative.as_posix()
+        try:
+            real = path.resolve()
+            if not real.is_relative_to(real_root):
+                skipped.append(_Skipped(name, "a link to outside the folder"))
+                continue
+            if not real.is_file():
+                continue
+            if real.stat().st_size > MAX_FILE_BYTES:
+                skipped.append(_Skipped(name, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"))
+                continue
+            data = real.read_bytes()
+        except OSError as exc:
+            skipped.append(_Skipped(name, f"cannot be read ({exc.strerror or exc})"))
+            continue
+        try:
+            yield name, data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            skipped.append(_Skipped(name, "not UTF-8 text"))
+
+
+class DocsIndex:
+    """The windows of a folder's files and their BM25 index.
+
+    ``packer`` is the Packer the server packs with: its tokenizer cuts the windows (so a window
+    counts what the evidence will count) and its resource URI template names them.
+    """
+
+    def __init__(self, root: str | Path, packer: Packer, *, window_tokens: int, overlap_tokens: int) -> None:
+        self.root = Path(root)
+        if not self.root.is_dir():
+            raise ConfigError(
+                f"{str(root)!r} is not a folder; give the folder of text and Markdown files to serve"
+            )
+        self.skipped: list[_Skipped] = []
+        self.files = 0
+        self.candidates: list[Candidate] = []
+        template = packer.resource_uri_template
+        for name, text in _files(self.root, self.skipped):
+            self.files += 1
+            self.candidates.extend(self._windows(name, text, packer, window_tokens, overlap_tokens))
+        if not self.files:
+            raise ConfigError(
+                f"{str(root)!r} has no text or Markdown files (looked for {', '.join(DOC_SUFFIXES)})"
+            )
+        # The URI the packer gives each window (walk.py fills the template the same way), so a
+        # client can read a window it was shown, by the URI it was shown.
+        self.by_uri = {
+            template.format(
+                artifact_id=quote(c.artifact_id or "", safe=""),
+                artifact_content_id=quote(c.artifact_content_id or "", safe=""),
+            ): c
+            for c in self.candidates
+        }
+        self._bm25: Any = None
+        # English stems, so that "budgets" finds "budget"; stop words weigh nothing either way.
+        self._stemmer = Stemmer.Stemmer("english")
+        if self.candidates:
+            self._bm25 = bm25s.BM25()
+            self._bm25.index(self._tokenize([c.text for c in self.candidates]), show_progress=False)
+
+    @staticmethod
+    def _windows(name: str, text: str, packer: Packer, size: int, overlap: int) -> Iterator[Candidate]:
+        body_start, scope_ids, scope_error = front_matter_scopes(text)
+        body = text[body_start:]
+        for window in token_windows(body, size, overlap, packer.tokenizer_used):
+            if not window.text.strip():
+                continue
+            metadata = {
+                **window.metadata(),
+                "source": name,
+                "start_char": body_start + window.start,
+                "end_char": body_start + window.end,
+            }
+            yield Candidate(
+                text=window.text,
+                scope_ids=scope_ids,
+                scope_error=scope_error,
+                artifact_id=name,
+                artifact_content_id=window.chunk_id,
+                metadata=metadata,
+            )
+
+    def search(self, query: str, limit: int | None = None) -> list[Candidate]:
+        """Every window matching ``query`` (at most ``limit``), best first; ties in file order."""
+        if self._bm25 is None:
+            return []
+        words = self._tokenize([query], return_ids=False)[0]
+        ids = self._bm25.get_tokens_ids(words)
+        if not ids:
+            return []
+        scores = self._bm25.get_scores_from_ids(ids)
+        hits = numpy.flatnonzero(scores > 0)
+        ranked = hits[numpy.argsort(-scores[hits], kind="stable")][:limit]
+        return [self.candidates[i] for i in ranked.tolist()]
+
+    def _tokenize(self, texts: list[str], return_ids: bool = True) -> Any:
+        return bm25s.tokenize(
+            texts, stopwords="en", stemmer=self._stemmer, return_ids=return_ids, show_progress=False
+        )
+
+    def summary(self) -> str:
+        """One line for the server's log: what was indexed, and what was skipped and why."""
+        line = f"{self.files} files, {len(self.candidates)} windows from {self.root}"
+        if self.skipped:
+            named = ", ".join(f"{s.path} ({s.why})" for s in self.skipped[:5])
+            line += f"; skipped {len(self.skipped)}: {named}"
+            if len(self.skipped) > 5:
+                line += ", ..."
+        return line

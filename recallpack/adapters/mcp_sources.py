@@ -1,0 +1,215 @@
+"""What ``recallpack serve`` searches: a :class:`RecallSource` over the embedded docs index or
+over a user's LangChain or LlamaIndex retriever, wrapped in the matching ``BudgetedRetriever``.
+
+Each source packs with one Packer's settings and knows which resource URIs it can serve again
+to the configured reader. Imports a host framework only when given one of its retrievers.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+from recallpack.adapters._extras import require
+
+require("anyio", extra="mcp", feature=__name__)
+
+import anyio.to_thread
+
+from recallpack import ConfigError, Packer, RecallResult
+from recallpack.adapters.mcp_docs import DocsIndex
+
+__all__ = [
+    "DEFAULT_WINDOW_TOKENS",
+    "DEFAULT_OVERLAP_TOKENS",
+    "SHOWN_LIMIT",
+    "RecallSource",
+    "docs_source",
+    "retriever_source",
+    "load_factory",
+]
+
+#: Docs windows: eight of them, with their labels, fit the default budget of 2048.
+DEFAULT_WINDOW_TOKENS = 200
+DEFAULT_OVERLAP_TOKENS = 20
+#: How many kept items a source remembers to serve as resources (oldest forgotten first).
+SHOWN_LIMIT = 4096
+
+
+class RecallSource:
+    """What the recall tool searches: ``recall(query, max_tokens)``, packed by ``packer``'s
+    settings, and ``read(uri)``, the text behind a resource URI this source can serve to the
+    configured reader (None for anything else). ``what`` names it in the tool's description,
+    ``summary`` is one line for the server's log."""
+
+    def __init__(
+        self,
+        recall: Callable[[str, int], Awaitable[RecallResult]],
+        *,
+        packer: Packer,
+        what: str,
+        summary: str,
+        read: Callable[[str], str | None] | None = None,
+    ) -> None:
+        self.recall = recall
+        self.packer = packer
+        self.what = what
+        self.summary = summary
+        self._read = read
+
+    def read(self, uri: str) -> str | None:
+        return None if self._read is None else self._read(uri)
+
+
+def docs_source(
+    folder: str,
+    *,
+    window_tokens: int = DEFAULT_WINDOW_TOKENS,
+    overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
+    fetch_k: int | None = None,
+    **settings: Any,
+) -> RecallSource:
+    """The embedded default: the text and Markdown files under ``folder``, in token windows of
+    ``window_tokens``, searched with BM25; ``fetch_k`` matches at most are packed (None: all).
+    ``settings`` are Packer settings (``max_tokens`` is the default budget of a call)."""
+    packer = Packer(**settings)
+    index = DocsIndex(folder, packer, window_tokens=window_tokens, overlap_tokens=overlap_tokens)
+
+    def pack(query: str, max_tokens: int) -> RecallResult:
+        return packer.recall(index.search(query, fetch_k), query=query, max_tokens=max_tokens)
+
+    async def recall(query: str, max_tokens: int) -> RecallResult:
+        # BM25 and packing are CPU work: a worker thread keeps the server answering meanwhile.
+        return await anyio.to_thread.run_sync(pack, query, max_tokens)
+
+    def read(uri: str) -> str | None:
+        candidate = index.by_uri.get(uri)
+        # Readable exactly when the packer would show it to this reader: the core's one gate
+        # (scopes, malformed scope metadata, no reader) decides, not a second copy of it here.
+        if candidate is None or packer.recall([candidate]).report.items_withheld:
+            return None
+        return candidate.text
+
+    what = f"the documents in {index.root.resolve().name or index.root}"
+    return RecallSource(recall, packer=packer, what=what, summary=index.summary(), read=read)
+
+
+def _host_of(retriever: object) -> str:
+    modules = [cls.__module__ for cls in type(retriever).__mro__]
+    if any(m.startswith("recallpack.") for m in modules):
+        raise ConfigError(
+            f"the factory returned a recallpack {type(retriever).__name__}; return the retriever it "
+            "wraps: recallpack serve wraps it with the packing settings it was given"
+        )
+    if any(m.startswith("langchain_core.") for m in modules):
+        return "langchain"
+    if any(m.startswith("llama_index.") for m in modules):
+        return "llamaindex"
+    raise ConfigError(
+        f"the factory returned a {type(retriever).__name__}; it must return a LangChain retriever "
+        "(or a Runnable str -> list[Document]) or a LlamaIndex retriever (for a vector store or "
+        "an index, return its .as_retriever())"
+    )
+
+
+def retriever_source(retriever: object, **settings: Any) -> RecallSource:
+    """A user's LangChain or LlamaIndex retriever, wrapped in the matching ``BudgetedRetriever``
+    with ``settings`` (Packer settings). It can serve again only what it has shown."""
+    shown = _Shown()
+    name = type(retriever).__name__
+    if _host_of(retriever) == "langchain":
+        from recallpack.adapters import langchain
+
+        wrapped = langchain.BudgetedRetriever(retriever=retriever, **settings)
+
+        async def recall(query: str, max_tokens: int) -> RecallResult:
+            return shown.remember(await wrapped.arecall(query, max_tokens=max_tokens))
+
+        return RecallSource(
+            recall, packer=wrapped.packer, what=f"the LangChain {name}", summary=f"LangChain {name}",
+            read=shown.get,
+        )
+
+    from recallpack.adapters import llamaindex
+
+    upstream = cast(Any, retriever)
+    default = llamaindex.BudgetedRetriever(upstream, **settings)
+    # LlamaIndex's retrieve takes no per-call settings: one wrapper per budget asked for.
+    by_budget = {default.packer.max_tokens: default}
+
+    async def lrecall(query: str, max_tokens: int) -> RecallResult:
+        if max_tokens not in by_budget:
+            if len(by_budget) >= 64:
+                by_budget.clear()
+            budgeted = {**settings, "max_tokens": max_tokens}
+            by_budget[max_tokens] = llamaindex.BudgetedRetriever(upstream, **budgeted)
+        return shown.remember(await by_budget[max_tokens].arecall(query))
+
+    return RecallSource(
+        lrecall, packer=default.packer, what=f"the LlamaIndex {name}", summary=f"LlamaIndex {name}",
+        read=shown.get,
+    )
+
+
+def load_factory(spec: str) -> object:
+    """Import ``module:factory``, call the factory with no arguments, and return what it returns.
+
+    Each way this can fail is a ConfigError naming the spec; an error raised inside the user's
+    module or factory is named as theirs, with its type and message.
+    """
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute or not attribute.isidentifier():
+        raise ConfigError(
+            f"retriever factory {spec!r} must be module:factory, such as myapp.search:make_retriever"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            raise ConfigError(
+                f"retriever factory {spec!r}: no module named {exc.name!r}; run from the folder that "
+                "holds it, or install it"
+            ) from None
+        raise ConfigError(f"retriever factory {spec!r}: importing {module_name} failed: {exc}") from exc
+    except Exception as exc:
+        raise ConfigError(
+            f"retriever factory {spec!r}: importing {module_name} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    factory = getattr(module, attribute, None)
+    if factory is None:
+        close = difflib.get_close_matches(attribute, [n for n in dir(module) if not n.startswith("_")], n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"retriever factory {spec!r}: {module_name} has no {attribute!r}{hint}")
+    if not callable(factory):
+        raise ConfigError(
+            f"retriever factory {spec!r}: {module_name}.{attribute} is a {type(factory).__name__}, "
+            "not a function or class to call"
+        )
+    try:
+        return factory()
+    except Exception as exc:
+        raise ConfigError(f"retriever factory {spec!r} raised {type(exc).__name__}: {exc}") from exc
+
+
+class _Shown:
+    """The kept items a source has shown, by resource URI: a user's retriever keeps no store
+    the server could read again, so what it can serve is what it has shown (the server has
+    one reader, so that is what this reader may read). Bounded, oldest forgotten first."""
+
+    def __init__(self) -> None:
+        self._texts: OrderedDict[str, str] = OrderedDict()
+
+    def remember(self, result: RecallResult) -> RecallResult:
+        for evidence in result.evidence:
+            if evidence.resource_uri is not None:
+                self._texts[evidence.resource_uri] = evidence.text
+                self._texts.move_to_end(evidence.resource_uri)
+        while len(self._texts) > SHOWN_LIMIT:
+            self._texts.popitem(last=False)
+        return result
+
+    def get(self, uri: str) -> str | None:
+        return self._texts.get(uri)

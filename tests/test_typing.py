@@ -1,0 +1,174 @@
+"""Type checkers see what validation accepts: the README and docs examples pass mypy --strict and
+pyright, and a misspelled keyword on any constructor is an error there, not only at run time.
+
+Each checker runs once, in a project outside the checkout, on the examples (one module per README
+section, one per docs page, as they run) and on a file of deliberate mistakes, one per line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_install import clean_env, installed_through_import_hook
+
+ROOT = Path(__file__).resolve().parent.parent
+FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.M | re.S)
+#: llama-index-retrievers-bm25 ships no type information (no py.typed); nothing of recallpack's.
+MYPY_INI = """\
+[mypy]
+strict = True
+
+[mypy-llama_index.retrievers.*]
+ignore_missing_imports = True
+"""
+#: One mistake per line, each of which a type checker must report on that line.
+MISTAKES = '''\
+from langchain_core.documents import Document
+from langchain_core.runnables import RunnableLambda
+from llama_index.core.retrievers import BaseRetriever as LlamaRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from recallpack import Candidate, Packer
+from recallpack.adapters import langchain as lc, llamaindex as li
+from recallpack.adapters.langchain_splitter import TokenWindowSplitter
+from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
+
+
+class Empty(LlamaRetriever):
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return []
+
+
+upstream: RunnableLambda[str, list[Document]] = RunnableLambda(lambda q: [Document(page_content=q)])
+fine = [
+    Packer(max_tokens=300, policy="skip", floor=False, dedupe=False),
+    lc.BudgetedRetriever(upstream, max_tokens=120, fetch_k=8, k=3),
+    lc.BudgetedRetriever(retriever=upstream, lane="facts"),
+    li.BudgetedRetriever(Empty(), max_tokens=300, fetch_k=8),
+    TokenWindowNodeParser(120, 12),
+    TokenWindowSplitter(120, 12),
+    Candidate(text="x", lane="facts", scope_ids=["u-1"]),
+]
+Packer(max_tokns=300)  # MISTAKE
+lc.BudgetedRetriever(upstream, max_tokns=120)  # MISTAKE
+lc.BudgetedRetriever(retriever=upstream, fetch_kk=3)  # MISTAKE
+lc.BudgetCompressor(polcy="skip")  # MISTAKE
+lc.EvidenceRenderer(readers=None)  # MISTAKE
+li.BudgetPostprocessor(max_token=300)  # MISTAKE
+li.BudgetedRetriever(Empty(), max_tokns=300)  # MISTAKE
+li.BudgetedRetriever(Empty(), metadata_mod=None)  # MISTAKE
+TokenWindowSplitter(max_tokns=120)  # MISTAKE
+TokenWindowNodeParser(max_tokns=120)  # MISTAKE
+Candidate(txt="x")  # MISTAKE
+li.EvidenceQueryEngine(retriever=li.BudgetedRetriever(Empty()), text_qa_templat=None)  # MISTAKE
+Packer(max_tokens="300")  # MISTAKE
+'''
+
+
+def examples() -> dict[str, str]:
+    """The Python examples as modules: one per README section (the blocks of a section share a
+    namespace when the README tests run them), one per docs page."""
+    modules = {}
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        chunks = re.split(r"^## ", page.read_text(), flags=re.M) if page.name == "README.md" else [page.read_text()]
+        for number, chunk in enumerate(chunks):
+            code = "\n".join(m.group(2) for m in FENCE.finditer(chunk) if m.group(1) == "python")
+            if code.strip():
+                modules[f"{page.stem.replace('-', '_').lower()}_{number}.py"] = code
+    return modules
+
+
+def mistake_lines() -> set[int]:
+    return {n for n, line in enumerate(MISTAKES.splitlines(), 1) if line.endswith("# MISTAKE")}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A user's project holding every example and the file of mistakes."""
+    if installed_through_import_hook():
+        pytest.skip("recallpack is installed in editable mode through an import hook; make installs it strictly")
+    path = tmp_path_factory.mktemp("typed")
+    for name, code in examples().items():
+        (path / name).write_text(code)
+    (path / "mistakes.py").write_text(MISTAKES)
+    (path / "mypy.ini").write_text(MYPY_INI)
+    return path
+
+
+def reported(output: str, file: str) -> dict[int, list[str]]:
+    """Line number -> the errors a checker reported there, for one file (mypy's and pyright's formats)."""
+    found: dict[int, list[str]] = {}
+    for match in re.finditer(rf"{re.escape(file)}:(\d+)(?::\d+)?:?\s*-?\s*error:?(.*)", output):
+        found.setdefault(int(match.group(1)), []).append(match.group(2).strip())
+    return found
+
+
+def check_output(output: str) -> None:
+    examples_with_errors = {
+        name: errors for name in examples() if (errors := reported(output, name))
+    }
+    assert examples_with_errors == {}, output
+    mistakes = reported(output, "mistakes.py")
+    assert set(mistakes) == mistake_lines(), output
+
+
+def test_examples_pass_and_mistakes_fail_under_mypy_strict(project: Path) -> None:
+    """mypy --strict accepts every README/docs example and reports each misspelled keyword."""
+    pytest.importorskip("mypy")
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", os.devnull, "."],
+        cwd=project, env=clean_env(), capture_output=True, text=True, timeout=600,
+    )
+    assert "Cannot find implementation or library stub" not in done.stdout, done.stdout
+    check_output(done.stdout)
+
+
+def pyright_command() -> list[str]:
+    exe = shutil.which("pyright", path=str(Path(sys.executable).parent)) or shutil.which("pyright")
+    if exe is None:
+        pytest.skip("pyright is not installed (it is in the dev extra)")
+    try:  # the PyPI package fetches its node package on first use, from the npm registry
+        ready = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        pytest.skip("pyright could not start in time (it fetches its node package on first use)")
+    if ready.returncode != 0:
+        pytest.skip(f"pyright cannot run here: {ready.stderr.strip()[:200]}")
+    return [exe, "--pythonpath", sys.executable]
+
+
+def test_examples_pass_and_mistakes_fail_under_pyright(project: Path) -> None:
+    """pyright accepts every README/docs example and reports each misspelled keyword."""
+    done = subprocess.run(
+        [*pyright_command(), "."], cwd=project, env=clean_env(), capture_output=True, text=True, timeout=600
+    )
+    assert "could not be resolved" not in done.stdout, done.stdout
+    check_output(done.stdout)
+
+
+def test_candidate_signature_names_every_field() -> None:
+    """Candidate's typing-only signature has every field, with the field's default."""
+    import inspect
+    import typing
+
+    from recallpack import Candidate
+
+    source = inspect.getsource(Candidate)
+    assert "if TYPE_CHECKING:" in source
+    stub = source[source.index("def __init__("):source.index(") -> None: ...")]
+    names = re.findall(r"^\s+(\w+):", stub, re.M)
+    assert names == list(Candidate.model_fields)
+    for name, info in Candidate.model_fields.items():
+        shown = re.search(rf"^\s+{name}: [^=\n]+(?:= (.+),)?$", stub, re.M)
+        assert shown is not None, name
+        if info.is_required():
+            assert shown.group(1) is None, name
+        elif info.default_factory is None:
+            assert eval(shown.group(1), vars(sys.modules["recallpack.packing.candidate"])) == info.default, name  # noqa: S307
+    assert typing.TYPE_CHECKING is False
