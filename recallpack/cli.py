@@ -468,7 +468,8 @@ def _pack_arguments(pack: argparse.ArgumentParser) -> None:
     pack.add_argument(
         "--policy", choices=POLICIES, default="prefix",
         help="the first item that does not fit: prefix stops there, skip passes over it, "
-        "truncate cuts it to the room left (default: %(default)s)",
+        "truncate cuts it to the room left; passages (with --query) cuts every item to the "
+        "passages that best answer the query (default: %(default)s)",
     )
     pack.add_argument(
         "--encoding", default=DEFAULT_ENCODING, metavar="NAME",
@@ -539,8 +540,9 @@ def _serve_packing_arguments(serve: argparse.ArgumentParser) -> None:
         help="keep at most N items (default: no cap)",
     )
     serve.add_argument(
-        "--policy", choices=POLICIES, default="prefix",
-        help="what to do with the first item that does not fit, as for pack (default: %(default)s)",
+        "--policy", choices=POLICIES, default="passages",
+        help="passages spends the budget on the passages that best answer each query, across the "
+        "documents; the others as for pack (default: %(default)s)",
     )
     serve.add_argument(
         "--encoding", "--tokenizer", dest="encoding", default=None, metavar="NAME",

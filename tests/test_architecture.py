@@ -194,12 +194,14 @@ def test_every_adapter_refuses_a_misspelled_setting(typo: str) -> None:
 
 
 def test_adapter_fields_are_generated_from_the_packer() -> None:
-    """The pydantic adapters' fields are the Packer's, inherited: same names and defaults."""
+    """The pydantic adapters' fields are the Packer's, inherited: same names and defaults, but the
+    policy, which is passages in the adapters (they always have the query)."""
     from recallpack.adapters._common import PackSettings
 
+    adapters_own = {"policy": "passages"}
     for name, info in Packer.model_fields.items():
         if name in HOST_DECIDES:
             continue
-        assert PackSettings.model_fields[name].default == info.default, name
+        assert PackSettings.model_fields[name].default == adapters_own.get(name, info.default), name
     assert "join" not in PackSettings.model_fields
     assert inspect.isclass(PackSettings)

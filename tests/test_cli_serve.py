@@ -118,7 +118,7 @@ def test_defaults_and_the_open_reader(monkeypatch, capsys, served) -> None:
     code, _, err = run(monkeypatch, capsys, "--docs", "docs", "--show-scoped")
     packer = served[0]["source"].packer
     assert code == 0 and "serving recall on stdio" in err and served[0]["transport"] == "stdio"
-    assert (packer.max_tokens, packer.max_tokens_ceiling, packer.policy) == (2048, 16384, "prefix")
+    assert (packer.max_tokens, packer.max_tokens_ceiling, packer.policy) == (2048, 16384, "passages")
     assert packer.tokenizer_used.name == "cl100k_base" and packer.reader == Reader.everyone()
 
 

@@ -25,7 +25,9 @@ BUDGET = 300
 
 
 def _hosts(doc: str, module: str, **settings: Any) -> tuple[Any, Any]:
-    """The same top document behind a LangChain and a LlamaIndex retriever."""
+    """The same top document behind a LangChain and a LlamaIndex retriever (policy='prefix', so
+    its one cut is the floor's focus cut, unless ``settings`` say otherwise)."""
+    settings.setdefault("policy", "prefix")
     metadata = {"source": f"pydoc:{module}"}
     langchain = lc.BudgetedRetriever(
         retriever=RunnableLambda(lambda q: [Document(page_content=doc, metadata=metadata)]),

@@ -15,6 +15,7 @@ from pydantic import PrivateAttr, ValidationError, field_validator, model_valida
 
 from recallpack.packing.candidate import Candidate, LaneKind, Span, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackError
+from recallpack.packing.limits import Policy
 from recallpack.packing.packer import Packer, PackerSettings, recallpack_error, refuse_unknown
 from recallpack.packing.translate import UnknownLane, candidate_from, check_on_unknown_lane
 
@@ -41,6 +42,11 @@ class PackSettings(PackerSettings):
 
     Declared statically, so type checkers see every setting in each component's signature."""
 
+    policy: Policy = "passages"
+    """``passages`` (the adapters' default: they always have the query) spends the budget on the
+    passages that best answer it, across every item; ``prefix`` ends the walk at the first item
+    that does not fit, ``skip`` passes over it, ``truncate`` cuts it to the room left. A call
+    without a query packs as ``prefix``."""
     lane: LaneKind | str | None = None
     """A fixed lane for every item; else metadata[lane_key]."""
     lane_key: str = "lane"

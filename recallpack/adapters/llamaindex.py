@@ -246,6 +246,7 @@ class BudgetedRetriever(BaseRetriever):
         self.metadata_mode = own.get("metadata_mode", MetadataMode.NONE)
         if "tokenizer" not in settings and settings_tokenizer() is not None:
             settings["tokenizer"] = settings_tokenizer()
+        settings.setdefault("policy", PackSettings.model_fields["policy"].default)  # the adapters' own
         self.packer = Packer(**settings)
         self._upstream = retriever_with_depth(retriever, self.fetch_k, "retriever", self.packer)
         self._lanes: dict[LaneKind, BaseRetriever] | None = None

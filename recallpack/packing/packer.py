@@ -128,7 +128,8 @@ class PackerSettings(CheckedModel):
     """At most this many items, whatever room the budget leaves (None: no cap)."""
     policy: Policy = "prefix"
     """An item that does not fit: ``prefix`` ends the walk, ``skip`` passes over it,
-    ``truncate`` cuts it to the room left and ends the walk."""
+    ``truncate`` cuts it to the room left and ends the walk. ``passages`` (with a query) spends
+    the budget on the passages that best answer it, across every item."""
     floor: bool = Field(default=True, strict=True)
     """A match is never answered with nothing: if nothing fits whole, the top readable match is
     kept, cut to the room. False gives the strict prefix."""

@@ -198,9 +198,9 @@ class TestBudgetedRetrieverStandard(RetrieversIntegrationTests):
 
 
 def test_invoke_keeps_a_prefix_of_the_upstream_ranking_within_budget() -> None:
-    """invoke returns the upstream's top documents, in its order, and their block fits."""
+    """With policy='prefix', invoke returns the upstream's top documents, in its order, and their block fits."""
     upstream = bm25(k=10)
-    retriever = BudgetedRetriever(retriever=upstream, max_tokens=300)
+    retriever = BudgetedRetriever(retriever=upstream, max_tokens=300, policy="prefix")
     kept = retriever.invoke(QUERY)
     ranked = upstream.invoke(QUERY)
     assert 0 < len(kept) < len(ranked)
@@ -341,7 +341,7 @@ def test_bad_constructor_values_raise_recallpack_errors(
 def test_lane_budgets_cap_a_provenance() -> None:
     """lane_budgets stop a provenance taking more once its own budget is full."""
     upstream = Recorder(output=[doc(p.page_content, lane="facts") for p in DOCS[:4]] + DOCS[4:8])
-    kept = BudgetedRetriever(retriever=upstream, lane_budgets={"derived": 120}).invoke("q")
+    kept = BudgetedRetriever(retriever=upstream, lane_budgets={"derived": 120}, policy="prefix").invoke("q")
     derived = [d for d in kept if d.metadata["provenance"] == "derived"]
     assert 0 < len(derived) < 4
     assert sum(d.metadata["token_count"] for d in derived) <= 120
@@ -706,11 +706,11 @@ def test_render_evidence_rejects_non_documents() -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_budget_compressor_in_contextual_compression_retriever(mode: str) -> None:
-    """ContextualCompressionRetriever with BudgetCompressor returns a budgeted prefix."""
+    """ContextualCompressionRetriever with BudgetCompressor(policy='prefix') returns a budgeted prefix."""
     compression = pytest.importorskip("langchain_classic.retrievers")
     base = bm25(k=10)
     retriever = compression.ContextualCompressionRetriever(
-        base_compressor=BudgetCompressor(max_tokens=250), base_retriever=base
+        base_compressor=BudgetCompressor(max_tokens=250, policy="prefix"), base_retriever=base
     )
     kept = retriever.invoke(QUERY) if mode == "sync" else await retriever.ainvoke(QUERY)
     ranked = base.invoke(QUERY)

@@ -79,7 +79,7 @@ def test_invoke_dispatches_the_report_to_a_callback_handler() -> None:
     assert report["items_selected"] == len(kept) > 0
     assert report["items_withheld"] == 1 and report["reasons"]["no_reader"] == 1
     assert report["items_selected"] + report["items_dropped"] + report["items_withheld"] == len(docs())
-    assert report["tokenizer_used"] == "cl100k_base" and report["policy"] == "prefix"
+    assert report["tokenizer_used"] == "cl100k_base" and report["policy"] == "passages"  # the adapters' default
     assert report["max_tokens"] == 300 and 0 < report["tokens_used"] <= 300
     assert data["summary"].startswith(f"kept {len(kept)} of {len(docs())}")
     outcomes = [row["outcome"] for row in data["trace"]]
@@ -89,13 +89,13 @@ def test_invoke_dispatches_the_report_to_a_callback_handler() -> None:
 
 
 def test_cut_spans_reach_the_event() -> None:
-    """A focus cut's kept character ranges are in the event's trace row."""
+    """A cut's kept character ranges (passages, the adapters' default) are in the event's trace row."""
     handler = Collect()
     manual = Document(page_content=inspect.getdoc(json) or "", metadata={"source": "json"})
     retriever = BudgetedRetriever(retriever=RunnableLambda(lambda q: [manual]), max_tokens=150)
     retriever.invoke("pretty-print with json.tool", config={"callbacks": [handler]})
     (row,) = handler.events[0][1]["trace"]
-    assert row["cut"] == "focus" and row["kept_spans"] and handler.events[0][1]["report"]["items_cut"] == 1
+    assert row["cut"] == "passages" and row["kept_spans"] and handler.events[0][1]["report"]["items_cut"] == 1
 
 
 async def test_astream_events_shows_the_report_as_on_custom_event() -> None:

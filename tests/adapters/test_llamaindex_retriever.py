@@ -67,9 +67,9 @@ def index() -> VectorStoreIndex:
 
 
 def test_retrieve_keeps_a_rank_ordered_prefix_whose_block_fits(index: VectorStoreIndex) -> None:
-    """retrieve returns the upstream's first nodes, scores intact; recall's block fits max_tokens."""
+    """With policy='prefix', retrieve returns the upstream's first nodes, scores intact; recall's block fits."""
     upstream = index.as_retriever(similarity_top_k=30)
-    budgeted = BudgetedRetriever(upstream, max_tokens=400)
+    budgeted = BudgetedRetriever(upstream, max_tokens=400, policy="prefix")
     raw = upstream.retrieve(QUERY)
     kept = budgeted.retrieve(QUERY)
     assert 1 < len(kept) < 30

@@ -94,7 +94,7 @@ def test_block_bytes_fit_the_budget_by_the_same_tokenizer(host: Host, budget: in
     text, data = _text(result), result.structured_content
     assert text and count_tokens(text, "cl100k_base") == data["context_tokens_used"] <= budget
     report = data["report"]
-    assert report["max_tokens"] == budget and report["policy"] == "prefix"
+    assert report["max_tokens"] == budget and report["policy"] == "passages"  # serve's default
     assert report["items_selected"] + report["items_dropped"] + report["items_withheld"] == report["candidates"]
     assert data["chunks_selected"] == report["items_selected"] == len(data["items"])
 
