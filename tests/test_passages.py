@@ -307,3 +307,65 @@ def test_split_windows_as_plain_strings_still_merge_by_overlap() -> None:
     pieces = split_token_windows(text, 150, 50, "cl100k_base")[:3]
     result = recall([Candidate(text=p) for p in pieces], max_tokens=3000, query="argparse", policy="passages")
     assert len(result.evidence) == 1 and text.startswith(result.evidence[0].text)
+
+
+# -- through the hosts ------------------------------------------------------------------------------
+
+
+def test_every_langchain_and_llamaindex_path_packs_the_same_passages() -> None:
+    """With their default policy (passages), both retrievers, as_evidence, the compressor and the
+    postprocessor keep the same passages of the same documents."""
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from langchain_core.documents import Document
+    from langchain_core.runnables import RunnableLambda
+    from llama_index.core.retrievers import BaseRetriever as LlamaRetriever
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+    from recallpack.adapters import langchain as lc
+    from recallpack.adapters import llamaindex as li
+
+    names = ("argparse", "json", "csv")
+    question = "when does QUOTE_NONNUMERIC put quotes around fields?"
+    docs = [Document(page_content=DOCS[n], metadata={"source": n}) for n in names]
+
+    class Manuals(LlamaRetriever):
+        def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+            return [NodeWithScore(node=TextNode(text=DOCS[n], metadata={"file_path": n}), score=1.0) for n in names]
+
+    expected = recall([Candidate(text=DOCS[n], citation=n) for n in names], max_tokens=400, query=question,
+                      policy="passages")
+    assert expected.report.items_cut == 3 and "QUOTE_NONNUMERIC means" in expected.to_markdown()
+    langchain = lc.BudgetedRetriever(RunnableLambda(lambda q: docs), max_tokens=400)
+    llamaindex = li.BudgetedRetriever(Manuals(), max_tokens=400)
+    assert langchain.recall(question).to_markdown() == expected.to_markdown()
+    assert llamaindex.recall(question).to_markdown() == expected.to_markdown()
+    assert langchain.as_evidence().invoke(question) == expected.to_markdown()
+    compressed = lc.BudgetCompressor(max_tokens=400).compress_documents(docs, question)
+    assert [d.page_content for d in compressed] == [e.text for e in expected.evidence]
+    nodes = Manuals().retrieve(question)
+    kept = li.BudgetPostprocessor(max_tokens=400).postprocess_nodes(nodes, query_str=question)
+    assert all(MARK in k.node.get_content() for k in kept) and len(kept) == 3
+
+
+def test_llamaindex_sentence_splitter_chunks_merge_by_their_offsets() -> None:
+    """LlamaIndex's SentenceSplitter nodes of one document (start/end_char_idx) are one item."""
+    pytest.importorskip("llama_index.core")
+    from llama_index.core import Document as LlamaDocument
+    from llama_index.core.node_parser import SentenceSplitter
+    from llama_index.core.retrievers import BaseRetriever as LlamaRetriever
+    from llama_index.core.schema import NodeWithScore, QueryBundle
+
+    from recallpack.adapters import llamaindex as li
+
+    text = DOCS["argparse"] + "\n\n" + DOCS["json"] + "\n\n" + DOCS["csv"]
+    chunks = SentenceSplitter(chunk_size=256, chunk_overlap=64).get_nodes_from_documents([LlamaDocument(text=text)])
+    assert len(chunks) >= 4 and chunks[1].start_char_idx < chunks[0].end_char_idx  # they overlap
+
+    class Chunks(LlamaRetriever):
+        def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+            return [NodeWithScore(node=n, score=1.0) for n in reversed(chunks[:4])]
+
+    result = li.BudgetedRetriever(Chunks(), max_tokens=4000).recall("json")
+    assert len(result.evidence) == 1 and result.evidence[0].text == text[: chunks[3].end_char_idx]
+    assert [e.reason.value if e.reason else None for e in result.trace] == [None, "merged", "merged", "merged"]
