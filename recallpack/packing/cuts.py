@@ -29,7 +29,7 @@ import math
 import re
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from operator import sub
@@ -629,13 +629,16 @@ class _Focus(_Units):
         self.last = max(self.last, i)
         return True
 
-    def grow(self, seed: int, scores: dict[int, float], goal: float) -> None:
+    def grow(
+        self, seed: int, scores: Mapping[int, float], goal: float, add: Callable[[int], bool] | None = None
+    ) -> None:
         """Add neighbours of the run around ``seed`` until its units cost ``goal`` or neither
         side fits: the better-scoring side first, on a tie the side nearer the seed, then the
-        earlier."""
+        earlier. ``add`` keeps a unit if it fits (default :meth:`try_add`: this text's room)."""
+        add = add or self.try_add
         lo = hi = seed
         tokens = self.unit_cost(seed)
-        blocked_lo = blocked_hi = False
+        blocked = [False, False]
         while True:
             while lo - 1 in self.kept:
                 lo -= 1
@@ -646,18 +649,15 @@ class _Focus(_Units):
             if tokens >= goal:
                 return
             sides = []
-            if lo > 0 and not blocked_lo:
+            if lo > 0 and not blocked[0]:
                 sides.append((-scores.get(lo - 1, 0.0), seed - lo, 0, lo - 1))
-            if hi + 1 < len(self.starts) and not blocked_hi:
+            if hi + 1 < len(self.starts) and not blocked[1]:
                 sides.append((-scores.get(hi + 1, 0.0), hi - seed, 1, hi + 1))
             if not sides:
                 return
             *_, side, unit = min(sides)
-            if not self.try_add(unit):
-                if side == 0:
-                    blocked_lo = True
-                else:
-                    blocked_hi = True
+            if not add(unit):
+                blocked[side] = True
 
     def partial(self, i: int) -> Cut | None:
         """The head of unit ``i`` alone, for a best unit larger than the room."""

@@ -449,31 +449,9 @@ class _Selection:
         return True
 
     def grow(self, d: int, seed: int, goal: float) -> None:
-        """Add neighbours of the passage around ``seed`` until it costs ``goal`` or neither side
-        fits: the better-scoring side first."""
-        cut, scores = self.cuts[d], self.raised[d]
-        lo = hi = seed
-        tokens = cut.unit_cost(seed)
-        blocked = [False, False]
-        while True:
-            while lo - 1 in cut.kept:
-                lo -= 1
-                tokens += cut.unit_cost(lo)
-            while hi + 1 in cut.kept:
-                hi += 1
-                tokens += cut.unit_cost(hi)
-            if tokens >= goal:
-                return
-            sides = []
-            if lo > 0 and not blocked[0]:
-                sides.append((-scores.get(lo - 1, 0.0), seed - lo, 0, lo - 1))
-            if hi + 1 < len(cut.starts) and not blocked[1]:
-                sides.append((-scores.get(hi + 1, 0.0), hi - seed, 1, hi + 1))
-            if not sides:
-                return
-            *_, side, unit = min(sides)
-            if not self.try_add(d, unit):
-                blocked[side] = True
+        """Widen the passage around ``seed`` of document ``d`` to ``goal`` tokens, as a focus cut
+        does, within this choice's room."""
+        self.cuts[d].grow(seed, self.raised[d], goal, add=lambda unit: self.try_add(d, unit))
 
     def select(self) -> None:
         """Best units first, each with its context; then the passages widen; then the rest fills
