@@ -369,3 +369,27 @@ def test_llamaindex_sentence_splitter_chunks_merge_by_their_offsets() -> None:
     result = li.BudgetedRetriever(Chunks(), max_tokens=4000).recall("json")
     assert len(result.evidence) == 1 and result.evidence[0].text == text[: chunks[3].end_char_idx]
     assert [e.reason.value if e.reason else None for e in result.trace] == [None, "merged", "merged", "merged"]
+
+
+@pytest.mark.parametrize("shape", ["letters", "words", "sentences"])
+def test_a_huge_candidate_is_read_only_as_far_as_the_walk_reaches(shape: str) -> None:
+    """A 50 MB text under passages: read up to the reach, well under 5 MB allocated, cut and marked."""
+    import gc
+    import tracemalloc
+
+    big = {"letters": "z" * 50_000_000, "words": "word " * 10_000_000,
+           "sentences": "The port is set by PORT. " * 2_000_000}[shape]
+    candidates = [Candidate(text=DOCS["json"]), Candidate(text=big + " needle at the end")]
+    recall(candidates[:1], max_tokens=1024, query="port", policy="passages")  # loads the encoding
+    gc.collect()
+    tracemalloc.start()
+    try:
+        result = recall(candidates, max_tokens=1024, query="which port? needle", policy="passages")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5_000_000, peak
+    assert count_tokens(result.to_markdown()) == result.report.tokens_used <= 1024
+    assert "needle" not in result.to_markdown()  # past the reach: never read
+    if 1 in result.selected_ranks:
+        assert result.evidence[list(result.selected_ranks).index(1)].text.endswith(MARK)

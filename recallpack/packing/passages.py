@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, Span, coerce_candidate
-from recallpack.packing.cuts import _WORD, Cut, EmbedFn, _Focus, _join, _similarities, _units
+from recallpack.packing.cuts import _WORD, MARK, Cut, EmbedFn, _Focus, _join, _similarities, _units
 from recallpack.packing.errors import CandidateError
 from recallpack.packing.result import Outcome, Reason, Scope
 from recallpack.packing.walk import CostModel, Cutter, Walk, WalkSettings, resource_of
@@ -100,14 +100,17 @@ class _Document:
     ``text`` is the best-ranked piece's header and the pieces' union; ``regions`` says, per
     piece, which ranges of it are which ranges of the piece's own text."""
 
-    def __init__(self, pieces: list[_Piece]) -> None:
+    def __init__(self, pieces: list[_Piece], extent: int | None = None) -> None:
         lead = min(pieces, key=lambda p: p.rank)
         self.lead = lead
         self.pieces = sorted(pieces, key=lambda p: p.rank)
         #: rank -> [(start in text, end in text, start in the piece's own text)]
         self.regions: dict[int, list[tuple[int, int, int]]] = {}
+        #: Only the first ``extent`` characters of a text past the walk's reach are read: the rest
+        #: is never chosen, and an item cut there ends with the mark.
+        self.clipped = extent is not None and extent < len(lead.candidate.text)
         if len(pieces) == 1:
-            self.text = lead.candidate.text
+            self.text = lead.candidate.text[:extent] if self.clipped else lead.candidate.text
             self.regions[lead.rank] = [(0, len(self.text), 0)]
             return
         ordered = sorted(pieces, key=lambda p: (p.start, p.rank))
@@ -148,12 +151,15 @@ class _Document:
 
 
 def _pieces(
-    shown: Sequence[tuple[int, Candidate]], uri_of: Callable[[Candidate], str | None]
+    shown: Sequence[tuple[int, Candidate]], uri_of: Callable[[Candidate], str | None],
+    extents: dict[int, int],
 ) -> list[_Document]:
     """The shown candidates as documents, in rank order: pieces of one parent that overlap or
-    touch are one document (same lane, scopes, header and resource line, or they stay apart)."""
-    spans: dict[int, Span] = {r: c.span for r, c in shown if c.span is not None}
-    unplaced = [(r, c) for r, c in shown if c.span is None]
+    touch are one document (same lane, scopes, header and resource line, or they stay apart).
+    A candidate read only in part (``extents``) is a document of its own."""
+    whole = [(r, c) for r, c in shown if r not in extents]
+    spans: dict[int, Span] = {r: c.span for r, c in whole if c.span is not None}
+    unplaced = [(r, c) for r, c in whole if c.span is None]
     if len(unplaced) > 1:
         spans.update(_exact_overlaps(unplaced))
     groups: dict[tuple[Any, ...], list[_Piece]] = {}
@@ -161,7 +167,7 @@ def _pieces(
     for rank, c in shown:
         span = spans.get(rank)
         if span is None:
-            singles.append(_Document([_Piece(rank, c, 0, 0, len(c.text))]))
+            singles.append(_Document([_Piece(rank, c, 0, 0, len(c.text))], extents.get(rank)))
             continue
         head = len(c.text) - (span.end - span.start)
         key = (span.parent, c.lane, c.scope_ids, c.text[:head], uri_of(c))
@@ -599,7 +605,7 @@ class PassagesWalk(Walk):
         if not shown:
             self._materialize(whole=True)
             return
-        self.documents = _pieces(shown, lambda c: resource_of(c, self.s))
+        self.documents = _pieces(shown, lambda c: resource_of(c, self.s), self.extents)
         if self.s.max_tokens is None:
             self._materialize(whole=True)
             return
@@ -623,6 +629,7 @@ class PassagesWalk(Walk):
         shown: list[tuple[int, Candidate]] = []
         firsts: dict[tuple[int, tuple[str, ...]], list[tuple[str, int]]] = {}
         chars = 0
+        self.extents: dict[int, int] = {}
         for rank in range(len(self.candidates)):
             if len(shown) >= REACH_DOCUMENTS or (limit is not None and chars >= limit):
                 break
@@ -639,6 +646,8 @@ class PassagesWalk(Walk):
                 self.gates[rank] = gate
                 continue
             shown.append((rank, c))
+            if limit is not None and chars + len(c.text) > limit:
+                self.extents[rank] = limit - chars  # a text longer than what is left is read in part
             chars += len(c.text)
         return shown
 
@@ -710,8 +719,12 @@ class PassagesWalk(Walk):
         c = doc.candidate
         scopes, names, uri = self.look(c)
         header = self.cost.header_delta(self, scopes)
+        if doc.clipped and fit:
+            return False  # read in part: never whole
         text = doc.text if spans is None else _join(doc.text, spans)
-        merged = len(doc.pieces) > 1
+        if doc.clipped and not text.endswith(MARK):
+            text += MARK  # the rest of it was never read
+        merged = len(doc.pieces) > 1 or doc.clipped
         if fit:  # whole, within every cap, or not at all
             if self.s.max_items is not None and len(self.kept) >= self.s.max_items:
                 return False
