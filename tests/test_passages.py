@@ -393,3 +393,18 @@ def test_a_huge_candidate_is_read_only_as_far_as_the_walk_reaches(shape: str) ->
     assert "needle" not in result.to_markdown()  # past the reach: never read
     if 1 in result.selected_ranks:
         assert result.evidence[list(result.selected_ranks).index(1)].text.endswith(MARK)
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["x" * 1_000_000, "word " * 200_000, " ".join(f"w{i}" for i in range(100_000)), "İ" * 1000 + " port"],
+)
+def test_a_hostile_query_costs_about_one_pass(query: str) -> None:
+    """A megabyte-long word, a repeated word, 100,000 distinct words, a case-folding letter: the
+    query's terms are bounded and the packing is exact."""
+    from recallpack.packing.passages import MAX_QUERY_TERMS, query_terms
+
+    assert len(query_terms(query)) <= MAX_QUERY_TERMS
+    ranked = [Candidate(text=DOCS[n] * 20) for n in ("argparse", "json")]
+    result = recall(ranked, max_tokens=500, query=query, policy="passages")
+    assert count_tokens(result.to_markdown()) == result.report.tokens_used <= 500

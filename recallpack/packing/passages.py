@@ -56,6 +56,7 @@ CONTEXT_SHARE = 0.05
 NEIGHBOR_SHARE = 0.3
 #: Distinct query words scored, in the order they come: the query is end-user input.
 MAX_QUERY_TERMS = 64
+MAX_TERM_CHARS = 128
 #: How far the walk reads: at most this many documents, and this many characters per budget token.
 REACH_DOCUMENTS = 64
 REACH_CHARS_PER_TOKEN = 256
@@ -241,9 +242,13 @@ _UnitBounds = tuple[list[int], list[int]]
 
 
 def query_terms(query: str) -> list[str]:
-    """The query's distinct words, lower case, in the order they come, at most MAX_QUERY_TERMS."""
+    """The query's distinct words, lower case, in the order they come, at most MAX_QUERY_TERMS;
+    a word longer than MAX_TERM_CHARS is none (no text holds it as a word worth finding, and
+    searching for a megabyte-long one would cost seconds)."""
     terms: dict[str, None] = {}
     for match in _WORD.finditer(query):
+        if match.end() - match.start() > MAX_TERM_CHARS:
+            continue
         terms.setdefault(match.group().lower())
         if len(terms) >= MAX_QUERY_TERMS:
             break
