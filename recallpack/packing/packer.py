@@ -256,16 +256,20 @@ class Packer(CheckedModel):
         *,
         queries: Sequence[str | None] | None = None,
         workers: int | None = None,
+        fork_callables: bool = False,
     ) -> list[RecallResult]:
-        """Pack many independent lists (one per query, ``queries`` to steer their cuts) on up to
-        ``workers`` processes (None: every usable core; 1: one after another in this one): the
-        same results, and the same first error, as a loop of :meth:`recall`.
+        """Pack many independent lists (one per query, ``queries`` to steer their cuts): the same
+        results, and the same first error, as a loop of :meth:`recall`.
 
-        On Linux a batch worth it is shared with forked copies of this process, which inherit
-        the lists; elsewhere, with other threads alive, or for a small batch, it is the loop
-        (``docs/scaling.md`` says when and what it gains).
+        By default (``workers=None``, as ``1``) that is the loop, in this process. ``workers=N``
+        asks for up to N processes: on Linux a batch worth it is then shared with forked copies
+        of this process, which inherit the lists. A forked copy shares this process's sockets and
+        pools, so settings that hold code of the caller's (a tokenizer function, ``embed``,
+        ``join``) keep the batch in this process, with a warning, unless ``fork_callables=True``
+        says that code may run there; so do another thread alive and platforms other than
+        Linux (``docs/scaling.md`` says when and what it gains).
         """
-        return _recall_many(self, candidate_lists, queries, workers)
+        return _recall_many(self, candidate_lists, queries, workers, fork_callables)
 
     # -- one packing ----------------------------------------------------------------------------
 
@@ -333,17 +337,51 @@ def _recall_many(
     candidate_lists: Iterable[Iterable[Candidate | Mapping[str, Any]]],
     queries: Sequence[str | None] | None,
     workers: int | None,
+    fork_callables: bool = False,
 ) -> list[RecallResult]:
     processes = batch.check_workers(workers)
+    if not isinstance(fork_callables, bool):
+        raise ConfigError(f"fork_callables={fork_callables!r} must be True or False")
     lists = _candidate_lists(candidate_lists)
-    if queries is not None and len(queries) != len(lists):
-        raise ConfigError(f"queries has {len(queries)} entries for {len(lists)} candidate lists")
-    asked = list(queries) if queries is not None else [None] * len(lists)
+    asked = _queries(queries, len(lists))
     # Every list is packed as recall packs it, in whichever process: so the results are a loop's.
     def pack_one(i: int) -> RecallResult:
         return packer._recall(lists[i], query=asked[i])
 
-    return batch.run(pack_one, len(lists), processes, asked=workers is not None)
+    keep_here = None if fork_callables else _caller_code(packer)
+    return batch.run(pack_one, len(lists), processes, asked=workers is not None, keep_here=keep_here)
+
+
+def _queries(queries: object, n: int) -> list[str | None]:
+    """``queries`` as one query (or None) per list; a str is one query, not a list of letters."""
+    if queries is None:
+        return [None] * n
+    if isinstance(queries, (str, bytes, Mapping)) or not isinstance(queries, Sequence):
+        raise ConfigError(
+            f"queries={queries!r:.60} must be a list with one query (a str or None) per candidate "
+            f"list, got {type(queries).__name__}"
+        )
+    if len(queries) != n:
+        raise ConfigError(f"queries has {len(queries)} entries for {n} candidate lists")
+    for i, query in enumerate(queries):
+        if query is not None and not isinstance(query, str):
+            raise ConfigError(f"queries[{i}]={query!r:.60} must be a str or None")
+    return list(queries)
+
+
+def _caller_code(packer: Packer) -> str | None:
+    """Which settings hold code of the caller's that a forked worker would run, said as
+    batch.run's reason to keep the batch in this process (None: recallpack's own code only)."""
+    held = [
+        name
+        for name, runs_callers in (
+            ("tokenizer", packer._run.tok.runs_caller_code),
+            ("embed", packer.embed is not None),
+            ("join", packer.join is not None and packer.join is not newline_join),
+        )
+        if runs_callers
+    ]
+    return f"{batch.CALLER_CODE} ({', '.join(held)})" if held else None
 
 
 @dataclass(frozen=True)
@@ -609,11 +647,14 @@ def recall_many(
     *,
     queries: Sequence[str | None] | None = None,
     workers: int | None = None,
+    fork_callables: bool = False,
     **settings: Any,
 ) -> list[RecallResult]:
-    """:func:`recall` for many independent lists, on up to ``workers`` processes (None: every
-    usable core): the same results as a loop."""
-    return _packer(settings).recall_many(candidate_lists, queries=queries, workers=workers)
+    """:func:`recall` for many independent lists: the same results as a loop, which it is unless
+    ``workers`` asks for more processes (see :meth:`Packer.recall_many`)."""
+    return _packer(settings).recall_many(
+        candidate_lists, queries=queries, workers=workers, fork_callables=fork_callables
+    )
 
 
 def _unbounded(candidates: Sequence[Candidate | Mapping[str, Any]], **settings: Any) -> RecallResult:

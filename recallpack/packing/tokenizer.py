@@ -117,6 +117,9 @@ class Tokenizer(ABC):
     #: never changes the count: ``count(a + b) == count(a) + count(b)`` for such a split.
     #: recall() then adds up the counts of a block's items instead of counting it again.
     splits_at_line_starts: bool = False
+    #: True when counting calls code of the caller's (a function, a model, a subclass's own
+    #: ``_count``), which recall_many keeps out of forked workers unless asked.
+    runs_caller_code: bool = True
 
     def __init__(self) -> None:
         self._cache = _CountCache(_CACHE_CHARS)
@@ -217,6 +220,7 @@ class HeuristicTokenizer(Tokenizer):
     """``ceil(len(text) / 4)``: cheap, deterministic, and only an estimate."""
 
     exact = False
+    runs_caller_code = False
 
     def __init__(self, name: str = "chars") -> None:
         super().__init__()
@@ -246,6 +250,7 @@ class ByteTokenizer(Tokenizer):
 
     exact = False
     splits_at_line_starts = True  # bytes add up across any split
+    runs_caller_code = False
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         super().__init__()
@@ -334,6 +339,7 @@ class TiktokenTokenizer(Tokenizer):
     """A tiktoken encoding. Special-token text such as ``<|endoftext|>`` counts as plain text."""
 
     exact = True
+    runs_caller_code = False  # tiktoken's own encoder, whoever built the Encoding
 
     def __init__(self, encoding: tiktoken.Encoding, source: str = "") -> None:
         super().__init__()
