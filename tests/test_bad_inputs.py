@@ -14,9 +14,11 @@ import math
 import re
 from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip("langchain_core")
@@ -163,6 +165,161 @@ CORE = [
     row(lambda: split_token_windows("abc", 0), BudgetError, "max_tokens", "windows-zero"),
 ]
 
+def warm_then(call: Callable[..., object], good: dict[str, Any], bad: dict[str, Any]) -> Callable[[], object]:
+    """A probe: ``call`` with ``good`` settings first (they are cached), then with ``bad``, equal
+    to them (5 == 5.0 == numpy's 5, 1 == True) but of a type the setting refuses."""
+
+    def probe() -> object:
+        call(**good)
+        return call(**bad)
+
+    return probe
+
+
+def module_recall(**settings: Any) -> object:
+    return recall(ONE, **settings)
+
+
+def module_pack(**settings: Any) -> object:
+    return pack(ONE, **settings)
+
+
+def module_recall_many(**settings: Any) -> object:
+    return recall_many([ONE, ONE], **settings)
+
+
+# A setting's cache must not let a value of the wrong type in because an equal one came first.
+WARM = [
+    row(warm_then(call, {name: good}, {name: bad}), error, name, f"warm-{where}-{name}-{kind}")
+    for where, call in (("recall", module_recall), ("pack", module_pack), ("recall-many", module_recall_many))
+    for name, good, bad, kind, error in (
+        ("max_tokens", 64, 64.0, "float", BudgetError),
+        ("max_tokens", 1, True, "bool", BudgetError),
+        ("max_tokens", 64, np.int64(64), "numpy-int", BudgetError),
+        ("max_items", 3, 3.0, "float", BudgetError),
+        ("max_items", 1, True, "bool", BudgetError),
+        ("max_items", 2, np.int32(2), "numpy-int", BudgetError),
+        ("max_tokens_ceiling", 20_000, 20_000.0, "float", BudgetError),
+        ("floor", True, 1, "int", ConfigError),
+        ("dedupe", False, 0, "int", ConfigError),
+        ("dedupe", True, np.bool_(True), "numpy-bool", ConfigError),
+    )
+]
+
+# Settings and values read strictly: a bool is not an int, a str is not a number or a list.
+STRICT = [
+    row(lambda: recall(ONE, lane_budgets={"facts": True}), BudgetError, "lane_budgets['facts']", "lane-budget-bool"),
+    row(lambda: recall(ONE, lane_budgets={"facts": "5"}), BudgetError, "lane_budgets['facts']", "lane-budget-str"),
+    row(lambda: recall(ONE, lane_budgets={"facts": 5.0}), BudgetError, "lane_budgets['facts']", "lane-budget-float"),
+    row(lambda: recall(ONE, lane_budgets={"facts": np.int64(5)}), BudgetError, "lane_budgets['facts']",
+        "lane-budget-numpy"),
+    row(lambda: recall(ONE, lane_budgets={b"facts": 5}), LaneError, "lane_budgets", "lane-budget-key-bytes"),
+    row(lambda: recall(ONE, lane_budgets="facts"), BudgetError, "lane_budgets", "lane-budgets-str"),
+    row(lambda: Packer(lane_budgets={"derived": False}), BudgetError, "lane_budgets['derived']",
+        "packer-lane-budget-bool"),
+    row(lambda: Remaining(items=1, tokens=True, blocks=1), BudgetError, "tokens", "remaining-tokens-bool"),
+    row(lambda: Remaining(items=1, tokens=1.0, blocks=1), BudgetError, "tokens", "remaining-tokens-float"),
+    row(lambda: Remaining(items=1, tokens="1", blocks=1), BudgetError, "tokens", "remaining-tokens-str"),
+    row(lambda: Remaining(items=True, tokens=5, blocks=1), BudgetError, "items", "remaining-items-bool"),
+    row(lambda: Remaining(items=1, tokens=5, blocks=np.int64(1)), BudgetError, "blocks", "remaining-blocks-numpy"),
+    row(lambda: Candidate(text="a", score="0.5"), CandidateError, "score", "candidate-score-str"),
+    row(lambda: Candidate(text="a", score=b"0.5"), CandidateError, "score", "candidate-score-bytes"),
+    row(lambda: Candidate(text="a", score=Decimal("0.5")), CandidateError, "score", "candidate-score-decimal"),
+    row(lambda: Candidate(text="a", score=[0.5]), CandidateError, "score", "candidate-score-list"),
+    row(lambda: Candidate(text="a", artifact_id=b"doc"), CandidateError, "artifact_id", "candidate-artifact-bytes"),
+    row(lambda: Candidate(text="a", citation=b"a.md"), CandidateError, "citation", "candidate-citation-bytes"),
+    row(lambda: Candidate(text="a", modality=b"text"), CandidateError, "modality", "candidate-modality-bytes"),
+    row(lambda: recall_many([ONE, ONE], queries="ab"), ConfigError, "queries", "recall-many-queries-str"),
+    row(lambda: recall_many([ONE, ONE], queries=b"ab"), ConfigError, "queries", "recall-many-queries-bytes"),
+    row(lambda: recall_many([ONE, ONE], queries={"a", "b"}), ConfigError, "queries", "recall-many-queries-set"),
+    row(lambda: recall_many([ONE, ONE], queries={"a": 1, "b": 2}), ConfigError, "queries",
+        "recall-many-queries-dict"),
+    row(lambda: recall_many([ONE, ONE], queries=["a", 5]), ConfigError, "queries[1]", "recall-many-queries-int"),
+    row(lambda: Packer().recall_many([ONE, ONE], queries="ab"), ConfigError, "queries", "packer-many-queries-str"),
+    row(lambda: recall_many([ONE, ONE], workers=2, fork_callables=1), ConfigError, "fork_callables",
+        "recall-many-fork-callables-int"),
+    row(lambda: recall(ONE, resource_uri_template=b"{artifact_id}"), ConfigError, "resource_uri_template",
+        "uri-template-bytes"),
+    row(lambda: recall(ONE, citation_keys=(b"source",)), ConfigError, "citation_keys", "citation-keys-bytes"),
+    row(lambda: recall(ONE, citation_keys=["source", 5]), ConfigError, "citation_keys", "citation-keys-int-item"),
+    row(lambda: Scope(name=b"club"), ConfigError, "name", "scope-name-bytes"),
+    row(lambda: Scope(name="club", description=5), ConfigError, "description", "scope-description-int"),
+    row(lambda: Reader(id=b"me"), ConfigError, "id", "reader-id-bytes"),
+    row(lambda: Reader(open=1), ConfigError, "open", "reader-open-int"),
+    row(lambda: Reader(open="yes"), ConfigError, "open", "reader-open-str"),
+    row(lambda: Reader(id="me", scopes={1: Scope(name="x")}), ConfigError, "scopes", "reader-scopes-key-int"),
+    row(lambda: recall(ONE, reader={"id": "me", "open": "true"}), ConfigError, "open", "recall-reader-dict-open-str"),
+]
+
+
+def raising(error: Exception) -> Callable[..., Any]:
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        raise error
+
+    return fn
+
+
+class RaisingEmbeddings:
+    """A LangChain-style embedding whose client fails (a timeout, say)."""
+
+    def embed_query(self, text: str) -> list[float]:
+        raise TimeoutError("embedding service timed out")
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise TimeoutError("embedding service timed out")
+
+
+class RaisingEncoder:
+    """A Hugging Face-style tokenizer whose encode fails on real text."""
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        raise RuntimeError("tokenizer backend crashed")
+
+
+def lc_docs(*metadata: dict[str, Any]) -> lc.BudgetedRetriever:
+    docs = [Document(page_content=f"document {i}", metadata=m) for i, m in enumerate(metadata)]
+    return lc.BudgetedRetriever(retriever=RunnableLambda(lambda q: docs))
+
+
+def li_scored(score: float) -> li.BudgetedRetriever:
+    return li_retriever([NodeWithScore(node=TextNode(text="Paris is in France."), score=score)])
+
+
+# Numbers that are no finite float, wherever a score comes from; the caller's code, raising.
+NUMBERS = [
+    row(lambda: Candidate(text="a", score=10**400), CandidateError, "does not fit a float", "score-huge-int"),
+    row(lambda: Candidate(text="a", score=-math.inf), CandidateError, "score", "score-minus-inf"),
+    row(lambda: Candidate(text="a", score=np.float64("nan")), CandidateError, "score", "score-numpy-nan"),
+    row(lambda: Candidate(text="a", score=np.float32("inf")), CandidateError, "score", "score-numpy-inf"),
+    row(lambda: recall([{"text": "a", "score": 10**400}]), CandidateError, "candidates[0]", "recall-dict-score-huge"),
+    row(lambda: lc_docs({}, {"score": math.nan, "source": "notes.md"}).invoke("q"), CandidateError,
+        "item 1 (source='notes.md')", "lc-metadata-score-nan"),
+    row(lambda: lc_docs({"relevance_score": math.inf}).invoke("q"), CandidateError, "metadata['relevance_score']",
+        "lc-metadata-relevance-inf"),
+    row(lambda: lc_docs({"score": 10**400, "file_path": "/d/a.pdf"}).invoke("q"), CandidateError,
+        "item 0 (file_path='/d/a.pdf')", "lc-metadata-score-huge"),
+    row(lambda: lc_docs({"score": np.float64("nan")}).invoke("q"), CandidateError, "metadata['score']",
+        "lc-metadata-score-numpy-nan"),
+    row(lambda: lc.BudgetCompressor().compress_documents([Document(page_content="a", metadata={"score": -math.inf})],
+                                                        "q"), CandidateError, "item 0", "lc-compressor-score-inf"),
+    row(lambda: li_scored(math.nan).retrieve("q"), CandidateError, "item 0", "li-node-score-nan"),
+    row(lambda: li_scored(math.inf).recall("q"), CandidateError, "score", "li-node-score-inf"),
+    row(lambda: li.BudgetPostprocessor().postprocess_nodes([NodeWithScore(node=TextNode(text="a"), score=math.nan)]),
+        CandidateError, "item 0", "li-pp-node-score-nan"),
+    row(lambda: lc.BudgetedRetriever.from_lanes({"facts": upstream()}, weights={"facts": 10**400}), ConfigError,
+        "weights", "lc-weight-huge-int"),
+    row(lambda: recall(ONE, tokenizer=raising(KeyError("no count"))), TokenizerError, "raised KeyError",
+        "tokenizer-function-raises"),
+    row(lambda: recall(ONE, tokenizer=RaisingEncoder()), TokenizerError, "raised RuntimeError",
+        "tokenizer-encoder-raises"),
+    row(lambda: recall(LONG, max_tokens=80, query="answer", embed=raising(ConnectionResetError("reset"))),
+        ConfigError, "embed", "embed-function-raises"),
+    row(lambda: recall(LONG, max_tokens=80, query="answer", embed=RaisingEmbeddings()), ConfigError,
+        "raised TimeoutError", "embed-langchain-raises"),
+    row(lambda: recall(ONE, join=raising(ValueError("bad join"))), ConfigError, "join raised ValueError",
+        "join-raises"),
+]
+
 LANGCHAIN = [
     row(lambda: lc.BudgetedRetriever(), ConfigError, "retriever", "lc-no-upstream"),
     row(lambda: lc.BudgetedRetriever(retriever=42), ConfigError, "retriever", "lc-upstream-int"),
@@ -247,7 +404,7 @@ CLI_ROWS = [
 ]
 
 
-TABLE = [*CORE, *LANGCHAIN, *LLAMAINDEX, *ALLOWANCE_BAD_INPUTS, *MEMORY_BAD_INPUTS]
+TABLE = [*CORE, *WARM, *STRICT, *NUMBERS, *LANGCHAIN, *LLAMAINDEX, *ALLOWANCE_BAD_INPUTS, *MEMORY_BAD_INPUTS]
 
 
 def test_the_table_is_large_and_spans_every_surface() -> None:
@@ -284,3 +441,27 @@ def test_the_command_line_says_one_line_and_exits_2(args: list[str], field: str,
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1, err
     assert re.search(field, lines[0]), lines[0]
+
+
+CALLERS_CODE = [
+    pytest.param(lambda: recall(ONE, tokenizer=raising(KeyError("no count"))), KeyError, id="tokenizer-function"),
+    pytest.param(lambda: recall(ONE, tokenizer=RaisingEncoder()), RuntimeError, id="tokenizer-encoder"),
+    pytest.param(lambda: recall(LONG, max_tokens=80, query="answer", embed=raising(ConnectionResetError("reset"))),
+                 ConnectionResetError, id="embed-function"),
+    pytest.param(lambda: recall(LONG, max_tokens=80, query="answer", embed=RaisingEmbeddings()), TimeoutError,
+                 id="embed-langchain"),
+    pytest.param(lambda: lc.BudgetedRetriever(retriever=RunnableLambda(lambda q: [Document(page_content=LONG[0].text)]),
+                                              embed=RaisingEmbeddings(), max_tokens=80).invoke("answer"),
+                 TimeoutError, id="embed-through-langchain-retriever"),
+    pytest.param(lambda: recall(ONE, join=raising(ValueError("bad join"))), ValueError, id="join"),
+]
+
+
+@pytest.mark.parametrize(("probe", "original"), CALLERS_CODE)
+def test_an_exception_in_the_callers_code_is_the_cause_of_a_recallpack_error(
+    probe: Callable[[], object], original: type[Exception]
+) -> None:
+    """What the caller's tokenizer, embedding or join raised is kept as ``__cause__``."""
+    with pytest.raises(RecallpackError) as caught:
+        probe()
+    assert isinstance(caught.value.__cause__, original), repr(caught.value.__cause__)

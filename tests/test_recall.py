@@ -292,3 +292,34 @@ def test_a_cut_that_cannot_shrink_enough_takes_no_earlier_item_with_it() -> None
         assert [e.text for e in result.evidence][:1] == [first.text], budget
         assert count_tokens(result.to_markdown()) <= budget == result.report.max_tokens
         assert result.report.items_selected + result.report.items_dropped == 2
+
+
+def test_the_module_level_settings_cache_holds_under_threads() -> None:
+    """Eight threads calling recall() with ever new settings, switching as often as Python lets
+    them: the cache's eviction never races into a KeyError, and every result is its own."""
+    import sys
+    import threading
+
+    errors: list[BaseException] = []
+    candidates = [Candidate(text="Alice works at Initech. " * 20)]
+
+    def caller(offset: int) -> None:
+        try:
+            for i in range(400):
+                budget = 100 + offset * 1000 + i  # a new key each call: the cache evicts all along
+                result = recall(candidates, max_tokens=budget, tokenizer="chars")
+                assert result.report.max_tokens == budget
+        except BaseException as exc:  # noqa: BLE001 - reported below, with its type
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=caller, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []

@@ -83,7 +83,8 @@ class _LangChainComponent(PackerComponent):
 
     def _candidates(self, docs: Sequence[Document]) -> list[Candidate]:
         make = self._candidate_maker()
-        return [make(d.page_content, d.metadata, i, score=score_from(d.metadata)) for i, d in enumerate(docs)]
+        return [make(d.page_content, d.metadata, i, score=score_from(d.metadata, i))
+                for i, d in enumerate(docs)]  # fmt: skip
 
 
 def _k_or_max_items(k: object, max_items: object) -> int | None:

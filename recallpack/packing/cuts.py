@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import regex
 
-from recallpack.packing.errors import BudgetError, ConfigError
+from recallpack.packing.errors import BudgetError, ConfigError, RecallpackError
 from recallpack.packing.limits import ELLIPSIS
 from recallpack.packing.tokenizer import Tokenizer
 
@@ -838,14 +838,15 @@ class _Similarity:
     def __call__(self, query: str, texts: Sequence[str]) -> list[float]:
         if not texts:
             return []
-        if self.kind == "langchain":
-            target = self.source.embed_query(query)
-            vectors = self.source.embed_documents(list(texts))
-        elif self.kind == "llamaindex":
-            target = self.source.get_query_embedding(query)
-            vectors = self.source.get_text_embedding_batch(list(texts))
-        else:  # one call for the query and the texts together
-            target, *vectors = self.source([query, *texts]) or [[]]
+        try:
+            target, vectors = self._embed(query, texts)
+        except RecallpackError:
+            raise
+        except Exception as exc:  # the caller's code (a client, a model): keep what it raised
+            raise ConfigError(
+                f"embed ({type(self.source).__name__}) raised {type(exc).__name__} embedding the "
+                f"query and {len(texts)} sentences: {exc}"
+            ) from exc
         if len(vectors) != len(texts):
             raise ConfigError(
                 f"embed ({type(self.source).__name__}) returned {len(vectors)} vectors for "
@@ -860,6 +861,18 @@ class _Similarity:
                 f"embed ({type(self.source).__name__}) returned vectors that are not lists of "
                 f"numbers of one length ({exc})"
             ) from None
+
+    def _embed(self, query: str, texts: Sequence[str]) -> tuple[Any, list[Any]]:
+        """The query's vector and the texts', as the host's embedding returns them (lists, or a
+        NumPy array: sentence-transformers returns one, whose rows iterate as vectors)."""
+        if self.kind == "langchain":
+            return self.source.embed_query(query), list(self.source.embed_documents(list(texts)))
+        if self.kind == "llamaindex":
+            target = self.source.get_query_embedding(query)
+            return target, list(self.source.get_text_embedding_batch(list(texts)))
+        rows = self.source([query, *texts])  # one call for the query and the texts together
+        listed = [] if rows is None else list(rows)
+        return (listed[0], listed[1:]) if listed else ([], [])
 
 
 def embed_function(obj: object) -> EmbedFn:

@@ -143,9 +143,9 @@ class Remaining(CheckedModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    items: int = Field(ge=0)
-    tokens: int = Field(ge=0)
-    blocks: int = Field(ge=0)
+    items: int = Field(ge=0, strict=True)
+    tokens: int = Field(ge=0, strict=True)
+    blocks: int = Field(ge=0, strict=True)
 
     @classmethod
     def _invalid(cls, exc: ValidationError) -> RecallpackError:

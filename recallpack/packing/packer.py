@@ -10,6 +10,7 @@ import dataclasses
 import difflib
 import os
 import string
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    StrictStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -94,7 +96,26 @@ _ERROR_OF_FIELD: dict[str, type[RecallpackError]] = {
 
 
 def _one_or_many(value: object) -> object:
-    return (value,) if isinstance(value, str) else value  # one key needs no tuple around it
+    if isinstance(value, str):
+        return (value,)  # one key needs no tuple around it
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _checked_lane_budgets(value: object) -> object:
+    """Each budget an int as given: pydantic's lax ints would read True as 1 and "5" as 5."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise BudgetError(
+            f"lane_budgets={value!r:.60} must be a mapping of lane or provenance name to tokens, "
+            "such as {'facts': 300}"
+        )
+    for key, budget in value.items():
+        if not isinstance(key, str):
+            raise LaneError(f"lane_budgets has key {key!r}; a key is a lane or provenance name (a str)")
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise BudgetError(f"lane_budgets[{key!r}]={budget!r} must be an int of at least 0")
+    return value
 
 
 class Packer(CheckedModel):
@@ -137,15 +158,15 @@ class Packer(CheckedModel):
     reader: Reader | None = None
     """Who reads: items in scopes they do not hold are withheld. With no reader, items that carry
     scopes are withheld too, unless this is ``Reader.everyone()``."""
-    lane_budgets: Mapping[str, int] | None = None
+    lane_budgets: Annotated[Mapping[str, int] | None, BeforeValidator(_checked_lane_budgets)] = None
     """Tokens per lane (``"facts"``) or per provenance (``"derived"``: all its lanes)."""
     dedupe: bool = Field(True, strict=True)
     """Drop an item whose text and scopes equal a kept one's."""
     template: str | Path | None = None
     """Template source (a str) or a template file (a Path); None: the default block."""
-    resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE
+    resource_uri_template: str = Field(DEFAULT_RESOURCE_URI_TEMPLATE, strict=True)
     """The resource line for items with ``artifact_id`` and ``artifact_content_id``."""
-    citation_keys: Annotated[tuple[str, ...], BeforeValidator(_one_or_many)] = DEFAULT_CITATION_KEYS
+    citation_keys: Annotated[tuple[StrictStr, ...], BeforeValidator(_one_or_many)] = DEFAULT_CITATION_KEYS
     """Metadata keys a resource line is read from when an item has no artifact ids."""
     join: Callable[[Sequence[str]], str] | None = None
     """None: the model is shown the rendered block. A function: it is shown ``join(kept texts)``
@@ -585,23 +606,34 @@ def _as_list(candidates: object) -> Sequence[Any]:
 
 # -- the module-level functions users know ------------------------------------------------------
 
-_CACHE: dict[tuple[tuple[str, Any], ...], Packer] = {}
+_CACHE: dict[tuple[Any, ...], Packer] = {}
 _CACHE_SIZE = 64
+_CACHE_LOCK = threading.Lock()
+
+
+def _typed(value: object) -> object:
+    """``value`` with its type, all the way down: 5, 5.0, True and numpy's 5 are equal, and
+    hash alike, but only one of them is a valid max_tokens."""
+    if isinstance(value, (tuple, frozenset)):
+        return type(value), tuple(_typed(v) for v in value)
+    return type(value), value
 
 
 def _packer(settings: Mapping[str, Any]) -> Packer:
-    """A Packer for ``settings``, reused when the same hashable settings come again."""
+    """A Packer for ``settings``, reused when the same hashable settings, of the same types,
+    come again (safe under threads: a lost race builds one Packer too many, nothing worse)."""
     try:
-        key = tuple(sorted(settings.items()))
+        key = tuple(sorted((name, _typed(value)) for name, value in settings.items()))
         hash(key)
     except TypeError:  # a callable tokenizer, a Reader with scopes: build one for this call
         return Packer(**settings)
     cached = _CACHE.get(key)
     if cached is None:
-        cached = Packer(**settings)
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = cached
+        built = Packer(**settings)  # outside the lock: it may resolve a tokenizer
+        with _CACHE_LOCK:
+            while len(_CACHE) >= _CACHE_SIZE:
+                del _CACHE[next(iter(_CACHE))]
+            cached = _CACHE.setdefault(key, built)
     return cached
 
 

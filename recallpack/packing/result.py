@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, overload
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
 from recallpack.packing.candidate import Candidate, Provenance, ValueEnum, clean_text
 from recallpack.packing.errors import ConfigError, RecallpackError, TemplateError
@@ -44,8 +44,8 @@ class Scope(_Setting):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str
-    description: str = ""
+    name: str = Field(strict=True)
+    description: str = Field("", strict=True)
 
     @field_validator("name", "description")
     @classmethod
@@ -66,10 +66,10 @@ class Reader(_Setting):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: str | None = None
-    scopes: Mapping[str, Scope] = Field(default_factory=dict)
+    id: str | None = Field(None, strict=True)
+    scopes: Mapping[StrictStr, Scope] = Field(default_factory=dict)
     #: True only for :meth:`everyone`: every scope is readable (scope ids become their names).
-    open: bool = False
+    open: bool = Field(False, strict=True)
 
     @classmethod
     def everyone(cls) -> Reader:

@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from recallpack.packing import encodings as shipped
 from recallpack.packing.encodings import SourceUnavailable
-from recallpack.packing.errors import BudgetError, CandidateError, RecallpackWarning, TokenizerError
+from recallpack.packing.errors import (
+    BudgetError,
+    CandidateError,
+    RecallpackError,
+    RecallpackWarning,
+    TokenizerError,
+)
 
 if TYPE_CHECKING:
     import tiktoken
@@ -297,7 +303,15 @@ class CallableTokenizer(Tokenizer):
         self.name = name or f"callable:{_callable_name(fn)}"
 
     def _count(self, text: str) -> int:
-        value = self._fn(text)
+        try:
+            value = self._fn(text)
+        except RecallpackError:
+            raise
+        except Exception as exc:  # the caller's code: say whose it was, keep what it raised
+            raise TokenizerError(
+                f"tokenizer {self.name} raised {type(exc).__name__} counting a text of "
+                f"{len(text):,} characters: {exc}"
+            ) from exc
         if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
             return len(value)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:

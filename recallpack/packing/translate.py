@@ -6,11 +6,11 @@ same bytes) whichever host they came through. Host-neutral: it imports no framew
 
 from __future__ import annotations
 
-import math
+import numbers
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from recallpack.packing.candidate import Candidate, LaneKind, clean_text, coerce_lane
+from recallpack.packing.candidate import Candidate, LaneKind, clean_text, coerce_lane, finite_score
 from recallpack.packing.errors import CandidateError, ConfigError, LaneError
 from recallpack.packing.result import Evidence
 
@@ -73,13 +73,32 @@ def scope_ids_from(metadata: Mapping[str, Any]) -> tuple[tuple[str, ...], str | 
     )
 
 
-def score_from(metadata: Mapping[str, Any]) -> float | None:
-    """A finite score an upstream recorded in metadata, if any."""
+def score_from(metadata: Mapping[str, Any], position: int | None = None) -> float | None:
+    """The score an upstream recorded in metadata (``score``, else ``relevance_score``), if it
+    recorded a number there. A number that is not a finite float (NaN, an infinity, an int too
+    large for a float) is a CandidateError naming the document, never a silent None."""
     for key in SCORE_KEYS:
         value = metadata.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            return float(value)
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            try:
+                return finite_score(value, field=f"metadata[{key!r}]")
+            except ValueError as exc:
+                raise CandidateError(f"{_document(metadata, position)}: {exc}") from None
     return None
+
+
+#: Metadata keys that name a document in an error message, in order.
+_NAME_KEYS = ("source", "file_path", "file_name", "url", "id", "doc_id")
+
+
+def _document(metadata: Mapping[str, Any], position: int | None) -> str:
+    """How an error names an upstream item: its position and what its loader called it."""
+    where = "an upstream item" if position is None else f"item {position}"
+    for key in _NAME_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value:
+            return f"{where} ({key}={value!r:.80})"
+    return where
 
 
 def _lane(
@@ -121,8 +140,6 @@ def candidate_from(
     citation is read from the metadata by the packer (its ``citation_keys``).
     """
     scope_ids, scope_error = scope_ids_from(metadata)
-    if score is not None and (isinstance(score, bool) or not math.isfinite(score)):
-        score = None
     try:
         return Candidate(
             text=text,
@@ -136,7 +153,7 @@ def candidate_from(
             modality=modality,
         )
     except CandidateError as exc:
-        raise CandidateError(f"item {position}: {exc}") from exc
+        raise CandidateError(f"{_document(metadata, position)}: {exc}") from exc
 
 
 def _optional_str(value: object) -> str | None:

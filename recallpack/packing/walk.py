@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, clean_text, coerce_candidate
-from recallpack.packing.errors import ConfigError
+from recallpack.packing.errors import ConfigError, RecallpackError
 from recallpack.packing.limits import Policy
 from recallpack.packing.render import header_text, item_text
 from recallpack.packing.result import PRIVATE, Evidence, Outcome, Reader, Reason, Scope, TraceRecord
@@ -131,7 +131,13 @@ class JoinedCost:
             return sum(k.cost for k in walk.kept)
         if not walk.kept:
             return 0
-        joined = self.join([k.text for k in walk.kept])
+        try:
+            joined = self.join([k.text for k in walk.kept])
+        except RecallpackError:
+            raise
+        except Exception as exc:  # the caller's join: keep what it raised
+            kind = type(exc).__name__
+            raise ConfigError(f"join raised {kind} joining {len(walk.kept)} texts: {exc}") from exc
         if not isinstance(joined, str):
             kind = type(joined).__name__
             raise ConfigError(f"join returned {kind}; it must return the str the model is shown")
