@@ -43,6 +43,7 @@ from recallpack import (
     TemplateError,
     TokenizerError,
     UpstreamError,
+    chunk_size_for,
     count_tokens,
     get_tokenizer,
     pack,
@@ -384,6 +385,67 @@ LLAMAINDEX = [
 ]
 
 
+class ReturnsText(LlamaRetriever):
+    """A LlamaIndex retriever breaking its contract: its _retrieve returns a str."""
+
+    def _retrieve(self, query_bundle: QueryBundle) -> Any:
+        return "Paris is in France."
+
+
+def deep(levels: int) -> dict[str, Any]:
+    """Metadata nested past Python's recursion limit (as a careless loader can write it)."""
+    top: dict[str, Any] = {}
+    inner = top
+    for _ in range(levels):
+        inner["child"] = {}
+        inner = inner["child"]
+    return top
+
+
+DEEP_NODES = [NodeWithScore(node=TextNode(text="Paris is in France.", metadata={"tree": deep(5_000)}), score=1.0)]
+
+# Checked where they are given: the query and LangChain's own arguments, LlamaIndex's settings,
+# chunk_size_for's; and what LlamaIndex itself fails on, named as the upstream's fault.
+CHECKED_WHEN_BUILT = [
+    row(lambda: lc_retriever().invoke("q", query="x"), ConfigError, "query=", "lc-invoke-query-kwarg"),
+    row(lambda: lc_retriever().invoke("q", query=None), ConfigError, "query=", "lc-invoke-query-kwarg-none"),
+    row(lambda: lc_retriever().as_evidence(query="x"), ConfigError, "query=", "lc-as-evidence-query-kwarg"),
+    row(lambda: lc_retriever().invoke(None), ConfigError, "query must be a str", "lc-invoke-none"),  # type: ignore[arg-type]
+    row(lambda: lc_retriever().invoke(b"q"), ConfigError, "query must be a str", "lc-invoke-bytes"),  # type: ignore[arg-type]
+    row(lambda: lc_retriever().invoke(["q"]), ConfigError, "query must be a str", "lc-invoke-list"),  # type: ignore[arg-type]
+    row(lambda: lc_retriever().recall(None), ConfigError, "query must be a str", "lc-recall-none"),  # type: ignore[arg-type]
+    row(lambda: lc_retriever().as_evidence().invoke(None), ConfigError, "query must be a str",
+        "lc-as-evidence-none"),  # type: ignore[arg-type]
+    row(lambda: li_retriever(metadata_mode=5), ConfigError, "metadata_mode=5", "li-ret-metadata-mode-int"),
+    row(lambda: li_retriever(metadata_mode="llmm"), ConfigError, "metadata_mode='llmm'", "li-ret-metadata-mode-str"),
+    row(lambda: li_retriever(callback_manager="x"), ConfigError, "callback_manager='x'", "li-ret-callback-str"),
+    row(lambda: li_retriever(callback_manager=[]), ConfigError, "callback_manager=[]", "li-ret-callback-list"),
+    row(lambda: li.BudgetedRetriever.from_lanes({"facts": Nodes(NODES)}, metadata_mode=object()), ConfigError,
+        "metadata_mode", "li-lanes-metadata-mode"),
+    row(lambda: li.BudgetPostprocessor(metadata_mode="nope"), ConfigError, "metadata_mode", "li-pp-metadata-mode"),
+    row(lambda: li_retriever().retrieve(None), ConfigError, "query must be a str", "li-retrieve-none"),  # type: ignore[arg-type]
+    row(lambda: li_retriever().recall(5), ConfigError, "query must be a str", "li-recall-int"),  # type: ignore[arg-type]
+    row(lambda: li.BudgetedRetriever(ReturnsText()).retrieve("q"), UpstreamError, "ReturnsText",
+        "li-upstream-returns-str"),
+    row(lambda: li.BudgetedRetriever(ReturnsText()).recall("q"), UpstreamError, "NodeWithScore",
+        "li-upstream-returns-str-recall"),
+    row(lambda: li.BudgetedRetriever.from_lanes({"facts": ReturnsText()}).retrieve("q"), UpstreamError,
+        "ReturnsText", "li-lane-returns-str"),
+    row(lambda: li.BudgetPostprocessor().postprocess_nodes(DEEP_NODES), UpstreamError, "upstream item 0",
+        "li-pp-deep-metadata"),
+    row(lambda: li_retriever(DEEP_NODES, metadata_mode="llm").recall("q"), UpstreamError, "metadata_mode='llm'",
+        "li-ret-deep-metadata"),
+    row(lambda: chunk_size_for(2048, 8, scopes=[5]), ConfigError, "scopes", "chunk-size-scopes-int"),
+    row(lambda: chunk_size_for(2048, 8, scopes=[""]), ConfigError, "scopes", "chunk-size-scopes-empty-name"),
+    row(lambda: chunk_size_for(2048, 8, scopes={"a": 1}), ConfigError, "scopes", "chunk-size-scopes-dict"),
+    row(lambda: chunk_size_for(2048, 8, label=5), ConfigError, "label", "chunk-size-label-int"),
+    row(lambda: chunk_size_for(2048, 8, label=""), ConfigError, "label", "chunk-size-label-empty"),
+    row(lambda: chunk_size_for(2048, 8, resource_uri=5), ConfigError, "resource_uri", "chunk-size-uri-int"),
+    row(lambda: chunk_size_for(2048, "8"), BudgetError, "items", "chunk-size-items-str"),
+    row(lambda: chunk_size_for(2048, 8, tokenizer=5), TokenizerError, "tokenizer", "chunk-size-tokenizer-int"),
+]
+
+
 def cli(args: list[str]) -> tuple[int, str]:
     """Run the command line in-process: its exit status and what it wrote to stderr."""
     err, out = io.StringIO(), io.StringIO()
@@ -404,7 +466,7 @@ CLI_ROWS = [
 ]
 
 
-TABLE = [*CORE, *WARM, *STRICT, *NUMBERS, *LANGCHAIN, *LLAMAINDEX, *ALLOWANCE_BAD_INPUTS, *MEMORY_BAD_INPUTS]
+TABLE = [*CORE, *WARM, *STRICT, *NUMBERS, *CHECKED_WHEN_BUILT, *LANGCHAIN, *LLAMAINDEX, *ALLOWANCE_BAD_INPUTS, *MEMORY_BAD_INPUTS]
 
 
 def test_the_table_is_large_and_spans_every_surface() -> None:

@@ -1,4 +1,5 @@
-"""LlamaIndex nodes to Candidates and back, and the tokenizer a user set in Settings."""
+"""LlamaIndex nodes to Candidates and back, the tokenizer a user set in Settings, and the checks
+of what LlamaIndex hands the adapters (a metadata mode, a callback manager, an upstream's nodes)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,24 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import llama_index.core
+from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeWithScore
 
 from recallpack.packing.candidate import Candidate, LaneKind
-from recallpack.packing.errors import UpstreamError
+from recallpack.packing.errors import ConfigError, UpstreamError
 from recallpack.packing.result import RecallResult
 from recallpack.packing.tokenizer import CallableTokenizer, Tokenizer
 from recallpack.packing.translate import EVIDENCE_METADATA_KEYS, evidence_metadata
 
-__all__ = ["settings_tokenizer", "node_candidates", "kept_nodes"]
+__all__ = [
+    "settings_tokenizer",
+    "node_candidates",
+    "kept_nodes",
+    "metadata_mode_of",
+    "callback_manager_of",
+    "MALFORMED",
+    "malformed",
+]
 
 
 def settings_tokenizer() -> Tokenizer | None:
@@ -30,6 +40,39 @@ def settings_tokenizer() -> Tokenizer | None:
             return None
     name = getattr(user, "__qualname__", type(user).__name__)
     return CallableTokenizer(user, name=f"llama_index Settings.tokenizer ({name})")
+
+
+def metadata_mode_of(value: object) -> MetadataMode:
+    """A MetadataMode, or the value of one (``"llm"``), checked where it is given."""
+    try:
+        return MetadataMode(value)
+    except ValueError:
+        modes = ", ".join(repr(m.value) for m in MetadataMode)
+        raise ConfigError(
+            f"metadata_mode={value!r:.60} is not a llama_index MetadataMode; use one of {modes}"
+        ) from None
+
+
+def callback_manager_of(value: object) -> CallbackManager | None:
+    if value is not None and not isinstance(value, CallbackManager):
+        raise ConfigError(
+            f"callback_manager={value!r:.60} must be a llama_index CallbackManager or None "
+            f"(Settings.callback_manager), got {type(value).__name__}"
+        )
+    return value
+
+
+#: What LlamaIndex's own retrieve raises on an upstream that broke its contract (returned a str,
+#: nodes of the wrong kind, metadata nested past the recursion limit): an UpstreamError here.
+MALFORMED = (AttributeError, TypeError, RecursionError)
+
+
+def malformed(upstream: str, exc: BaseException) -> UpstreamError:
+    """LlamaIndex's own failure on what the upstream returned, as an UpstreamError naming it."""
+    return UpstreamError(
+        f"upstream {upstream} failed inside LlamaIndex: {type(exc).__name__}: "
+        f"{exc!s:.200} (a retriever's _retrieve must return a list of NodeWithScore)"
+    )
 
 
 def _modality(node: BaseNode) -> str:
@@ -59,8 +102,14 @@ def node_candidates(
                 f"upstream item {position} is a {type(item).__name__}, not a NodeWithScore; "
                 "a LlamaIndex retriever must return NodeWithScore objects"
             )
-        modality = _modality(item.node)
-        text = item.node.get_content(metadata_mode=metadata_mode) if modality == "text" else ""
+        try:
+            modality = _modality(item.node)
+            text = item.node.get_content(metadata_mode=metadata_mode) if modality == "text" else ""
+        except Exception as exc:  # LlamaIndex rendering the node's own data: metadata nested too deep
+            raise UpstreamError(
+                f"upstream item {position}: LlamaIndex could not give its content in metadata_mode="
+                f"{getattr(metadata_mode, 'value', metadata_mode)!r}: {type(exc).__name__}: {exc!s:.200}"
+            ) from exc
         lane = None if lanes is None else lanes[position]
         made = make(text, item.node.metadata, position, lane=lane, score=item.score, modality=modality)
         candidates.append(made)

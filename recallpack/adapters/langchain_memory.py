@@ -14,8 +14,7 @@ changed, and automatic recall for the new turn gets what the allowance has left.
 from __future__ import annotations
 
 import dataclasses
-import inspect
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +28,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from recallpack.adapters._common import check_recall_settings, takes_config_of
 from recallpack.allowance import (
     Allowance,
     Assembly,
@@ -123,8 +123,9 @@ def memory_search_tool(
     if not isinstance(correction, bool):
         raise ConfigError(f"correction={correction!r} must be True or False")
     context = _receipt_settings(key, context, per_call=True)
-    overrides = _capped(_recaller(retriever), dict(recall_overrides), _allowance(allowance).full())
-    takes_config = _takes_config(retriever)
+    check_recall_settings(_recaller(retriever), recall_overrides)
+    overrides = _capped(retriever, dict(recall_overrides), _allowance(allowance).full())
+    takes_config = takes_config_of(retriever)
     tok = get_tokenizer(getattr(retriever, "tokenizer", None))
 
     def finish(result: RecallResult, config: RunnableConfig) -> tuple[str, Receipt]:
@@ -155,15 +156,6 @@ def memory_search_tool(
         args_schema=_SearchInput,
         response_format="content_and_artifact",
     )
-
-
-def _takes_config(retriever: object) -> bool:
-    # BudgetedRetriever.recall takes a RunnableConfig, so a trace nests the search under the
-    # tool; a duck-typed recaller may not, and is then called without it.
-    try:
-        return "config" in inspect.signature(retriever.recall).parameters  # type: ignore[attr-defined]
-    except (TypeError, ValueError):
-        return False
 
 
 # -- assembling a conversation -----------------------------------------------------------------
@@ -207,8 +199,11 @@ class _Rules:
     retriever: Recaller | None
 
     @classmethod
-    def make(cls, *args: object, per_call: bool = False) -> _Rules:
-        """From (allowance, tool_names, marker, key, context, retriever) as the caller gave them."""
+    def make(
+        cls, *args: object, per_call: bool = False, overrides: Mapping[str, Any] | None = None
+    ) -> _Rules:
+        """From (allowance, tool_names, marker, key, context, retriever) as the caller gave them;
+        ``overrides``, the recall settings automatic recall will pass, are checked here too."""
         allowance, tool_names, marker, key, context, retriever = args
         if isinstance(tool_names, (str, BaseTool)):  # a lone name would be read as a set of letters
             tool_names = (tool_names,)
@@ -226,6 +221,7 @@ class _Rules:
             ) from None
         context = _receipt_settings(key, context, per_call)
         recaller = None if retriever is None else _recaller(retriever)
+        check_recall_settings(recaller, overrides or {})
         return cls(_allowance(allowance), names, marker, key, context, recaller)  # type: ignore[arg-type]
 
     def view(self, messages: object, query: object, source: object) -> tuple[AssembledMessages, str]:
@@ -324,7 +320,7 @@ def assemble_messages(
     ``retriever``, automatic recall for the new turn (``query``, else the last human message)
     takes what the allowance has left, in the system message (a new one at the front if none).
     """
-    rules = _Rules.make(allowance, tool_names, marker, key, context, retriever)
+    rules = _Rules.make(allowance, tool_names, marker, key, context, retriever, overrides=recall_overrides)
     return rules.run(messages, recall_overrides, query, None)._placed()
 
 
@@ -341,7 +337,7 @@ async def aassemble_messages(
     **recall_overrides: Any,
 ) -> AssembledMessages:
     """:func:`assemble_messages`, with automatic recall through the retriever's ``arecall``."""
-    rules = _Rules.make(allowance, tool_names, marker, key, context, retriever)
+    rules = _Rules.make(allowance, tool_names, marker, key, context, retriever, overrides=recall_overrides)
     return (await rules.arun(messages, recall_overrides, query, None))._placed()
 
 
@@ -376,7 +372,7 @@ def evidence_allowance(
     It is :func:`assemble_messages` as a chain step: ``prompt | evidence_allowance(...) |
     model``. Its settings are checked here, not at the first call.
     """
-    rules = _Rules.make(allowance, tool_names, marker, key, context, retriever)
+    rules = _Rules.make(allowance, tool_names, marker, key, context, retriever, overrides=recall_overrides)
 
     def run(messages: Any) -> list[BaseMessage]:
         return rules.run(messages, recall_overrides, None, None)._placed().messages
@@ -416,7 +412,8 @@ if _AgentMiddlewareBase is not None:
             **recall_overrides: Any,
         ) -> None:
             super().__init__()
-            self.rules = _Rules.make(allowance, tool_names, marker, key, context, retriever, per_call=True)
+            self.rules = _Rules.make(allowance, tool_names, marker, key, context, retriever,
+                                     per_call=True, overrides=recall_overrides)  # fmt: skip
             self.allowance, self.retriever, self.marker = self.rules.allowance, retriever, marker
             self.tool_names, self.recall_overrides = tuple(sorted(self.rules.tool_names)), recall_overrides
 

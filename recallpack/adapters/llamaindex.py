@@ -48,8 +48,16 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, QueryType
 from llama_index.core.settings import Settings
 
-from recallpack.adapters._common import PackerComponent, gather_or_cancel, item_settings
-from recallpack.adapters._llamaindex_nodes import kept_nodes, node_candidates, settings_tokenizer
+from recallpack.adapters._common import PackerComponent, check_query, gather_or_cancel, item_settings
+from recallpack.adapters._llamaindex_nodes import (
+    MALFORMED,
+    callback_manager_of,
+    kept_nodes,
+    malformed,
+    metadata_mode_of,
+    node_candidates,
+    settings_tokenizer,
+)
 from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackWarning
@@ -232,7 +240,7 @@ class BudgetedRetriever(BaseRetriever):
         own = {k: settings.pop(k) for k in self._OWN if k in settings}
         self._lane, self.lane_key, self.on_unknown_lane = item_settings(own)
         self.fetch_k = check_max_items(own.get("fetch_k"), "fetch_k")
-        self.metadata_mode = own.get("metadata_mode", MetadataMode.NONE)
+        self.metadata_mode = metadata_mode_of(own.get("metadata_mode", MetadataMode.NONE))
         if "tokenizer" not in settings and settings_tokenizer() is not None:
             settings["tokenizer"] = settings_tokenizer()
         self.packer = Packer(**settings)
@@ -240,7 +248,7 @@ class BudgetedRetriever(BaseRetriever):
         self._lanes: dict[LaneKind, BaseRetriever] | None = None
         self._weights: dict[LaneKind, float] = {}
         self._rrf_k = DEFAULT_RRF_K
-        super().__init__(callback_manager=own.get("callback_manager"))
+        super().__init__(callback_manager=callback_manager_of(own.get("callback_manager")))
 
     @classmethod
     def from_lanes(
@@ -297,15 +305,28 @@ class BudgetedRetriever(BaseRetriever):
         return nodes, [f.lane for f in fused]
 
     def _fetch(self, bundle: QueryBundle) -> tuple[list[NodeWithScore], list[LaneKind] | None]:
-        if self._lanes is None:
-            return list(self._upstream.retrieve(bundle)), None
-        return self._fuse({kind: r.retrieve(bundle) for kind, r in self._lanes.items()})
+        # The upstream's own errors (a timeout, a refused connection) propagate as they are, as
+        # through the LangChain adapter; LlamaIndex's failures on what it returned do not.
+        upstream = self._upstream
+        try:
+            if self._lanes is None:
+                return list(upstream.retrieve(bundle)), None
+            ranked = {}
+            for kind, upstream in self._lanes.items():
+                ranked[kind] = list(upstream.retrieve(bundle))
+        except MALFORMED as exc:
+            raise malformed(type(upstream).__name__, exc) from exc
+        return self._fuse(ranked)
 
     async def _afetch(self, bundle: QueryBundle) -> tuple[list[NodeWithScore], list[LaneKind] | None]:
-        if self._lanes is None:
-            return list(await self._upstream.aretrieve(bundle)), None
-        results = await gather_or_cancel([r.aretrieve(bundle) for r in self._lanes.values()])
-        return self._fuse(dict(zip(self._lanes, results)))
+        try:
+            if self._lanes is None:
+                return list(await self._upstream.aretrieve(bundle)), None
+            results = await gather_or_cancel([r.aretrieve(bundle) for r in self._lanes.values()])
+        except MALFORMED as exc:
+            where = type(self._upstream).__name__ if self._lanes is None else "of a lane"
+            raise malformed(where, exc) from exc
+        return self._fuse({lane: list(nodes) for lane, nodes in zip(self._lanes, results)})
 
     def _pack(
         self, bundle: QueryBundle, nodes: list[NodeWithScore], lanes: list[LaneKind] | None
@@ -321,14 +342,24 @@ class BudgetedRetriever(BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._pack(query_bundle, *await self._afetch(query_bundle))[0]
 
+    def retrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        check_query(str_or_query_bundle, bundle=QueryBundle)
+        return super().retrieve(str_or_query_bundle)
+
+    async def aretrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        check_query(str_or_query_bundle, bundle=QueryBundle)
+        return await super().aretrieve(str_or_query_bundle)
+
     @dispatcher.span
     def retrieve_with_result(self, query: QueryType) -> tuple[list[NodeWithScore], RecallResult]:
         """The kept nodes and the RecallResult of one packing (what EvidenceQueryEngine uses)."""
+        check_query(query, bundle=QueryBundle)
         bundle = QueryBundle(query) if isinstance(query, str) else query
         return self._pack(bundle, *self._fetch(bundle))
 
     @dispatcher.span
     async def aretrieve_with_result(self, query: QueryType) -> tuple[list[NodeWithScore], RecallResult]:
+        check_query(query, bundle=QueryBundle)
         bundle = QueryBundle(query) if isinstance(query, str) else query
         return self._pack(bundle, *await self._afetch(bundle))
 
