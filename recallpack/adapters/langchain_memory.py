@@ -49,6 +49,7 @@ from recallpack.allowance import (
     assemble,
     issue_receipt,
     looks_like_receipt,
+    omission_texts,
     recall_remaining,
     receipt_for,
 )
@@ -171,11 +172,12 @@ class AssembledMessages:
     assembly: Assembly
     positions: tuple[int, ...]
     automatic: RecallResult | None = None
+    left: Remaining | None = None  # what the kept blocks and the markers left of the allowance
 
     @property
     def remaining(self) -> Remaining:
-        """What automatic recall may still take (before it ran)."""
-        return self.assembly.remaining
+        """What automatic recall may still take (before it ran): the markers are charged too."""
+        return self.assembly.remaining if self.left is None else self.left
 
     def _placed(self) -> AssembledMessages:
         # The automatic block joins a leading system message (a copy), or a new one at the
@@ -231,14 +233,15 @@ class _Rules:
         listed = _as_messages(messages)
         blocks, positions = _evidence_blocks(listed, self.tool_names)
         assembly = assemble(blocks, self.allowance, key=self.key, context=_context_for(self.context, source))
+        # Markers are counted as the retriever counts its blocks (cl100k_base without one).
+        count = get_tokenizer(getattr(self.retriever, "tokenizer", None)).count
+        texts, left = omission_texts(assembly, self.marker, count)
         shown = list(listed)  # a new list: the caller's list and messages stay as they were
-        for entry in assembly.withheld:
-            at = positions[entry.index]
-            text = self.marker.format(reason=entry.reason.text, code=entry.reason.value)
+        for index, text in texts.items():
             # A copy keeping tool_call_id, name, artifact: the pair holds, the receipt travels.
-            shown[at] = listed[at].model_copy(update={"content": text})
+            shown[positions[index]] = listed[positions[index]].model_copy(update={"content": text})
         turn = "" if self.retriever is None else (_query(shown) if query is None else query)
-        return AssembledMessages(shown, assembly, tuple(positions)), turn
+        return AssembledMessages(shown, assembly, tuple(positions), left=left), turn
 
     def run(
         self, messages: object, overrides: dict[str, Any], query: object, source: object
