@@ -471,3 +471,82 @@ def test_notebook_html_tables_carry_no_content_markup() -> None:
     """The trace's and the report's HTML never carry recalled text as live markup."""
     result = recall([Candidate(text="<img src=x onerror=alert(1)>")])
     assert "<img" not in result.trace._repr_html_() and "<img" not in result.report._repr_html_()
+
+
+# -- nothing of a withheld item, anywhere -----------------------------------------------------------
+
+WITHHELD_KINDS = ["readable", "unreadable", "team", "malformed"]
+
+
+def item(i: int, kind: str, words: int, member: bool) -> Candidate:
+    """A readable candidate (its text says "public"), or one that must be withheld ("SECRET"):
+    another's scope, a scope with no reader configured, malformed scope metadata."""
+    body = " ".join(f"w{i}x{j}" for j in range(words))
+    if kind == "readable" or (kind == "team" and member):
+        scoped = {"scope_ids": ["team"]} if member else {}
+        return Candidate(text=f"public {i} {body}", score=1.0 / (i + 1), **scoped)
+    text = f"SECRET{i} {body} SECRET"
+    if kind == "unreadable":
+        return Candidate(text=text, scope_ids=["bob"], lane="profile", score=0.99)
+    if kind == "team":  # scoped, and no reader is configured
+        return Candidate(text=text, scope_ids=["team"], lane="working_memory", score=0.98)
+    return Candidate(text=text, scope_error="metadata['scope_ids']=0 is not a list", score=0.97)
+
+
+def every_view(result: RecallResult) -> list[str]:
+    """Everything a caller, a notebook, a log or a pickle can read of a result."""
+    return [
+        result.to_markdown(),
+        json.dumps(result.to_dict()),
+        json.dumps(result.trace.rows()),
+        repr(result),
+        result.report.summary(),
+        result.report._repr_html_(),
+        result.trace._repr_html_(),
+        result._repr_markdown_(),
+        pickle.dumps(result).decode("latin-1"),
+        repr([result.trace[i] for i in range(len(result.trace))]),
+    ]
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(WITHHELD_KINDS), min_size=1, max_size=12),
+    words=st.integers(min_value=1, max_value=60),
+    max_tokens=st.integers(min_value=20, max_value=800),
+    policy=st.sampled_from(["prefix", "skip", "truncate"]),
+    reader=st.sampled_from([None, "team-member"]),
+)
+def test_nothing_of_a_withheld_item_is_anywhere(
+    kinds: list[str], words: int, max_tokens: int, policy: str, reader: str | None
+) -> None:
+    """Any mix of withheld and readable items, any budget and policy: no view of the result holds
+    a character of a withheld text, and its trace row says rank, outcome and reason only."""
+    import logging
+
+    member = Reader(id="me", scopes={"team": Scope(name="team")}) if reader else None
+    candidates = [item(i, k, words, member is not None) for i, k in enumerate(kinds)]
+
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("recallpack")
+    logger.addHandler(handler)
+    old_level = logger.level
+    logger.setLevel(logging.DEBUG)
+    try:
+        result = recall(candidates, max_tokens=max_tokens, policy=policy, reader=member, tokenizer="chars")
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+    views = every_view(result) + [r.getMessage() for r in records]
+    withheld = [e for e in result.trace if e.outcome.value == "withheld"]
+    for entry in withheld:
+        assert (entry.preview, entry.lane, entry.score, entry.cut, entry.kept_spans, entry.tokens) == (
+            "", None, None, None, (), None
+        )
+        assert not [v for v in views if candidates[entry.rank].text[:16] in v]
+    assert not [v for v in views if "SECRET" in v]
+    reached_secrets = [e for e in result.trace if e.reached and "SECRET" in candidates[e.rank].text]
+    assert all(e.outcome.value == "withheld" for e in reached_secrets)
+    assert result.report.items_withheld == len(withheld)

@@ -156,7 +156,8 @@ class Reason(ValueEnum):
 
 
 class TraceEntry(BaseModel):
-    """One input candidate's fate, for developers: never rendered."""
+    """One input candidate's fate, for developers: never rendered. A withheld candidate's entry
+    holds its rank, outcome and reason only: no lane, score, cut or preview."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -172,7 +173,9 @@ class TraceEntry(BaseModel):
     kept_spans: tuple[tuple[int, int], ...] = Field(
         (), description="Character ranges of the original text a cut kept."
     )
-    preview: str = Field("", description="The first characters of the candidate's text.")
+    preview: str = Field(
+        "", description="The first characters of the candidate's text; empty for a withheld one."
+    )
 
 
 class TraceRecord(NamedTuple):

@@ -291,6 +291,9 @@ class Ledger:
     @staticmethod
     def _entry(rank: int, c: Candidate, outcome: Outcome, reason: Reason | None, tokens: int | None,
                cut: CutResult | None) -> TraceRecord:
+        if outcome is Outcome.WITHHELD:
+            # Whoever reads the trace may not read the item: its rank and why, nothing of it.
+            return TraceRecord(rank, outcome, reason, None, None, None, None, (), "")
         if cut is None:
             return TraceRecord(rank, outcome, reason, c.lane, c.score, tokens, None, (),
                                c.text[:_PREVIEW_CHARS])
