@@ -7,6 +7,7 @@ core and of both adapters.
 from __future__ import annotations
 
 import gc
+from typing import Any
 import json
 import pickle
 import re
@@ -550,3 +551,89 @@ def test_nothing_of_a_withheld_item_is_anywhere(
     reached_secrets = [e for e in result.trace if e.reached and "SECRET" in candidates[e.rank].text]
     assert all(e.outcome.value == "withheld" for e in reached_secrets)
     assert result.report.items_withheld == len(withheld)
+
+
+# -- templates that build huge values inside: refused before the value exists ----------------------
+
+RUNAWAY = {
+    "str-times-int": "{{ 'x' * 100000000 }}",
+    "str-times-power": "{{ 'x' * 10 ** 8 }}",
+    "list-times-int": "{{ (['x'] * 100000000)|length }}",
+    "int-times-str": "{{ 100000000 * 'x' }}",
+    "huge-power": "{{ 2 ** 100000000 }}",
+    "huge-power-nested": "{{ 10 ** (10 ** 8) }}",
+    "center-filter": "{{ 'x'|center(100000000) }}",
+    "center-filter-computed": "{{ 'x'|center(10 ** 8) }}",
+    "ljust-method": "{{ 'x'.ljust(10 ** 8) }}",
+    "zfill-method": "{{ '1'.zfill(100000000) }}",
+    "format-width": "{{ '{:>100000000}'.format(1) }}",
+    "format-filter-width": "{{ '%100000000s'|format('x') }}",
+    "percent-width": "{{ '%100000000s' % 'x' }}",
+    "percent-star-width": "{{ '%*s' % (100000000, 'x') }}",
+    "tilde-doubling": "{% set ns = namespace(s='x' * 1000) %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+    "{% endfor %}{{ ns.s|length }}",
+    "plus-doubling": "{% set ns = namespace(s='x' * 1000) %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}"
+    "{% endfor %}{{ ns.s|length }}",
+    "block-set-buffer": "{% set big %}{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}{% endset %}{{ big|length }}",
+    "macro-buffer": "{% macro m() %}{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}{% endmacro %}{{ m()|length }}",
+    "filter-block-buffer": "{% filter upper %}{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}{% endfilter %}",
+    "replace-method": "{{ ('x' * 10000).replace('x', 'y' * 10000) }}",
+    "replace-filter": "{{ ('x' * 10000)|replace('x', 'y' * 10000) }}",
+    "join-method": "{{ ('y' * 10000).join(['a'] * 10000) }}",
+    "join-filter": "{{ (['a'] * 10000)|join('y' * 10000) }}",
+    "join-filter-generator": "{{ range(10000)|map('string')|join('y' * 10000) }}",
+    "expandtabs": "{{ ('\\t' * 10000).expandtabs(10000) }}",
+    "indent-filter": "{{ ('a\\n' * 10000)|indent('x' * 10000) }}",
+    "wordwrap-filter": "{{ ('a ' * 10000)|wordwrap(1, wrapstring='y' * 10000) }}",
+    "lipsum-count": "{{ lipsum(n=100000000) }}",
+}
+
+
+@pytest.mark.parametrize("source", list(RUNAWAY.values()), ids=list(RUNAWAY))
+def test_a_template_building_a_huge_value_stops_before_it_exists(source: str) -> None:
+    """Every way a template grows a value past the bound in one step (or a loop of steps) raises
+    TemplateError before the value is made: the call never holds more than a few megabytes."""
+    candidates = [Candidate(text="hello")]
+    recall(candidates, max_tokens=100)  # the encoding loaded before anything is measured
+    tracemalloc.start()
+    try:
+        with pytest.raises(TemplateError, match="template output passed"):
+            recall(candidates, max_tokens=100, template=source)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20_000_000, peak
+
+
+def test_a_bounded_template_still_renders_what_fits() -> None:
+    """The checks refuse growth past the bound, not ordinary use of the same operations."""
+    source = (
+        "{% set rule = '-' * 20 %}{% for e in evidence %}{{ rule }}\n{{ '{:>4}'.format(loop.index) }} "
+        "{{ e.text|replace('Alice', 'A.')|center(40) }}\n{{ ', '.join(e.scopes) ~ '!' }}{% endfor %}"
+    )
+    block = recall([Candidate(text="Alice works at Initech.")], max_tokens=200, template=source).to_markdown()
+    assert "A. works at Initech." in block and "-" * 20 in block and "   1 " in block
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory", "too-large", "not-utf8"])
+def test_a_template_path_is_a_bounded_regular_file(kind: str, tmp_path: Any) -> None:
+    """template=Path(...) reads a regular UTF-8 file of bounded size; a FIFO (which would block),
+    /dev/zero (which never ends), a directory or a huge file is a TemplateError at once."""
+    import os
+    from pathlib import Path
+
+    from recallpack.packing.render import MAX_TEMPLATE_BYTES
+
+    path = tmp_path / "template.j2"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path = Path("/dev/zero")
+    elif kind == "directory":
+        path = tmp_path
+    elif kind == "too-large":
+        path.write_text("{{ evidence|length }}" + " " * MAX_TEMPLATE_BYTES)
+    else:
+        path.write_bytes(b"\xff\xfe{{ x }}")
+    with pytest.raises(TemplateError, match="template="):
+        Packer(template=path)

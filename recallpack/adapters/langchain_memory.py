@@ -14,7 +14,7 @@ changed, and automatic recall for the new turn gets what the allowance has left.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -149,6 +149,9 @@ def memory_search_tool(
     async def asearch(query: str, config: RunnableConfig) -> tuple[str, Receipt]:
         return finish(await _arecall(retriever, query, kwargs(config)), config)
 
+    # Objects, not the names this module's annotations are: LangChain finds the config parameter
+    # by its type, and a cloudpickled closure has no module globals to look a name up in.
+    search.__annotations__ = asearch.__annotations__ = {"query": str, "config": RunnableConfig}
     return StructuredTool.from_function(
         func=search,
         coroutine=asearch,
@@ -201,9 +204,7 @@ class _Rules:
     retriever: Recaller | None
 
     @classmethod
-    def make(
-        cls, *args: object, per_call: bool = False, overrides: Mapping[str, Any] | None = None
-    ) -> _Rules:
+    def make(cls, *args: object, per_call: bool = False, overrides: dict[str, Any] | None = None) -> _Rules:
         """From (allowance, tool_names, marker, key, context, retriever) as the caller gave them;
         ``overrides``, the recall settings automatic recall will pass, are checked here too."""
         allowance, tool_names, marker, key, context, retriever = args
@@ -233,8 +234,7 @@ class _Rules:
         listed = _as_messages(messages)
         blocks, positions = _evidence_blocks(listed, self.tool_names)
         assembly = assemble(blocks, self.allowance, key=self.key, context=_context_for(self.context, source))
-        # Markers are counted as the retriever counts its blocks (cl100k_base without one).
-        count = get_tokenizer(getattr(self.retriever, "tokenizer", None)).count
+        count = get_tokenizer(getattr(self.retriever, "tokenizer", None)).count  # as blocks are
         texts, left = omission_texts(assembly, self.marker, count)
         shown = list(listed)  # a new list: the caller's list and messages stay as they were
         for index, text in texts.items():

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import jinja2
 from pydantic import (
     BeforeValidator,
     ConfigDict,
@@ -52,7 +51,13 @@ from recallpack.packing.limits import (
     check_max_tokens,
     check_policy,
 )
-from recallpack.packing.render import OUTPUT_CHARS_PER_TOKEN, OUTPUT_SLACK_CHARS, load_template, render
+from recallpack.packing.render import (
+    OUTPUT_CHARS_PER_TOKEN,
+    OUTPUT_SLACK_CHARS,
+    LoadedTemplate,
+    load_template,
+    render,
+)
 from recallpack.packing.result import (
     DEFAULT_RESOURCE_URI_TEMPLATE,
     RESULT_BUILDERS,
@@ -411,7 +416,7 @@ class Resolved:
     private attribute costs about a microsecond, a good part of a small packing's overhead."""
 
     tok: Tokenizer
-    template: jinja2.Template | None
+    template: LoadedTemplate | None
     embed: EmbedFn | None
     walk: WalkSettings
 
@@ -428,7 +433,7 @@ def _measure(packer: Packer, run: Resolved, walk: Walk, max_tokens: int | None) 
 
 
 def _render(
-    template: jinja2.Template | None, evidence: Sequence[Evidence], scopes: Sequence[Scope],
+    template: LoadedTemplate | None, evidence: Sequence[Evidence], scopes: Sequence[Scope],
     max_tokens: int | None,
 ) -> str:
     if template is None:
