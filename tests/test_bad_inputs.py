@@ -286,6 +286,16 @@ def li_scored(score: float) -> li.BudgetedRetriever:
     return li_retriever([NodeWithScore(node=TextNode(text="Paris is in France."), score=score)])
 
 
+# scope_ids=[] has one meaning everywhere: malformed (the core refuses it, the hosts withhold).
+EMPTY_SCOPES = [
+    row(lambda: Candidate(text="a", scope_ids=[]), CandidateError, "scope_ids=[] is empty", "scope-ids-empty-list"),
+    row(lambda: Candidate(text="a", scope_ids=()), CandidateError, "scope_ids=() is empty", "scope-ids-empty-tuple"),
+    row(lambda: recall([{"text": "a", "scope_ids": []}]), CandidateError, "candidates[0]", "recall-dict-scope-ids-empty"),
+    row(lambda: Packer().recall([Candidate(text="b"), {"text": "a", "scope_ids": ()}]), CandidateError,
+        "candidates[1]", "packer-dict-scope-ids-empty"),
+    row(lambda: recall_many([[{"text": "a", "scope_ids": []}]]), CandidateError, "scope_ids", "many-scope-ids-empty"),
+]
+
 # Numbers that are no finite float, wherever a score comes from; the caller's code, raising.
 NUMBERS = [
     row(lambda: Candidate(text="a", score=10**400), CandidateError, "does not fit a float", "score-huge-int"),
@@ -463,10 +473,11 @@ CLI_ROWS = [
     pytest.param(["pack", "{good}", "--max-tokens", "0"], r"max.tokens", id="cli-max-tokens-zero"),
     pytest.param(["pack", "{good}", "--policy", "nope"], r"policy", id="cli-policy-unknown"),
     pytest.param(["pack", "{bad}"], r"line 2|:2:", id="cli-bad-json-line"),
+    pytest.param(["pack", "{empty-scopes}"], r":1: scope_ids: scope_ids=\[\] is empty", id="cli-scope-ids-empty"),
 ]
 
 
-TABLE = [*CORE, *WARM, *STRICT, *NUMBERS, *CHECKED_WHEN_BUILT, *LANGCHAIN, *LLAMAINDEX, *ALLOWANCE_BAD_INPUTS, *MEMORY_BAD_INPUTS]
+TABLE = [*CORE, *WARM, *STRICT, *EMPTY_SCOPES, *NUMBERS, *CHECKED_WHEN_BUILT, *LANGCHAIN, *LLAMAINDEX, *ALLOWANCE_BAD_INPUTS, *MEMORY_BAD_INPUTS]
 
 
 def test_the_table_is_large_and_spans_every_surface() -> None:
@@ -496,7 +507,9 @@ def test_the_command_line_says_one_line_and_exits_2(args: list[str], field: str,
     good.write_text(json.dumps({"text": "Paris is in France."}) + "\n")
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"text": "fine"}) + "\n{not json\n")
-    paths = {"{good}": str(good), "{bad}": str(bad), "{dir}": str(tmp_path)}
+    empty_scopes = tmp_path / "empty-scopes.jsonl"
+    empty_scopes.write_text(json.dumps({"text": "Paris is in France.", "scope_ids": []}) + "\n")
+    paths = {"{good}": str(good), "{bad}": str(bad), "{dir}": str(tmp_path), "{empty-scopes}": str(empty_scopes)}
     code, err = cli([paths.get(a, a) for a in args])
     assert code == 2, err
     assert "Traceback" not in err

@@ -464,7 +464,7 @@ def test_notebook_markdown_escapes_raw_html() -> None:
     result = recall([Candidate(text=hostile)])
     shown = result._repr_markdown_()
     assert "<img" not in shown and "<script" not in shown
-    assert "&lt;img" in shown and "&amp;amp;" in shown
+    assert "&lt;img" in shown and "&amp;amp" in shown
     assert "<img" in result.to_markdown()  # the model's block is unchanged: escaping is display only
 
 
@@ -637,3 +637,87 @@ def test_a_template_path_is_a_bounded_regular_file(kind: str, tmp_path: Any) -> 
         path.write_bytes(b"\xff\xfe{{ x }}")
     with pytest.raises(TemplateError, match="template="):
         Packer(template=path)
+
+
+# -- the notebook view renders content as text ------------------------------------------------------
+
+MARKDOWN_ATTACKS = [
+    "# A heading\n## Evidence\nSetext heading\n===",
+    "- **Source excerpt** a fake bullet with a label\n* another\n+ and another\n1. a numbered one",
+    "![a tracking pixel](https://evil.example/p.png) and [a link](https://evil.example)",
+    "<https://evil.example/auto> https://evil.example/bare www.evil.example mail@evil.example",
+    "> a quote\n```\na fence\n```\n    an indented block\n---\n***",
+    "| a | table |\n|---|---|\n| x | y |",
+    "*emphasis* __strong__ ~~struck~~ `code` $x^2$ \\*escaped\\* &amp; &lt;tag&gt; <b>html</b>",
+    "[ref]: https://evil.example\n[ref] [x][ref] footnote[^1]\n[^1]: note",
+]
+
+
+def rendered(markdown: str) -> str:
+    """The notebook view as a CommonMark renderer (with tables and strikethrough) shows it."""
+    markdown_it = pytest.importorskip("markdown_it")
+    return str(markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(markdown))
+
+
+def structure_of(html: str) -> list[str]:
+    """The elements a rendered block holds, in order (the text between them left out)."""
+    return re.findall(r"<(h\d|li|ul|ol|img|a|em|strong|blockquote|pre|code|hr|table|del|html|div|b)\b", html)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(MARKDOWN_ATTACKS) | st.text(alphabet="#-*+>|!`[]()<>_~=$:/.@&;1 \n\tx", max_size=40),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_the_notebook_view_renders_content_as_text(texts: list[str]) -> None:
+    """Whatever the documents hold, the notebook view renders the block's own structure only:
+    no heading, bullet, image, link, emphasis, quote, code or table comes from a document, and
+    every character of the content is shown."""
+    reader = Reader(id="me", scopes={"org": Scope(name="team", description="[x](https://evil.example) *notes*")})
+    candidates = [Candidate(text=t + f" #{i}", scope_ids=["org"]) for i, t in enumerate(texts)]
+    result = recall(candidates, reader=reader, max_tokens=4000)
+    plain = [Candidate(text=f"plain text {i}", scope_ids=["org"]) for i in range(len(result.evidence))]
+    expected = recall(plain, reader=reader, max_tokens=4000)
+    assert len(expected.evidence) == len(result.evidence)
+    html = rendered(result._repr_markdown_())
+    assert structure_of(html) == structure_of(rendered(expected._repr_markdown_()))
+    shown = unescape_html(re.sub(r"<[^>]+>", "", html))
+    for evidence in result.evidence:
+        for line in evidence.text.splitlines():
+            assert " ".join(line.split()) in " ".join(shown.split())
+
+
+def unescape_html(text: str) -> str:
+    import html
+
+    return html.unescape(text).replace("\xa0", " ")
+
+
+def test_an_empty_scope_list_means_malformed_everywhere() -> None:
+    """scope_ids=[]: the core refuses it, both hosts withhold it for any reader; an unscoped
+    candidate is one without scope_ids, and its dump builds it again."""
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from langchain_core.documents import Document
+    from langchain_core.runnables import RunnableLambda
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from recallpack.adapters.langchain import BudgetedRetriever
+    from recallpack.adapters.llamaindex import BudgetPostprocessor
+
+    for empty in ([], ()):
+        with pytest.raises(CandidateError, match="is empty; leave scope_ids out"):
+            Candidate(text=SECRET, scope_ids=empty)
+    docs = [Document(page_content=SECRET, metadata={"scope_ids": []}), Document(page_content="public")]
+    nodes = [NodeWithScore(node=TextNode(text=SECRET, metadata={"scope_ids": []}), score=1.0)]
+    for reader in (None, Reader(id="me"), Reader.everyone()):
+        result = BudgetedRetriever(retriever=RunnableLambda(lambda q: docs), reader=reader).recall("q")
+        assert texts(result) == ["public"] and result.report.reasons == {"malformed_scope": 1}
+        kept, packed = BudgetPostprocessor(reader=reader).pack_nodes(nodes)
+        assert kept == [] and packed.report.reasons == {"malformed_scope": 1}
+    unscoped = Candidate(text="public", lane="facts")
+    assert Candidate(**unscoped.model_dump()) == unscoped
+    assert Candidate.model_validate_json(unscoped.model_dump_json()) == unscoped

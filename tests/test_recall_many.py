@@ -40,7 +40,7 @@ def lists(n: int, size: int = 30) -> list[list[Candidate]]:
     """``n`` candidate lists of real paragraphs, each in another order, some of them scoped."""
     return [
         [
-            Candidate(text=TEXTS[(i * 7 + j * 13) % len(TEXTS)], scope_ids=("org",) if j % 9 == 4 else ())
+            Candidate(text=TEXTS[(i * 7 + j * 13) % len(TEXTS)], **({"scope_ids": ("org",)} if j % 9 == 4 else {}))
             for j in range(size)
         ]
         for i in range(n)

@@ -39,7 +39,7 @@ def lists(n: int, size: int = 40) -> list[list[Candidate]]:
     out = []
     for i in range(n):
         picked = [TEXTS[(i * 7 + j * 13) % len(TEXTS)] for j in range(size)]
-        out.append([Candidate(text=t, scope_ids=("org",) if j % 9 == 4 else ()) for j, t in enumerate(picked)])
+        out.append([Candidate(text=t, **({"scope_ids": ("org",)} if j % 9 == 4 else {})) for j, t in enumerate(picked)])
     return out
 
 

@@ -149,8 +149,7 @@ def memory_search_tool(
     async def asearch(query: str, config: RunnableConfig) -> tuple[str, Receipt]:
         return finish(await _arecall(retriever, query, kwargs(config)), config)
 
-    # Objects, not the names this module's annotations are: LangChain finds the config parameter
-    # by its type, and a cloudpickled closure has no module globals to look a name up in.
+    # Types, not names: LangChain finds config by its type, and a cloudpickled closure has no globals.
     search.__annotations__ = asearch.__annotations__ = {"query": str, "config": RunnableConfig}
     return StructuredTool.from_function(
         func=search,
@@ -183,13 +182,14 @@ class AssembledMessages:
         return self.assembly.remaining if self.left is None else self.left
 
     def _placed(self) -> AssembledMessages:
-        # The automatic block joins a leading system message (a copy), or a new one at the
-        # front: a system message anywhere else is rejected by several chat APIs.
-        text, shown = self.automatic.to_markdown() if self.automatic else "", self.messages
+        # The automatic block joins a leading system message, or a new first one (APIs refuse others).
+        shown, at = self.messages, self.positions
+        text = self.automatic.to_markdown() if self.automatic else ""
         if text:
             lead = shown[0] if shown and isinstance(shown[0], SystemMessage) else None
             shown = [_system_with(lead, text), *shown[1 if lead else 0 :]]
-        return dataclasses.replace(self, messages=shown)
+            at = at if lead else tuple(p + 1 for p in at)  # a new first message: the blocks move down
+        return dataclasses.replace(self, messages=shown, positions=at)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,15 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
-from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+)
 
 from recallpack.packing.errors import CandidateError, LaneError, RecallpackError
 from recallpack.packing.limits import CheckedModel
@@ -177,6 +185,13 @@ class Candidate(CheckedModel):
             raise ValueError(
                 f"scope_ids must be a list of scope id strings, got {type(value).__name__}"
             )
+        if not value:
+            # One meaning everywhere: scope metadata that is present but empty is malformed (the
+            # adapters withhold such an item). Unscoped is leaving scope_ids out.
+            raise ValueError(
+                f"scope_ids={value!r} is empty; leave scope_ids out for an unscoped item, or give "
+                "the scope ids it belongs to (an empty list is never read as 'everyone')"
+            )
         for scope_id in value:
             if not isinstance(scope_id, str) or not scope_id.strip():
                 raise ValueError(
@@ -191,6 +206,15 @@ class Candidate(CheckedModel):
     @property
     def provenance(self) -> Provenance:
         return self.lane.provenance
+
+    @model_serializer(mode="wrap")
+    def _without_empty_scopes(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # An unscoped candidate dumps without scope_ids, so its dump builds it again (an empty
+        # scope_ids given is refused).
+        dumped = handler(self)
+        if isinstance(dumped, dict) and not dumped.get("scope_ids"):
+            dumped.pop("scope_ids", None)
+        return dumped
 
 
 def finite_score(value: object, field: str = "score") -> float | None:

@@ -35,6 +35,7 @@ __all__ = [
     "code_span",
     "header_text",
     "item_text",
+    "inert_markdown",
     "EVIDENCE_LINE",
 ]
 
@@ -370,6 +371,26 @@ def render(
     finally:
         _BOUND.reset(token)
     return "".join(parts)
+
+
+_MARKDOWN_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
+_LEADING_SPACE = re.compile(rf"(?:^|(?<=[{''.join(sorted(_LINE_BREAKS))}]))[ \t]+")
+
+
+def _inert_char(match: re.Match[str]) -> str:
+    char = match.group()
+    return "&amp;" if char == "&" else "&lt;" if char == "<" else "\\" + char
+
+
+def inert_markdown(text: str) -> str:
+    """``text`` as Markdown that renders as exactly that text: every ASCII punctuation mark is
+    escaped (a backslash, or an entity for ``&`` and ``<``), so no line of it can become a
+    heading, a list item, a quote, a code fence, emphasis, a link, an image, an autolink or
+    raw HTML. For displays that render Markdown (a notebook); the model's block is not this."""
+    escaped = _MARKDOWN_PUNCTUATION.sub(_inert_char, text)
+    # Leading spaces as entities: inside its bullet, a line indented four more would be a code
+    # block, where the escapes above would show.
+    return _LEADING_SPACE.sub(lambda m: "&nbsp;" * len(m.group()), escaped)
 
 
 # The default template's output, piece by piece: ``header_text(...) + "\n".join(items)``. The

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, f
 from recallpack.packing.candidate import Candidate, Provenance, ValueEnum, clean_text
 from recallpack.packing.errors import ConfigError, RecallpackError, TemplateError
 from recallpack.packing.limits import CheckedModel
+from recallpack.packing.render import header_text, inert_markdown, item_text
 from recallpack.packing.report_html import report_html, trace_html
 
 __all__ = [
@@ -399,9 +400,14 @@ class RecallResult:
         return state
 
     def _repr_markdown_(self) -> str:
-        # A notebook renders Markdown with its raw HTML live; evidence is never markup.
-        block = self.to_markdown().replace("&", "&amp;").replace("<", "&lt;")
-        return block or "*(no evidence)*"
+        """The evidence as a notebook shows it: the default block's shape, with every text that
+        came from a document or a setting escaped, so it renders as text (no heading, bullet,
+        image, link or HTML of its own). ``to_markdown()`` is what the model reads."""
+        if not self.evidence:
+            return "*(no evidence)*"
+        scopes = [(s.name, inert_markdown(s.description)) for s in self.shared_scopes]
+        items = [item_text(e.label, e.scopes, inert_markdown(e.text), e.resource_uri) for e in self.evidence]
+        return header_text(scopes) + "\n".join(items)
 
     def __len__(self) -> int:
         return len(self.evidence)

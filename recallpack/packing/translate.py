@@ -140,11 +140,12 @@ def candidate_from(
     citation is read from the metadata by the packer (its ``citation_keys``).
     """
     scope_ids, scope_error = scope_ids_from(metadata)
+    scoped = {"scope_ids": scope_ids} if scope_ids else {}  # absent is unscoped; empty is refused
     try:
         return Candidate(
             text=text,
             lane=_lane(metadata, lane, lane_key, on_unknown_lane, position),
-            scope_ids=scope_ids,
+            **scoped,
             scope_error=scope_error,
             artifact_id=_optional_str(metadata.get(ARTIFACT_KEY)),
             artifact_content_id=_optional_str(metadata.get(ARTIFACT_CONTENT_KEY)),
