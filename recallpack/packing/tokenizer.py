@@ -355,14 +355,18 @@ class TiktokenTokenizer(Tokenizer):
     exact = True
     runs_caller_code = False  # tiktoken's own encoder, whoever built the Encoding
 
-    def __init__(self, encoding: tiktoken.Encoding, source: str = "") -> None:
+    def __init__(self, encoding: tiktoken.Encoding, source: str = "", *, known: bool = False) -> None:
         super().__init__()
         self.encoding = encoding
         self.name = encoding.name
         self.source = source
+        #: The encoding is one whose split pattern recallpack knows: it resolved the encoding
+        #: itself, or tiktoken's registry built this very object. A name promises nothing: an
+        #: Encoding a caller built can be called cl100k_base and split as it likes.
+        self.known = known
         # Their split patterns end every piece at a newline and start none before a line's
         # first non-space character (tests/test_tokenizer.py checks it on random text).
-        self.splits_at_line_starts = encoding.name in _LINE_START_SPLITTING
+        self.splits_at_line_starts = known and encoding.name in _LINE_START_SPLITTING
         self._max_token_bytes: int | None = None
 
     @property
@@ -426,7 +430,7 @@ class TiktokenTokenizer(Tokenizer):
         # travels whole: its name may promise nothing.
         if _is_resolved_encoding(self.encoding) or _is_tiktoken_registered(self.encoding):
             return (_shared_tiktoken, (self.encoding.name,))
-        return (TiktokenTokenizer, (self.encoding, self.source))
+        return (TiktokenTokenizer, (self.encoding, self.source))  # not known, there either
 
 
 def _is_resolved_encoding(encoding: tiktoken.Encoding) -> bool:
@@ -522,7 +526,9 @@ def _from_object(spec: object) -> Tokenizer | None:
     if encoding_type is not None and isinstance(spec, encoding_type):
         if _is_resolved_encoding(spec):  # one of ours, handed back: share its tokenizer and cache
             return _resolved(spec.name)[0]
-        return TiktokenTokenizer(spec, source="a tiktoken Encoding given by the caller")
+        # Trusted by identity, never by name: tiktoken's own object for the name, or no shortcut.
+        known = _is_tiktoken_registered(spec)
+        return TiktokenTokenizer(spec, source="a tiktoken Encoding given by the caller", known=known)
     # Before the generic callable: a transformers tokenizer is callable too, and returns a dict.
     get_num_tokens = getattr(spec, "get_num_tokens", None)
     if callable(get_num_tokens):  # a LangChain language model
@@ -694,7 +700,7 @@ class _Registry:
 def _build(encoding: str) -> tuple[Tokenizer, Resolution]:
     loaded, resolution = _load(encoding)
     if loaded is not None:
-        return TiktokenTokenizer(loaded, resolution.source), resolution
+        return TiktokenTokenizer(loaded, resolution.source, known=True), resolution
     _warn_fallback(resolution)
     return ByteTokenizer(encoding), resolution
 

@@ -259,7 +259,7 @@ class _Splitter:
 
     @staticmethod
     def for_text(text: str, max_tokens: int, tok: Tokenizer) -> _Splitter:
-        if isinstance(tok, TiktokenTokenizer) and tok.name in _BREAKING_ENCODINGS:
+        if isinstance(tok, TiktokenTokenizer) and tok.known and tok.name in _BREAKING_ENCODINGS:
             return _TiktokenSplitter(text, max_tokens, tok)
         return _Splitter(text, max_tokens, tok)
 
