@@ -590,3 +590,24 @@ def test_docstring_examples_run() -> None:
 
     outcome = doctest.testmod(cuts)
     assert outcome.failed == 0 and outcome.attempted > 0
+
+
+query_words = st.sampled_from(["port", "PORT", "İstanbul", "istanbul", "the", "server", "x", "ß", "ǅ", "8080"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    words=st.lists(query_words | st.text(alphabet="abİıIi", min_size=1, max_size=6), min_size=1, max_size=300),
+    repeat=st.integers(min_value=1, max_value=20),
+)
+def test_a_long_or_repetitive_query_cuts_as_its_first_distinct_words(words: list[str], repeat: int) -> None:
+    """The query is end-user input: however long or repetitive, a focus cut is a valid cut, and
+    the same as the cut for the query's first MAX_QUERY_TERMS distinct words."""
+    tokenizer = get_tokenizer("cl100k_base")
+    text = "İ " + MANUAL.replace("port 8080", "İstanbul port 8080")
+    query = " ".join(words * repeat)
+    cut = cut_focus(text, query, 50, tokenizer)
+    assert cut is not None
+    check_cut(text, cut, 50, tokenizer)
+    assert len(_query_terms(query)) <= MAX_QUERY_TERMS
+    assert cut == cut_focus(text, " ".join(_query_terms(query)), 50, tokenizer)
