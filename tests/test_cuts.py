@@ -519,6 +519,35 @@ def test_semantic_focus_keeps_the_sentence_the_embedding_ranks_best(make: Callab
     check_cut(SYNONYM_DOC, semantic, 30, tokenizer)
 
 
+class NumpyConcepts:
+    """An embedding that returns NumPy arrays, as sentence-transformers' encode does."""
+
+    def __call__(self, texts: list[str]) -> object:
+        import numpy as np
+
+        return np.array([concept_vector(t) for t in texts], dtype=np.float32)
+
+    def embed_query(self, text: str) -> object:
+        import numpy as np
+
+        return np.array(concept_vector(text), dtype=np.float32)
+
+    def embed_documents(self, texts: list[str]) -> object:
+        return self(texts)
+
+
+@pytest.mark.parametrize("kind", ["callable returning an array", "LangChain-style returning arrays"])
+def test_an_embedding_returning_numpy_arrays_works(kind: str) -> None:
+    """embed= may return a 2-D NumPy array (or 1-D arrays): it ranks as the lists would."""
+    tokenizer = get_tokenizer("cl100k_base")
+    source = NumpyConcepts()
+    embed = embed_function(source.__call__ if kind.startswith("callable") else source)
+    semantic = cut_focus(SYNONYM_DOC, "automobile", 30, tokenizer, embed=embed)
+    assert semantic is not None and "She drove the car to the coast." in semantic.text
+    as_lists = cut_focus(SYNONYM_DOC, "automobile", 30, tokenizer, embed=embed_function(lambda texts: [concept_vector(t) for t in texts]))
+    assert semantic == as_lists
+
+
 def test_langchain_deterministic_fake_embedding_picks_its_own_best() -> None:
     """LangChain's DeterministicFakeEmbedding is accepted; its best-ranked sentence is kept."""
     embeddings = pytest.importorskip("langchain_core.embeddings")

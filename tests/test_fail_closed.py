@@ -7,12 +7,12 @@ core and of both adapters.
 from __future__ import annotations
 
 import gc
-from typing import Any
 import json
 import pickle
 import re
 import tracemalloc
 import weakref
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
