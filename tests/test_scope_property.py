@@ -27,6 +27,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from recallpack import Reader, Scope
 from recallpack.adapters import langchain as lc
 from recallpack.adapters import llamaindex as li
+from tests.test_fail_closed import every_view
 
 SURROGATE = json.loads('"\\ud800"')
 IDS = ["me", "org-1", "bob", "team", "", "  ", SURROGATE, "\ufffd"]
@@ -127,22 +128,6 @@ def test_no_host_returns_an_item_its_reader_cannot_read(
         if reader is None:
             assert all(values[i] is ABSENT for i in kept), host
         assert sorted(kept) == readable, f"{host} withheld readable items: {readable} vs {kept}"
-
-
-def every_view(result: Any) -> list[str]:
-    """What a caller, a notebook or a pickle can read of a RecallResult."""
-    import pickle
-
-    return [
-        result.to_markdown(),
-        json.dumps(result.to_dict()),
-        json.dumps(result.trace.rows()),
-        repr(result),
-        result.report._repr_html_(),
-        result.trace._repr_html_(),
-        result._repr_markdown_(),
-        pickle.dumps(result).decode("latin-1"),
-    ]
 
 
 def seen_by_every_host(values: list[object], reader: Reader | None) -> list[str]:
