@@ -338,6 +338,8 @@ FILLERS = [f"unrelated{i}" for i in range(MAX_QUERY_TERMS)]
         pytest.param(" ".join([*FILLERS, "port"]), False, id="answer-past-the-cap"),
         pytest.param(" ".join([*FILLERS[:10]] * 500 + ["port"]), True, id="repeats-count-once"),
         pytest.param(" ".join(["PORT", "Port", "port"] * 1000 + FILLERS), True, id="case-repeats-count-once"),
+        pytest.param("w" * 1_000_000 + " port " + "v" * 129, True, id="huge-words-are-no-terms"),
+        pytest.param("port" * 33, False, id="a-word-past-the-term-length"),
     ],
 )
 def test_focus_scores_the_first_distinct_words_of_a_query(query: str, finds: bool) -> None:

@@ -10,8 +10,8 @@ The baseline is what any token-aware step pays at least once: tiktoken encoding 
 - ``cut_focus`` of adversarial texts and queries (the query is end-user input), each against one
   ``encode_ordinary`` of the same text: a dotted capital I (whose lower case is longer) in 1 MB
   with a 1,000-word query, every word a match, words sharing every query term as a suffix, a
-  10,000-word query, a line per word, a sentence per letter, a text without a space. Target:
-  the worst below 3x.
+  10,000-word query, a 1 MB query word, a line per word, a sentence per letter, a text without a
+  space. Target: the worst below 3x.
 
 Every run gets a fresh tokenizer (an empty count cache), so no count carries over between runs.
 """
@@ -89,6 +89,7 @@ def _adversarial() -> list[tuple[str, str, str]]:
         ("64 terms, every word a match", _repeated(" ".join(words) + ". "), " ".join(words)),
         ("10,000-word query", _repeated("the value of the name. "),
          "value " + " ".join(f"q{i}" for i in range(10_000))),
+        ("a 1 MB query word", _repeated("the value of the name. "), "value " + "v" * 1_000_000),
         ("a line per word", _repeated("value\n"), "value"),
         ("a sentence per letter", _repeated("a. b. "), "a b"),
         ("no space, no break", _repeated("value"), "value"),

@@ -39,7 +39,18 @@ from recallpack.packing.errors import BudgetError, ConfigError, RecallpackError
 from recallpack.packing.limits import ELLIPSIS
 from recallpack.packing.tokenizer import Tokenizer
 
-__all__ = ["MARK", "Cut", "CutKind", "EmbedFn", "Measure", "cut_head", "cut_focus", "embed_function"]
+__all__ = [
+    "MARK",
+    "MAX_QUERY_TERMS",
+    "MAX_TERM_CHARS",
+    "Cut",
+    "CutKind",
+    "EmbedFn",
+    "Measure",
+    "cut_head",
+    "cut_focus",
+    "embed_function",
+]
 
 MARK = ELLIPSIS  # the walk's mark for text cut out of an item, one definition
 CutKind = Literal["head", "focus"]
@@ -430,6 +441,9 @@ _TERM_SEARCHES = 16  # query words searched for one by one; a longer query reads
 #: The distinct words of a query that are scored, in the order the query gives them. The query
 #: is end-user input: past this many, more words would cost a pass each and add no passage.
 MAX_QUERY_TERMS = 64
+#: A query word longer than this is no term (no word of a passage is a megabyte long): searching
+#: for it would cost in proportion to its length, and the query is end-user input.
+MAX_TERM_CHARS = 128
 #: The one character whose lower case is longer than itself ("İ" becomes "i" and a combining
 #: dot): folded to "i" first, so the folded text keeps every position of the original.
 _DOTTED_CAPITAL_I = "\u0130"
@@ -446,12 +460,14 @@ def _fold(text: str) -> str:
 
 
 def _query_terms(query: str) -> list[str]:
-    """The query's distinct words, case folded: the first :data:`MAX_QUERY_TERMS` of them, sorted."""
+    """The query's distinct words, case folded: the first :data:`MAX_QUERY_TERMS` of them of at
+    most :data:`MAX_TERM_CHARS` characters, sorted."""
     terms: dict[str, None] = {}
     for match in _WORD.finditer(query):
-        terms.setdefault(_fold(match.group()), None)
-        if len(terms) >= MAX_QUERY_TERMS:
-            break
+        if match.end() - match.start() <= MAX_TERM_CHARS:
+            terms.setdefault(_fold(match.group()), None)
+            if len(terms) >= MAX_QUERY_TERMS:
+                break
     return sorted(terms)
 
 
@@ -769,8 +785,10 @@ def cut_focus(
     """The passages of ``text`` that best match ``query``, in their order, within ``max_tokens``.
 
     The text is split into sentences and lines (an indented or ``>>>`` line is one unit, so code
-    stays line by line). Each is scored against the query: BM25 over the text's units by default,
-    or ``embed(query, units)`` when given (see :func:`embed_function`; it is called once, with
+    stays line by line). Each is scored against the query: BM25 over the text's units by default
+    (the query's first :data:`MAX_QUERY_TERMS` distinct words, case folded: the query is often
+    end-user input, and the work stays linear in the text whatever it holds), or
+    ``embed(query, units)`` when given (see :func:`embed_function`; it is called once, with
     every sentence of this one text). The best unit is kept with its neighbours (the
     better-matching side first) up to a third of the room, then the next best that scores at
     least 30% of the best, and the room left widens them. Every elision is marked "…"; a passage
