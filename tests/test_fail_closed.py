@@ -586,6 +586,14 @@ RUNAWAY = {
     "indent-filter": "{{ ('a\\n' * 10000)|indent('x' * 10000) }}",
     "wordwrap-filter": "{{ ('a ' * 10000)|wordwrap(1, wrapstring='y' * 10000) }}",
     "lipsum-count": "{{ lipsum(n=100000000) }}",
+    "lipsum-long-paragraphs": "{{ lipsum(n=150000, min=1000, max=1000) }}",
+    "list-of-references": "{{ ['x' * 50000] * 1000 }}",
+    "list-of-references-stringified": "{{ (['x' * 50000] * 1000)|string|length }}",
+    "batch-fill-references": "{{ [1]|batch(50000, 'x' * 50000)|list }}",
+    "format-of-references": "{{ '{}'.format(['x' * 50000] * 1000) }}",
+    "percent-of-references": "{{ '%s' % ((['x' * 50000] * 1000),) }}",
+    "tilde-of-references": "{{ 'a' ~ (['x' * 50000] * 1000) }}",
+    "dict-of-references": "{{ dict(a=['x' * 50000] * 1000) }}",
 }
 
 

@@ -105,14 +105,39 @@ def _too_big(what: str) -> TemplateError:
     )
 
 
-def _size(value: object) -> int:
-    return len(value) if isinstance(value, (str, bytes, list, tuple)) else 0
+def _size(value: object, limit: int | None = None) -> int:
+    """At least how many characters ``str(value)`` has: a string's length; for a container, its
+    items' (nested ones quoted) and separators, counted until the sum passes ``limit``. A list
+    of a thousand references to one long string is a thousand times that string to print."""
+    limit = _bound() if limit is None else limit
+    total = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    seen: set[int] = set()
+    while stack and total <= limit:
+        item, quotes = stack.pop()
+        if isinstance(item, (str, bytes)):
+            total += len(item) + quotes
+        elif isinstance(item, (list, tuple, set, frozenset, dict)):
+            if id(item) not in seen:  # a container printed twice is counted once: a lower bound
+                seen.add(id(item))
+                total += 2 + 2 * len(item)
+                stack.extend((child, 2) for child in (item.items() if isinstance(item, dict) else item))
+        else:
+            total += 1
+    return total
 
 
 def _checked(value: Any, what: str) -> Any:
     if _size(value) > _bound():
         raise _too_big(what)
     return value
+
+
+def _check_inputs(values: Iterable[Any], what: str) -> None:
+    """What a call, a filter or a join is about to turn into text is not past the bound already."""
+    limit = _bound()
+    if sum(_size(v, limit) for v in values) > limit:
+        raise _too_big(f"{what} on values that long")
 
 
 def _check_args(args: Sequence[Any], kwargs: Mapping[str, Any], what: str) -> None:
@@ -166,19 +191,21 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
         limit = _bound()
         if operator == "*":
             for sequence, times in ((left, right), (right, left)):
-                if _size(sequence) and isinstance(times, int) and _size(sequence) * times > limit:
-                    raise _too_big(f"a value {_size(sequence):,} long times {times:,}")
+                repeated = isinstance(sequence, (str, bytes, list, tuple)) and _ints(times)
+                if repeated and _size(sequence, limit) * times > limit:
+                    raise _too_big(f"a value {_size(sequence, limit):,} long times {times:,}")
             bits = left.bit_length() + right.bit_length() if _ints(left, right) else 0
             if bits > limit:
                 raise _too_big("a product of huge numbers")
         elif operator == "**" and _ints(left, right) and abs(left) > 1:
             if right * left.bit_length() > limit:
                 raise _too_big(f"{left} ** {right}")
-        elif operator == "+" and _size(left) + _size(right) > limit:
+        elif operator == "+" and not _ints(left, right) and _size(left, limit) + _size(right, limit) > limit:
             raise _too_big("a sum of long values")
         elif operator == "%" and isinstance(left, str):
             _check_format(left, "a % format")
             _check_args(right if isinstance(right, tuple) else (right,), {}, "a % format")
+            _check_inputs([left, right], "a % format")
         return _checked(super().call_binop(context, operator, left, right), f"the result of {operator}")
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
@@ -186,8 +213,14 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
         # The sandbox wraps str.format in a function of its own; the string is what it wraps.
         subject = getattr(getattr(__obj, "__wrapped__", __obj), "__self__", None)
         _check_args(args, kwargs, f"{name}()")
+        _check_inputs([*args, *kwargs.values()], f"{name}()")
         if name in ("format", "format_map"):
             _check_format(subject, f"{name}()")
+        if name == "generate_lorem_ipsum":  # lipsum(n, html, min, max): n paragraphs of max words
+            words = kwargs.get("max", args[3] if len(args) > 3 else 100)
+            paragraphs = kwargs.get("n", args[0] if args else 5)
+            if _ints(words, paragraphs) and words * paragraphs * 12 > _bound():
+                raise _too_big(f"lipsum() of {paragraphs:,} paragraphs")
         if _grows(name, subject, args, kwargs) > _bound():
             raise _too_big(f"{name}() of that value")
         return _checked(super().call(__context, __obj, *args, **kwargs), f"the result of {name}()")
@@ -195,10 +228,9 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
 
 def _bounded_concat(parts: Iterable[str]) -> str:
     """What a block, a macro or a ``~`` joins: refused before it is joined when too long."""
-    listed = [str(part) for part in parts]
-    if sum(map(len, listed)) > _bound():
-        raise _too_big("a block, macro or ~ joined past it")
-    return "".join(listed)
+    parts = list(parts)
+    _check_inputs(parts, "a block, macro or ~ joined")
+    return "".join([str(part) for part in parts])
 
 
 class _BoundedCodeGenerator(CodeGenerator):
@@ -212,6 +244,10 @@ class _BoundedCodeGenerator(CodeGenerator):
         self.write("))")
 
 
+def _printable(value: Any) -> Any:
+    return _checked(value, "a value to print")
+
+
 def _bounded_filter(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     passes = getattr(fn, "jinja_pass_arg", None)
 
@@ -222,6 +258,7 @@ def _bounded_filter(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
             value = list(value)  # a generator's items, counted before they are joined
             args = (*args[:offset], value, *rest)
         _check_args(rest, kwargs, f"the {name} filter")
+        _check_inputs([value, *rest, *kwargs.values()], f"the {name} filter")
         if name == "format":
             _check_format(value, "the format filter")
         if _grows(name, value, rest, kwargs) > _bound():
@@ -243,6 +280,7 @@ def _environment() -> ImmutableSandboxedEnvironment:
     )
     env.code_generator_class = _BoundedCodeGenerator
     env.concat = _bounded_concat  # type: ignore[method-assign]
+    env.finalize = _printable  # every {{ value }}, before it is made text
     env.filters["evidence_lines"] = evidence_lines
     env.filters["code"] = code_span
     env.filters["oneline"] = oneline
