@@ -225,7 +225,8 @@ STRICT = [
     row(lambda: Remaining(items=1, tokens=5, blocks=np.int64(1)), BudgetError, "blocks", "remaining-blocks-numpy"),
     row(lambda: Candidate(text="a", score="0.5"), CandidateError, "score", "candidate-score-str"),
     row(lambda: Candidate(text="a", score=b"0.5"), CandidateError, "score", "candidate-score-bytes"),
-    row(lambda: Candidate(text="a", score=Decimal("0.5")), CandidateError, "score", "candidate-score-decimal"),
+    row(lambda: Candidate(text="a", score=Decimal("NaN")), CandidateError, "score", "candidate-score-decimal-nan"),
+    row(lambda: Candidate(text="a", score=1 + 2j), CandidateError, "score", "candidate-score-complex"),
     row(lambda: Candidate(text="a", score=[0.5]), CandidateError, "score", "candidate-score-list"),
     row(lambda: Candidate(text="a", artifact_id=b"doc"), CandidateError, "artifact_id", "candidate-artifact-bytes"),
     row(lambda: Candidate(text="a", citation=b"a.md"), CandidateError, "citation", "candidate-citation-bytes"),
@@ -311,6 +312,16 @@ NUMBERS = [
         "item 0 (file_path='/d/a.pdf')", "lc-metadata-score-huge"),
     row(lambda: lc_docs({"score": np.float64("nan")}).invoke("q"), CandidateError, "metadata['score']",
         "lc-metadata-score-numpy-nan"),
+    row(lambda: lc_docs({"score": Decimal("NaN")}).invoke("q"), CandidateError, "metadata['score']",
+        "lc-metadata-score-decimal-nan"),
+    row(lambda: lc_docs({"score": Decimal("1e400")}).invoke("q"), CandidateError, "metadata['score']",
+        "lc-metadata-score-decimal-huge"),
+    row(lambda: lc_docs({"score": 1j}).invoke("q"), CandidateError, "metadata['score']", "lc-metadata-score-complex"),
+    row(lambda: recall(ONE, tokenizer=lambda text: -1), TokenizerError, "non-negative", "tokenizer-negative-count"),
+    row(lambda: recall(ONE, tokenizer=lambda text: np.int64(-3)), TokenizerError, "non-negative",
+        "tokenizer-negative-numpy-count"),
+    row(lambda: recall(ONE, tokenizer=lambda text: {"input_ids": [1]}), TokenizerError, "tokenizer",
+        "tokenizer-returns-a-dict"),
     row(lambda: lc.BudgetCompressor().compress_documents([Document(page_content="a", metadata={"score": -math.inf})],
                                                         "q"), CandidateError, "item 0", "lc-compressor-score-inf"),
     row(lambda: li_scored(math.nan).retrieve("q"), CandidateError, "item 0", "li-node-score-nan"),
@@ -402,6 +413,17 @@ class ReturnsText(LlamaRetriever):
         return "Paris is in France."
 
 
+class Returns(LlamaRetriever):
+    """A LlamaIndex retriever whose _retrieve returns whatever it was given."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        super().__init__()
+
+    def _retrieve(self, query_bundle: QueryBundle) -> Any:
+        return self.value
+
+
 def deep(levels: int) -> dict[str, Any]:
     """Metadata nested past Python's recursion limit (as a careless loader can write it)."""
     top: dict[str, Any] = {}
@@ -441,6 +463,13 @@ CHECKED_WHEN_BUILT = [
         "li-upstream-returns-str-recall"),
     row(lambda: li.BudgetedRetriever.from_lanes({"facts": ReturnsText()}).retrieve("q"), UpstreamError,
         "ReturnsText", "li-lane-returns-str"),
+    row(lambda: li.BudgetedRetriever(Returns(None)).retrieve("q"), UpstreamError, "Returns", "li-upstream-returns-none"),
+    row(lambda: li.BudgetedRetriever(Returns(["a", "b"])).recall("q"), UpstreamError, "Returns",
+        "li-upstream-returns-strs"),
+    row(lambda: li.BudgetedRetriever(Returns([{"text": "a"}])).recall("q"), UpstreamError, "Returns",
+        "li-upstream-returns-dicts"),
+    row(lambda: li.BudgetedRetriever(Returns([TextNode(text="a")])).recall("q"), UpstreamError, "Returns",
+        "li-upstream-returns-bare-nodes"),
     row(lambda: li.BudgetPostprocessor().postprocess_nodes(DEEP_NODES), UpstreamError, "upstream item 0",
         "li-pp-deep-metadata"),
     row(lambda: li_retriever(DEEP_NODES, metadata_mode="llm").recall("q"), UpstreamError, "metadata_mode='llm'",

@@ -323,3 +323,14 @@ def test_the_module_level_settings_cache_holds_under_threads() -> None:
     finally:
         sys.setswitchinterval(interval)
     assert errors == []
+
+
+def test_scores_are_numbers_of_any_numeric_kind() -> None:
+    """An int, a NumPy float or a Decimal (what a database driver returns) is a score, as a float."""
+    from decimal import Decimal
+
+    import numpy as np
+
+    for value in (3, np.float32(0.5), np.int64(2), Decimal("0.25")):
+        result = recall([Candidate(text="Alice works at Initech.", score=value)])
+        assert result.trace[0].score == float(value) and type(result.trace[0].score) is float

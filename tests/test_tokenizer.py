@@ -330,3 +330,18 @@ def test_a_text_counted_once_is_not_kept() -> None:
     for _ in range(5):
         assert tokenizer.count("again and again") == len("again and again")
     assert calls.count("again and again") == 2 and len(tokenizer._cache) == 1
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda text: __import__("numpy").int64(len(text.split())),
+        lambda text: __import__("numpy").arange(len(text.split())),
+        lambda text: list(range(len(text.split()))),
+    ],
+    ids=["numpy-count", "numpy-token-ids", "token-ids"],
+)
+def test_a_tokenizer_may_answer_with_numpy(fn: object) -> None:
+    """A callable's count may be NumPy's integer, its tokens a NumPy array: counted as given."""
+    tokenizer = get_tokenizer(fn)  # type: ignore[arg-type]
+    assert tokenizer.count("one two three") == 3 and type(tokenizer.count("a b")) is int

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import math
 import numbers
 import re
@@ -222,10 +223,10 @@ def finite_score(value: object, field: str = "score") -> float | None:
 
     A number, not its text: "0.5" and True are refused, as are NaN, the infinities and an int
     too large for a float (``10**400``), so no score sorts or fuses as nonsense downstream.
-    NumPy's scalars are numbers (``numbers.Real``) and are taken as floats."""
+    NumPy's scalars and Decimals (what a database driver returns) are numbers, taken as floats."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
         kind = type(value).__name__
         raise ValueError(f"{field} must be a number (an int or a float) or None, got {kind} {value!r:.40}")
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import numbers
 import os
 import tempfile
 import threading
@@ -314,6 +315,10 @@ class CallableTokenizer(Tokenizer):
             ) from exc
         if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
             return len(value)
+        if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 1:
+            return len(value)  # token ids as a NumPy array
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0:
+            return int(value)  # NumPy's integers too: a count, as np.sum or len gives it
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise TokenizerError(
                 f"tokenizer {self.name} returned {value!r} for a text; a tokenizer callable "

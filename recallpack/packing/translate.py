@@ -76,10 +76,11 @@ def scope_ids_from(metadata: Mapping[str, Any]) -> tuple[tuple[str, ...], str | 
 def score_from(metadata: Mapping[str, Any], position: int | None = None) -> float | None:
     """The score an upstream recorded in metadata (``score``, else ``relevance_score``), if it
     recorded a number there. A number that is not a finite float (NaN, an infinity, an int too
-    large for a float) is a CandidateError naming the document, never a silent None."""
+    large for a float, a Decimal or a complex) is a CandidateError naming the document, never a
+    silent None."""
     for key in SCORE_KEYS:
         value = metadata.get(key)
-        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if isinstance(value, numbers.Number) and not isinstance(value, bool):  # a Decimal too
             try:
                 return finite_score(value, field=f"metadata[{key!r}]")
             except ValueError as exc:
