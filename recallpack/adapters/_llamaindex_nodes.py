@@ -14,7 +14,7 @@ from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeWithS
 from recallpack.packing.candidate import Candidate, LaneKind
 from recallpack.packing.errors import ConfigError, UpstreamError
 from recallpack.packing.result import RecallResult
-from recallpack.packing.tokenizer import CallableTokenizer, Tokenizer
+from recallpack.packing.tokenizer import CallableTokenizer, Tokenizer, is_known_encoding
 from recallpack.packing.translate import EVIDENCE_METADATA_KEYS, evidence_metadata
 
 __all__ = [
@@ -36,7 +36,9 @@ def settings_tokenizer() -> Tokenizer | None:
         return None
     if isinstance(user, functools.partial) and getattr(user.func, "__name__", "") == "encode":
         encoding = getattr(user.func, "__self__", None)
-        if getattr(encoding, "name", None) == "cl100k_base":
+        # LlamaIndex's own default is tiktoken's cl100k_base object: known by identity, not by a
+        # name any Encoding a user built can carry.
+        if getattr(encoding, "name", None) == "cl100k_base" and is_known_encoding(encoding):
             return None
     name = getattr(user, "__qualname__", type(user).__name__)
     return CallableTokenizer(user, name=f"llama_index Settings.tokenizer ({name})")

@@ -438,6 +438,15 @@ class TiktokenTokenizer(Tokenizer):
         return (TiktokenTokenizer, (self.encoding, self.source))  # not known, there either
 
 
+def is_known_encoding(encoding: object) -> bool:
+    """Whether ``encoding`` is a tiktoken Encoding whose split pattern recallpack can vouch for:
+    the very object it resolved, or the one tiktoken's registry built for that name. Never by
+    its name alone: anyone can build an Encoding called cl100k_base."""
+    return hasattr(encoding, "name") and (
+        _is_resolved_encoding(encoding) or _is_tiktoken_registered(encoding)  # type: ignore[arg-type]
+    )
+
+
 def _is_resolved_encoding(encoding: tiktoken.Encoding) -> bool:
     shared = _resolved.peek(encoding.name)
     return isinstance(shared, TiktokenTokenizer) and shared.encoding is encoding
@@ -532,7 +541,7 @@ def _from_object(spec: object) -> Tokenizer | None:
         if _is_resolved_encoding(spec):  # one of ours, handed back: share its tokenizer and cache
             return _resolved(spec.name)[0]
         # Trusted by identity, never by name: tiktoken's own object for the name, or no shortcut.
-        known = _is_tiktoken_registered(spec)
+        known = is_known_encoding(spec)
         return TiktokenTokenizer(spec, source="a tiktoken Encoding given by the caller", known=known)
     # Before the generic callable: a transformers tokenizer is callable too, and returns a dict.
     get_num_tokens = getattr(spec, "get_num_tokens", None)
