@@ -594,6 +594,10 @@ RUNAWAY = {
     "percent-of-references": "{{ '%s' % ((['x' * 50000] * 1000),) }}",
     "tilde-of-references": "{{ 'a' ~ (['x' * 50000] * 1000) }}",
     "dict-of-references": "{{ dict(a=['x' * 50000] * 1000) }}",
+    "format-repeated-fields": "{{ ('{0}' * 5000).format('x' * 50000) }}",
+    "percent-repeated-keys": "{{ ('%(a)s' * 5000) % {'a': 'x' * 50000} }}",
+    "format-filter-repeated": "{{ ('%(a)s' * 5000)|format(a='x' * 50000) }}",
+    "translate-table": "{{ ('x' * 50000).translate({120: 'y' * 50000}) }}",
 }
 
 

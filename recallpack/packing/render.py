@@ -148,12 +148,16 @@ def _check_args(args: Sequence[Any], kwargs: Mapping[str, Any], what: str) -> No
             raise _too_big(f"{what} asked for {value:,}")
 
 
-def _check_format(fmt: object, what: str) -> None:
-    """No field of a format (``"{:>99999999}"``, ``"%99999999s"``) is wider than the bound."""
+def _check_format(fmt: object, what: str, values: Sequence[Any] = ()) -> None:
+    """No field of a format (``"{:>99999999}"``, ``"%99999999s"``) is wider than the bound, and
+    its fields cannot repeat its values past it (``"{0}{0}{0}..."`` prints one value per field)."""
     if isinstance(fmt, str):
+        limit = _bound()
         specs = [*_FORMAT_FIELD.findall(fmt), *_PERCENT_FIELD.findall(fmt)]
-        if any(len(run) > 9 or int(run) > _bound() for spec in specs for run in _DIGITS.findall(spec)):
+        if any(len(run) > 9 or int(run) > limit for spec in specs for run in _DIGITS.findall(spec)):
             raise _too_big(f"{what} with a field wider than it")
+        if len(fmt) + len(specs) * sum(_size(v, limit) for v in values) > limit:
+            raise _too_big(f"{what} whose fields repeat its values past it")
 
 
 def _grows(name: str, subject: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
@@ -172,6 +176,8 @@ def _grows(name: str, subject: Any, args: Sequence[Any], kwargs: Mapping[str, An
     if name == "expandtabs":
         size = args[0] if args else kwargs.get("tabsize", 8)
         return len(subject) + subject.count("\t") * (size if isinstance(size, int) else 8)
+    if name == "translate" and args and isinstance(args[0], Mapping):  # a character to a string
+        return len(subject) * max((_size(v) for v in args[0].values()), default=1)
     if name in ("indent", "wordwrap"):  # a prefix or a break per line
         extra = max((_size(v) for v in (*args, *kwargs.values())), default=0)
         return len(subject) * (1 + max(extra, 1))
@@ -203,7 +209,7 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
         elif operator == "+" and not _ints(left, right) and _size(left, limit) + _size(right, limit) > limit:
             raise _too_big("a sum of long values")
         elif operator == "%" and isinstance(left, str):
-            _check_format(left, "a % format")
+            _check_format(left, "a % format", [right])
             _check_args(right if isinstance(right, tuple) else (right,), {}, "a % format")
             _check_inputs([left, right], "a % format")
         return _checked(super().call_binop(context, operator, left, right), f"the result of {operator}")
@@ -215,7 +221,7 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
         _check_args(args, kwargs, f"{name}()")
         _check_inputs([*args, *kwargs.values()], f"{name}()")
         if name in ("format", "format_map"):
-            _check_format(subject, f"{name}()")
+            _check_format(subject, f"{name}()", [*args, *kwargs.values()])
         if name == "generate_lorem_ipsum":  # lipsum(n, html, min, max): n paragraphs of max words
             words = kwargs.get("max", args[3] if len(args) > 3 else 100)
             paragraphs = kwargs.get("n", args[0] if args else 5)
@@ -260,7 +266,7 @@ def _bounded_filter(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         _check_args(rest, kwargs, f"the {name} filter")
         _check_inputs([value, *rest, *kwargs.values()], f"the {name} filter")
         if name == "format":
-            _check_format(value, "the format filter")
+            _check_format(value, "the format filter", [*rest, *kwargs.values()])
         if _grows(name, value, rest, kwargs) > _bound():
             raise _too_big(f"the {name} filter on that value")
         return _checked(fn(*args, **kwargs), f"the {name} filter")
