@@ -64,6 +64,7 @@ __all__ = [
     "resolve_context",
     "as_remaining",
     "assemble",
+    "omission_texts",
     "Recaller",
     "recall_remaining",
     "arecall_remaining",
@@ -616,6 +617,36 @@ def _charge(
             used_items += receipt.items
             used_tokens += receipt.tokens
     return used_blocks, used_items, used_tokens
+
+
+# -- what the model sees instead of a withheld block --------------------------------------------
+
+
+def omission_texts(
+    assembly: Assembly, marker: str, count: Callable[[str], int]
+) -> tuple[dict[int, str], Remaining]:
+    """What each withheld block's place shows, and what the allowance has left after that.
+
+    A marker (``marker`` with ``{reason}`` and ``{code}`` filled in, counted with ``count``) costs
+    tokens like any evidence, so the markers are charged to what the kept blocks left, newest
+    first: a block gets its marker while one fits, the newest withheld block gets its marker even
+    when none does, and the rest are left empty. So kept blocks and markers stay within the
+    allowance plus one marker, however many blocks were withheld (200 withheld search results put
+    over 3,000 tokens of markers into a request whose allowance was 400)."""
+    left = assembly.remaining.tokens
+    texts: dict[int, str] = {}
+    for entry in sorted(assembly.withheld, key=lambda w: w.index, reverse=True):
+        text = marker.format(reason=entry.reason.text, code=entry.reason.value)
+        cost = count(text)
+        if cost <= left:
+            left -= cost
+        elif not texts:  # the newest: the one marker the allowance need not hold
+            left = 0
+        else:
+            text = ""
+        texts[entry.index] = text
+    room = assembly.remaining
+    return texts, Remaining(items=room.items, tokens=left, blocks=room.blocks)
 
 
 # -- automatic recall within what is left ------------------------------------------------------

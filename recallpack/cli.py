@@ -53,7 +53,10 @@ FIELDS: dict[str, tuple[str, str]] = {
     "artifact_id": ("string", "the document it came from"),
     "artifact_content_id": ("string", "which version or chunk of it (with artifact_id: the resource line)"),
     "citation": ("string", "where it can be found again (a path, a URL), for the resource line"),
-    "scope_ids": ("array of strings", "the scopes (whose memory) it belongs to; withheld: no reader"),
+    "scope_ids": (
+        "array of strings",
+        "the scopes (whose memory) it belongs to, at least one (leave it out if none); withheld: no reader",
+    ),
     "metadata": ("object", "anything else from the retriever, kept as is"),
     "modality": ("string", 'what the item is (default: "text")'),
     "content": ("string", "its own content when text adds framing around it: duplicates are found by it"),

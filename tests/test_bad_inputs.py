@@ -14,9 +14,11 @@ import math
 import re
 from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip("langchain_core")
@@ -41,6 +43,7 @@ from recallpack import (
     TemplateError,
     TokenizerError,
     UpstreamError,
+    chunk_size_for,
     count_tokens,
     get_tokenizer,
     pack,
@@ -163,6 +166,182 @@ CORE = [
     row(lambda: split_token_windows("abc", 0), BudgetError, "max_tokens", "windows-zero"),
 ]
 
+def warm_then(call: Callable[..., object], good: dict[str, Any], bad: dict[str, Any]) -> Callable[[], object]:
+    """A probe: ``call`` with ``good`` settings first (they are cached), then with ``bad``, equal
+    to them (5 == 5.0 == numpy's 5, 1 == True) but of a type the setting refuses."""
+
+    def probe() -> object:
+        call(**good)
+        return call(**bad)
+
+    return probe
+
+
+def module_recall(**settings: Any) -> object:
+    return recall(ONE, **settings)
+
+
+def module_pack(**settings: Any) -> object:
+    return pack(ONE, **settings)
+
+
+def module_recall_many(**settings: Any) -> object:
+    return recall_many([ONE, ONE], **settings)
+
+
+# A setting's cache must not let a value of the wrong type in because an equal one came first.
+WARM = [
+    row(warm_then(call, {name: good}, {name: bad}), error, name, f"warm-{where}-{name}-{kind}")
+    for where, call in (("recall", module_recall), ("pack", module_pack), ("recall-many", module_recall_many))
+    for name, good, bad, kind, error in (
+        ("max_tokens", 64, 64.0, "float", BudgetError),
+        ("max_tokens", 1, True, "bool", BudgetError),
+        ("max_tokens", 64, np.int64(64), "numpy-int", BudgetError),
+        ("max_items", 3, 3.0, "float", BudgetError),
+        ("max_items", 1, True, "bool", BudgetError),
+        ("max_items", 2, np.int32(2), "numpy-int", BudgetError),
+        ("max_tokens_ceiling", 20_000, 20_000.0, "float", BudgetError),
+        ("floor", True, 1, "int", ConfigError),
+        ("dedupe", False, 0, "int", ConfigError),
+        ("dedupe", True, np.bool_(True), "numpy-bool", ConfigError),
+    )
+]
+
+# Settings and values read strictly: a bool is not an int, a str is not a number or a list.
+STRICT = [
+    row(lambda: recall(ONE, lane_budgets={"facts": True}), BudgetError, "lane_budgets['facts']", "lane-budget-bool"),
+    row(lambda: recall(ONE, lane_budgets={"facts": "5"}), BudgetError, "lane_budgets['facts']", "lane-budget-str"),
+    row(lambda: recall(ONE, lane_budgets={"facts": 5.0}), BudgetError, "lane_budgets['facts']", "lane-budget-float"),
+    row(lambda: recall(ONE, lane_budgets={"facts": np.int64(5)}), BudgetError, "lane_budgets['facts']",
+        "lane-budget-numpy"),
+    row(lambda: recall(ONE, lane_budgets={b"facts": 5}), LaneError, "lane_budgets", "lane-budget-key-bytes"),
+    row(lambda: recall(ONE, lane_budgets="facts"), BudgetError, "lane_budgets", "lane-budgets-str"),
+    row(lambda: Packer(lane_budgets={"derived": False}), BudgetError, "lane_budgets['derived']",
+        "packer-lane-budget-bool"),
+    row(lambda: Remaining(items=1, tokens=True, blocks=1), BudgetError, "tokens", "remaining-tokens-bool"),
+    row(lambda: Remaining(items=1, tokens=1.0, blocks=1), BudgetError, "tokens", "remaining-tokens-float"),
+    row(lambda: Remaining(items=1, tokens="1", blocks=1), BudgetError, "tokens", "remaining-tokens-str"),
+    row(lambda: Remaining(items=True, tokens=5, blocks=1), BudgetError, "items", "remaining-items-bool"),
+    row(lambda: Remaining(items=1, tokens=5, blocks=np.int64(1)), BudgetError, "blocks", "remaining-blocks-numpy"),
+    row(lambda: Candidate(text="a", score="0.5"), CandidateError, "score", "candidate-score-str"),
+    row(lambda: Candidate(text="a", score=b"0.5"), CandidateError, "score", "candidate-score-bytes"),
+    row(lambda: Candidate(text="a", score=Decimal("NaN")), CandidateError, "score", "candidate-score-decimal-nan"),
+    row(lambda: Candidate(text="a", score=1 + 2j), CandidateError, "score", "candidate-score-complex"),
+    row(lambda: Candidate(text="a", score=[0.5]), CandidateError, "score", "candidate-score-list"),
+    row(lambda: Candidate(text="a", artifact_id=b"doc"), CandidateError, "artifact_id", "candidate-artifact-bytes"),
+    row(lambda: Candidate(text="a", citation=b"a.md"), CandidateError, "citation", "candidate-citation-bytes"),
+    row(lambda: Candidate(text="a", modality=b"text"), CandidateError, "modality", "candidate-modality-bytes"),
+    row(lambda: recall_many([ONE, ONE], queries="ab"), ConfigError, "queries", "recall-many-queries-str"),
+    row(lambda: recall_many([ONE, ONE], queries=b"ab"), ConfigError, "queries", "recall-many-queries-bytes"),
+    row(lambda: recall_many([ONE, ONE], queries={"a", "b"}), ConfigError, "queries", "recall-many-queries-set"),
+    row(lambda: recall_many([ONE, ONE], queries={"a": 1, "b": 2}), ConfigError, "queries",
+        "recall-many-queries-dict"),
+    row(lambda: recall_many([ONE, ONE], queries=["a", 5]), ConfigError, "queries[1]", "recall-many-queries-int"),
+    row(lambda: Packer().recall_many([ONE, ONE], queries="ab"), ConfigError, "queries", "packer-many-queries-str"),
+    row(lambda: recall_many([ONE, ONE], workers=2, fork_callables=1), ConfigError, "fork_callables",
+        "recall-many-fork-callables-int"),
+    row(lambda: recall(ONE, resource_uri_template=b"{artifact_id}"), ConfigError, "resource_uri_template",
+        "uri-template-bytes"),
+    row(lambda: recall(ONE, citation_keys=(b"source",)), ConfigError, "citation_keys", "citation-keys-bytes"),
+    row(lambda: recall(ONE, citation_keys=["source", 5]), ConfigError, "citation_keys", "citation-keys-int-item"),
+    row(lambda: Scope(name=b"club"), ConfigError, "name", "scope-name-bytes"),
+    row(lambda: Scope(name="club", description=5), ConfigError, "description", "scope-description-int"),
+    row(lambda: Reader(id=b"me"), ConfigError, "id", "reader-id-bytes"),
+    row(lambda: Reader(open=1), ConfigError, "open", "reader-open-int"),
+    row(lambda: Reader(open="yes"), ConfigError, "open", "reader-open-str"),
+    row(lambda: Reader(id="me", scopes={1: Scope(name="x")}), ConfigError, "scopes", "reader-scopes-key-int"),
+    row(lambda: recall(ONE, reader={"id": "me", "open": "true"}), ConfigError, "open", "recall-reader-dict-open-str"),
+]
+
+
+def raising(error: Exception) -> Callable[..., Any]:
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        raise error
+
+    return fn
+
+
+class RaisingEmbeddings:
+    """A LangChain-style embedding whose client fails (a timeout, say)."""
+
+    def embed_query(self, text: str) -> list[float]:
+        raise TimeoutError("embedding service timed out")
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise TimeoutError("embedding service timed out")
+
+
+class RaisingEncoder:
+    """A Hugging Face-style tokenizer whose encode fails on real text."""
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        raise RuntimeError("tokenizer backend crashed")
+
+
+def lc_docs(*metadata: dict[str, Any]) -> lc.BudgetedRetriever:
+    docs = [Document(page_content=f"document {i}", metadata=m) for i, m in enumerate(metadata)]
+    return lc.BudgetedRetriever(retriever=RunnableLambda(lambda q: docs))
+
+
+def li_scored(score: float) -> li.BudgetedRetriever:
+    return li_retriever([NodeWithScore(node=TextNode(text="Paris is in France."), score=score)])
+
+
+# scope_ids=[] has one meaning everywhere: malformed (the core refuses it, the hosts withhold).
+EMPTY_SCOPES = [
+    row(lambda: Candidate(text="a", scope_ids=[]), CandidateError, "scope_ids=[] is empty", "scope-ids-empty-list"),
+    row(lambda: Candidate(text="a", scope_ids=()), CandidateError, "scope_ids=() is empty", "scope-ids-empty-tuple"),
+    row(lambda: recall([{"text": "a", "scope_ids": []}]), CandidateError, "candidates[0]", "recall-dict-scope-ids-empty"),
+    row(lambda: Packer().recall([Candidate(text="b"), {"text": "a", "scope_ids": ()}]), CandidateError,
+        "candidates[1]", "packer-dict-scope-ids-empty"),
+    row(lambda: recall_many([[{"text": "a", "scope_ids": []}]]), CandidateError, "scope_ids", "many-scope-ids-empty"),
+]
+
+# Numbers that are no finite float, wherever a score comes from; the caller's code, raising.
+NUMBERS = [
+    row(lambda: Candidate(text="a", score=10**400), CandidateError, "does not fit a float", "score-huge-int"),
+    row(lambda: Candidate(text="a", score=-math.inf), CandidateError, "score", "score-minus-inf"),
+    row(lambda: Candidate(text="a", score=np.float64("nan")), CandidateError, "score", "score-numpy-nan"),
+    row(lambda: Candidate(text="a", score=np.float32("inf")), CandidateError, "score", "score-numpy-inf"),
+    row(lambda: recall([{"text": "a", "score": 10**400}]), CandidateError, "candidates[0]", "recall-dict-score-huge"),
+    row(lambda: lc_docs({}, {"score": math.nan, "source": "notes.md"}).invoke("q"), CandidateError,
+        "item 1 (source='notes.md')", "lc-metadata-score-nan"),
+    row(lambda: lc_docs({"relevance_score": math.inf}).invoke("q"), CandidateError, "metadata['relevance_score']",
+        "lc-metadata-relevance-inf"),
+    row(lambda: lc_docs({"score": 10**400, "file_path": "/d/a.pdf"}).invoke("q"), CandidateError,
+        "item 0 (file_path='/d/a.pdf')", "lc-metadata-score-huge"),
+    row(lambda: lc_docs({"score": np.float64("nan")}).invoke("q"), CandidateError, "metadata['score']",
+        "lc-metadata-score-numpy-nan"),
+    row(lambda: lc_docs({"score": Decimal("NaN")}).invoke("q"), CandidateError, "metadata['score']",
+        "lc-metadata-score-decimal-nan"),
+    row(lambda: lc_docs({"score": Decimal("1e400")}).invoke("q"), CandidateError, "metadata['score']",
+        "lc-metadata-score-decimal-huge"),
+    row(lambda: lc_docs({"score": 1j}).invoke("q"), CandidateError, "metadata['score']", "lc-metadata-score-complex"),
+    row(lambda: recall(ONE, tokenizer=lambda text: -1), TokenizerError, "non-negative", "tokenizer-negative-count"),
+    row(lambda: recall(ONE, tokenizer=lambda text: np.int64(-3)), TokenizerError, "non-negative",
+        "tokenizer-negative-numpy-count"),
+    row(lambda: recall(ONE, tokenizer=lambda text: {"input_ids": [1]}), TokenizerError, "tokenizer",
+        "tokenizer-returns-a-dict"),
+    row(lambda: lc.BudgetCompressor().compress_documents([Document(page_content="a", metadata={"score": -math.inf})],
+                                                        "q"), CandidateError, "item 0", "lc-compressor-score-inf"),
+    row(lambda: li_scored(math.nan).retrieve("q"), CandidateError, "item 0", "li-node-score-nan"),
+    row(lambda: li_scored(math.inf).recall("q"), CandidateError, "score", "li-node-score-inf"),
+    row(lambda: li.BudgetPostprocessor().postprocess_nodes([NodeWithScore(node=TextNode(text="a"), score=math.nan)]),
+        CandidateError, "item 0", "li-pp-node-score-nan"),
+    row(lambda: lc.BudgetedRetriever.from_lanes({"facts": upstream()}, weights={"facts": 10**400}), ConfigError,
+        "weights", "lc-weight-huge-int"),
+    row(lambda: recall(ONE, tokenizer=raising(KeyError("no count"))), TokenizerError, "raised KeyError",
+        "tokenizer-function-raises"),
+    row(lambda: recall(ONE, tokenizer=RaisingEncoder()), TokenizerError, "raised RuntimeError",
+        "tokenizer-encoder-raises"),
+    row(lambda: recall(LONG, max_tokens=80, query="answer", embed=raising(ConnectionResetError("reset"))),
+        ConfigError, "embed", "embed-function-raises"),
+    row(lambda: recall(LONG, max_tokens=80, query="answer", embed=RaisingEmbeddings()), ConfigError,
+        "raised TimeoutError", "embed-langchain-raises"),
+    row(lambda: recall(ONE, join=raising(ValueError("bad join"))), ConfigError, "join raised ValueError",
+        "join-raises"),
+]
+
 LANGCHAIN = [
     row(lambda: lc.BudgetedRetriever(), ConfigError, "retriever", "lc-no-upstream"),
     row(lambda: lc.BudgetedRetriever(retriever=42), ConfigError, "retriever", "lc-upstream-int"),
@@ -227,6 +406,85 @@ LLAMAINDEX = [
 ]
 
 
+class ReturnsText(LlamaRetriever):
+    """A LlamaIndex retriever breaking its contract: its _retrieve returns a str."""
+
+    def _retrieve(self, query_bundle: QueryBundle) -> Any:
+        return "Paris is in France."
+
+
+class Returns(LlamaRetriever):
+    """A LlamaIndex retriever whose _retrieve returns whatever it was given."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        super().__init__()
+
+    def _retrieve(self, query_bundle: QueryBundle) -> Any:
+        return self.value
+
+
+def deep(levels: int) -> dict[str, Any]:
+    """Metadata nested past Python's recursion limit (as a careless loader can write it)."""
+    top: dict[str, Any] = {}
+    inner = top
+    for _ in range(levels):
+        inner["child"] = {}
+        inner = inner["child"]
+    return top
+
+
+DEEP_NODES = [NodeWithScore(node=TextNode(text="Paris is in France.", metadata={"tree": deep(5_000)}), score=1.0)]
+
+# Checked where they are given: the query and LangChain's own arguments, LlamaIndex's settings,
+# chunk_size_for's; and what LlamaIndex itself fails on, named as the upstream's fault.
+CHECKED_WHEN_BUILT = [
+    row(lambda: lc_retriever().invoke("q", query="x"), ConfigError, "query=", "lc-invoke-query-kwarg"),
+    row(lambda: lc_retriever().invoke("q", query=None), ConfigError, "query=", "lc-invoke-query-kwarg-none"),
+    row(lambda: lc_retriever().as_evidence(query="x"), ConfigError, "query=", "lc-as-evidence-query-kwarg"),
+    row(lambda: lc_retriever().invoke(None), ConfigError, "query must be a str", "lc-invoke-none"),  # type: ignore[arg-type]
+    row(lambda: lc_retriever().invoke(b"q"), ConfigError, "query must be a str", "lc-invoke-bytes"),  # type: ignore[arg-type]
+    row(lambda: lc_retriever().invoke(["q"]), ConfigError, "query must be a str", "lc-invoke-list"),  # type: ignore[arg-type]
+    row(lambda: lc_retriever().recall(None), ConfigError, "query must be a str", "lc-recall-none"),  # type: ignore[arg-type]
+    row(lambda: lc_retriever().as_evidence().invoke(None), ConfigError, "query must be a str",
+        "lc-as-evidence-none"),  # type: ignore[arg-type]
+    row(lambda: li_retriever(metadata_mode=5), ConfigError, "metadata_mode=5", "li-ret-metadata-mode-int"),
+    row(lambda: li_retriever(metadata_mode="llmm"), ConfigError, "metadata_mode='llmm'", "li-ret-metadata-mode-str"),
+    row(lambda: li_retriever(callback_manager="x"), ConfigError, "callback_manager='x'", "li-ret-callback-str"),
+    row(lambda: li_retriever(callback_manager=[]), ConfigError, "callback_manager=[]", "li-ret-callback-list"),
+    row(lambda: li.BudgetedRetriever.from_lanes({"facts": Nodes(NODES)}, metadata_mode=object()), ConfigError,
+        "metadata_mode", "li-lanes-metadata-mode"),
+    row(lambda: li.BudgetPostprocessor(metadata_mode="nope"), ConfigError, "metadata_mode", "li-pp-metadata-mode"),
+    row(lambda: li_retriever().retrieve(None), ConfigError, "query must be a str", "li-retrieve-none"),  # type: ignore[arg-type]
+    row(lambda: li_retriever().recall(5), ConfigError, "query must be a str", "li-recall-int"),  # type: ignore[arg-type]
+    row(lambda: li.BudgetedRetriever(ReturnsText()).retrieve("q"), UpstreamError, "ReturnsText",
+        "li-upstream-returns-str"),
+    row(lambda: li.BudgetedRetriever(ReturnsText()).recall("q"), UpstreamError, "NodeWithScore",
+        "li-upstream-returns-str-recall"),
+    row(lambda: li.BudgetedRetriever.from_lanes({"facts": ReturnsText()}).retrieve("q"), UpstreamError,
+        "ReturnsText", "li-lane-returns-str"),
+    row(lambda: li.BudgetedRetriever(Returns(None)).retrieve("q"), UpstreamError, "Returns", "li-upstream-returns-none"),
+    row(lambda: li.BudgetedRetriever(Returns(["a", "b"])).recall("q"), UpstreamError, "Returns",
+        "li-upstream-returns-strs"),
+    row(lambda: li.BudgetedRetriever(Returns([{"text": "a"}])).recall("q"), UpstreamError, "Returns",
+        "li-upstream-returns-dicts"),
+    row(lambda: li.BudgetedRetriever(Returns([TextNode(text="a")])).recall("q"), UpstreamError, "Returns",
+        "li-upstream-returns-bare-nodes"),
+    row(lambda: li.BudgetPostprocessor().postprocess_nodes(DEEP_NODES), UpstreamError, "upstream item 0",
+        "li-pp-deep-metadata"),
+    row(lambda: li_retriever(DEEP_NODES, metadata_mode="llm").recall("q"), UpstreamError, "metadata_mode='llm'",
+        "li-ret-deep-metadata"),
+    row(lambda: chunk_size_for(2048, 8, scopes=[5]), ConfigError, "scopes", "chunk-size-scopes-int"),
+    row(lambda: chunk_size_for(2048, 8, scopes=[""]), ConfigError, "scopes", "chunk-size-scopes-empty-name"),
+    row(lambda: chunk_size_for(2048, 8, scopes={"a": 1}), ConfigError, "scopes", "chunk-size-scopes-dict"),
+    row(lambda: chunk_size_for(2048, 8, label=5), ConfigError, "label", "chunk-size-label-int"),
+    row(lambda: chunk_size_for(2048, 8, label=""), ConfigError, "label", "chunk-size-label-empty"),
+    row(lambda: chunk_size_for(2048, 8, resource_uri=5), ConfigError, "resource_uri", "chunk-size-uri-int"),
+    row(lambda: chunk_size_for(2048, "8"), BudgetError, "items", "chunk-size-items-str"),
+    row(lambda: chunk_size_for(2048, 8, tokenizer=5), TokenizerError, "tokenizer", "chunk-size-tokenizer-int"),
+]
+
+
 def cli(args: list[str]) -> tuple[int, str]:
     """Run the command line in-process: its exit status and what it wrote to stderr."""
     err, out = io.StringIO(), io.StringIO()
@@ -244,10 +502,11 @@ CLI_ROWS = [
     pytest.param(["pack", "{good}", "--max-tokens", "0"], r"max.tokens", id="cli-max-tokens-zero"),
     pytest.param(["pack", "{good}", "--policy", "nope"], r"policy", id="cli-policy-unknown"),
     pytest.param(["pack", "{bad}"], r"line 2|:2:", id="cli-bad-json-line"),
+    pytest.param(["pack", "{empty-scopes}"], r":1: scope_ids: scope_ids=\[\] is empty", id="cli-scope-ids-empty"),
 ]
 
 
-TABLE = [*CORE, *LANGCHAIN, *LLAMAINDEX, *ALLOWANCE_BAD_INPUTS, *MEMORY_BAD_INPUTS]
+TABLE = [*CORE, *WARM, *STRICT, *EMPTY_SCOPES, *NUMBERS, *CHECKED_WHEN_BUILT, *LANGCHAIN, *LLAMAINDEX, *ALLOWANCE_BAD_INPUTS, *MEMORY_BAD_INPUTS]
 
 
 def test_the_table_is_large_and_spans_every_surface() -> None:
@@ -277,10 +536,36 @@ def test_the_command_line_says_one_line_and_exits_2(args: list[str], field: str,
     good.write_text(json.dumps({"text": "Paris is in France."}) + "\n")
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"text": "fine"}) + "\n{not json\n")
-    paths = {"{good}": str(good), "{bad}": str(bad), "{dir}": str(tmp_path)}
+    empty_scopes = tmp_path / "empty-scopes.jsonl"
+    empty_scopes.write_text(json.dumps({"text": "Paris is in France.", "scope_ids": []}) + "\n")
+    paths = {"{good}": str(good), "{bad}": str(bad), "{dir}": str(tmp_path), "{empty-scopes}": str(empty_scopes)}
     code, err = cli([paths.get(a, a) for a in args])
     assert code == 2, err
     assert "Traceback" not in err
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1, err
     assert re.search(field, lines[0]), lines[0]
+
+
+CALLERS_CODE = [
+    pytest.param(lambda: recall(ONE, tokenizer=raising(KeyError("no count"))), KeyError, id="tokenizer-function"),
+    pytest.param(lambda: recall(ONE, tokenizer=RaisingEncoder()), RuntimeError, id="tokenizer-encoder"),
+    pytest.param(lambda: recall(LONG, max_tokens=80, query="answer", embed=raising(ConnectionResetError("reset"))),
+                 ConnectionResetError, id="embed-function"),
+    pytest.param(lambda: recall(LONG, max_tokens=80, query="answer", embed=RaisingEmbeddings()), TimeoutError,
+                 id="embed-langchain"),
+    pytest.param(lambda: lc.BudgetedRetriever(retriever=RunnableLambda(lambda q: [Document(page_content=LONG[0].text)]),
+                                              embed=RaisingEmbeddings(), max_tokens=80).invoke("answer"),
+                 TimeoutError, id="embed-through-langchain-retriever"),
+    pytest.param(lambda: recall(ONE, join=raising(ValueError("bad join"))), ValueError, id="join"),
+]
+
+
+@pytest.mark.parametrize(("probe", "original"), CALLERS_CODE)
+def test_an_exception_in_the_callers_code_is_the_cause_of_a_recallpack_error(
+    probe: Callable[[], object], original: type[Exception]
+) -> None:
+    """What the caller's tokenizer, embedding or join raised is kept as ``__cause__``."""
+    with pytest.raises(RecallpackError) as caught:
+        probe()
+    assert isinstance(caught.value.__cause__, original), repr(caught.value.__cause__)

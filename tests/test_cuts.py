@@ -10,7 +10,16 @@ import regex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from recallpack.packing.cuts import MARK, Cut, cut_focus, cut_head, embed_function
+from recallpack.packing.cuts import (
+    MARK,
+    MAX_QUERY_TERMS,
+    Cut,
+    _fold,
+    _query_terms,
+    cut_focus,
+    cut_head,
+    embed_function,
+)
 from recallpack.packing.errors import BudgetError, ConfigError
 from recallpack.packing.tokenizer import TiktokenTokenizer, Tokenizer, get_tokenizer
 
@@ -25,6 +34,7 @@ TRICKY = [
     *'abZé中x   \n\n\t.!?">',
     *"\u0301\u0308\u200d👨👩👧🏽🇫🇷🇩🇪",
     *"\u1100\u1161\u11a8한क्ष\u0600\r。…\ufe0f",
+    "İ",  # lower-cases to two characters: a focus cut must keep its positions
 ]
 WORDS = ["port", "socket", "alpha", "beta", "gamma", "delta", "x.y", "obj.attr", "Port", "the"]
 
@@ -318,6 +328,63 @@ def test_focus_with_a_long_query_scores_the_same_way() -> None:
     assert cut_focus(MANUAL, long, 60, tokenizer) == cut_focus(MANUAL, short, 60, tokenizer)
 
 
+FILLERS = [f"unrelated{i}" for i in range(MAX_QUERY_TERMS)]
+
+
+@pytest.mark.parametrize(
+    ("query", "finds"),
+    [
+        pytest.param(" ".join(["port", *FILLERS]), True, id="answer-first"),
+        pytest.param(" ".join([*FILLERS, "port"]), False, id="answer-past-the-cap"),
+        pytest.param(" ".join([*FILLERS[:10]] * 500 + ["port"]), True, id="repeats-count-once"),
+        pytest.param(" ".join(["PORT", "Port", "port"] * 1000 + FILLERS), True, id="case-repeats-count-once"),
+        pytest.param("w" * 1_000_000 + " port " + "v" * 129, True, id="huge-words-are-no-terms"),
+        pytest.param("port" * 33, False, id="a-word-past-the-term-length"),
+    ],
+)
+def test_focus_scores_the_first_distinct_words_of_a_query(query: str, finds: bool) -> None:
+    """The query is end-user input: only its first MAX_QUERY_TERMS distinct words are scored, a
+    repeated word (in any case) counting once, so a long query costs what a short one does."""
+    tokenizer = get_tokenizer("cl100k_base")
+    cut = cut_focus(MANUAL, query, 60, tokenizer)
+    assert cut is not None
+    assert ("listens on port 8080" in cut.text) is finds
+    if not finds:
+        assert cut == cut_head(MANUAL, 60, tokenizer)
+
+
+@pytest.mark.parametrize(
+    ("written", "query"),
+    [
+        ("İSTANBUL", "istanbul"),
+        ("istanbul", "İstanbul"),
+        ("İstanbul", "İSTANBUL"),
+        ("Istanbul", "İstanbul"),
+    ],
+)
+def test_focus_folds_the_dotted_capital_i_and_keeps_positions(written: str, query: str) -> None:
+    """"İ" lower-cases to two characters; folded to "i", it matches either way, and the kept
+    passage is the one that holds the word, wherever "İ" occurs before it."""
+    tokenizer = get_tokenizer("chars")
+    filler = "\n".join(f"Line {i} mentions İzmir and İ alone, then more words." for i in range(40))
+    text = filler + f"\nThe ferry leaves {written} at noon.\n" + filler
+    cut = cut_focus(text, query, 14, tokenizer)
+    assert cut is not None and cut.kind == "focus"
+    assert f"The ferry leaves {written} at noon." in cut.text
+    check_cut(text, cut, 14, tokenizer)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from([*TRICKY, "İ", "ß", "Σ", "ǅ", "K", "ﬁ"]), max_size=60))
+def test_case_folding_keeps_every_position(text: str) -> None:
+    """The folded text has the original's length, so a match found in it is at the same place."""
+    folded = _fold(text)
+    assert len(folded) == len(text)
+    assert all(len(_fold(char)) == 1 for char in text)
+    assert _query_terms(text) == sorted(set(_query_terms(text)))
+    assert len(_query_terms(" ".join(f"w{i}" for i in range(1000)) + text)) == MAX_QUERY_TERMS
+
+
 def test_focus_cut_of_a_best_sentence_larger_than_the_room_keeps_its_head() -> None:
     """A matching sentence longer than the room is cut inside, still marked on both sides."""
     tokenizer = get_tokenizer("cl100k_base")
@@ -454,6 +521,35 @@ def test_semantic_focus_keeps_the_sentence_the_embedding_ranks_best(make: Callab
     check_cut(SYNONYM_DOC, semantic, 30, tokenizer)
 
 
+class NumpyConcepts:
+    """An embedding that returns NumPy arrays, as sentence-transformers' encode does."""
+
+    def __call__(self, texts: list[str]) -> object:
+        import numpy as np
+
+        return np.array([concept_vector(t) for t in texts], dtype=np.float32)
+
+    def embed_query(self, text: str) -> object:
+        import numpy as np
+
+        return np.array(concept_vector(text), dtype=np.float32)
+
+    def embed_documents(self, texts: list[str]) -> object:
+        return self(texts)
+
+
+@pytest.mark.parametrize("kind", ["callable returning an array", "LangChain-style returning arrays"])
+def test_an_embedding_returning_numpy_arrays_works(kind: str) -> None:
+    """embed= may return a 2-D NumPy array (or 1-D arrays): it ranks as the lists would."""
+    tokenizer = get_tokenizer("cl100k_base")
+    source = NumpyConcepts()
+    embed = embed_function(source.__call__ if kind.startswith("callable") else source)
+    semantic = cut_focus(SYNONYM_DOC, "automobile", 30, tokenizer, embed=embed)
+    assert semantic is not None and "She drove the car to the coast." in semantic.text
+    as_lists = cut_focus(SYNONYM_DOC, "automobile", 30, tokenizer, embed=embed_function(lambda texts: [concept_vector(t) for t in texts]))
+    assert semantic == as_lists
+
+
 def test_langchain_deterministic_fake_embedding_picks_its_own_best() -> None:
     """LangChain's DeterministicFakeEmbedding is accepted; its best-ranked sentence is kept."""
     embeddings = pytest.importorskip("langchain_core.embeddings")
@@ -525,3 +621,24 @@ def test_docstring_examples_run() -> None:
 
     outcome = doctest.testmod(cuts)
     assert outcome.failed == 0 and outcome.attempted > 0
+
+
+query_words = st.sampled_from(["port", "PORT", "İstanbul", "istanbul", "the", "server", "x", "ß", "ǅ", "8080"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    words=st.lists(query_words | st.text(alphabet="abİıIi", min_size=1, max_size=6), min_size=1, max_size=300),
+    repeat=st.integers(min_value=1, max_value=20),
+)
+def test_a_long_or_repetitive_query_cuts_as_its_first_distinct_words(words: list[str], repeat: int) -> None:
+    """The query is end-user input: however long or repetitive, a focus cut is a valid cut, and
+    the same as the cut for the query's first MAX_QUERY_TERMS distinct words."""
+    tokenizer = get_tokenizer("cl100k_base")
+    text = "İ " + MANUAL.replace("port 8080", "İstanbul port 8080")
+    query = " ".join(words * repeat)
+    cut = cut_focus(text, query, 50, tokenizer)
+    assert cut is not None
+    check_cut(text, cut, 50, tokenizer)
+    assert len(_query_terms(query)) <= MAX_QUERY_TERMS
+    assert cut == cut_focus(text, " ".join(_query_terms(query)), 50, tokenizer)

@@ -120,7 +120,10 @@ _SCOPES = st.sampled_from([(), ("u",), ("o",), ("u", "o"), ("o", "u")])
 def test_no_two_kept_items_share_text_and_scopes(items: list[tuple[str, tuple[str, ...], str | None]]) -> None:
     """Property: kept items differ in text or scope set; every duplicate points at a kept twin; counts add up."""
     reader = Reader(id="u", scopes={"o": Scope(name="org")})
-    ranked = [Candidate(text=t, scope_ids=s, metadata={"source": c} if c else {}) for t, s, c in items]
+    ranked = [  # an unscoped item leaves scope_ids out (an empty one is malformed)
+        Candidate(text=t, metadata={"source": c} if c else {}, **({"scope_ids": s} if s else {}))
+        for t, s, c in items
+    ]
     result = recall(ranked, max_tokens=4000, reader=reader)
     keys = [(ranked[r].text, frozenset(ranked[r].scope_ids)) for r in result.selected_ranks]
     assert len(keys) == len(set(keys))

@@ -12,6 +12,7 @@ import pickle
 import re
 import tracemalloc
 import weakref
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -463,7 +464,7 @@ def test_notebook_markdown_escapes_raw_html() -> None:
     result = recall([Candidate(text=hostile)])
     shown = result._repr_markdown_()
     assert "<img" not in shown and "<script" not in shown
-    assert "&lt;img" in shown and "&amp;amp;" in shown
+    assert "&lt;img" in shown and "&amp;amp" in shown
     assert "<img" in result.to_markdown()  # the model's block is unchanged: escaping is display only
 
 
@@ -471,3 +472,266 @@ def test_notebook_html_tables_carry_no_content_markup() -> None:
     """The trace's and the report's HTML never carry recalled text as live markup."""
     result = recall([Candidate(text="<img src=x onerror=alert(1)>")])
     assert "<img" not in result.trace._repr_html_() and "<img" not in result.report._repr_html_()
+
+
+# -- nothing of a withheld item, anywhere -----------------------------------------------------------
+
+WITHHELD_KINDS = ["readable", "unreadable", "team", "malformed"]
+
+
+def item(i: int, kind: str, words: int, member: bool) -> Candidate:
+    """A readable candidate (its text says "public"), or one that must be withheld ("SECRET"):
+    another's scope, a scope with no reader configured, malformed scope metadata."""
+    body = " ".join(f"w{i}x{j}" for j in range(words))
+    if kind == "readable" or (kind == "team" and member):
+        scoped = {"scope_ids": ["team"]} if member else {}
+        return Candidate(text=f"public {i} {body}", score=1.0 / (i + 1), **scoped)
+    text = f"SECRET{i} {body} SECRET"
+    if kind == "unreadable":
+        return Candidate(text=text, scope_ids=["bob"], lane="profile", score=0.99)
+    if kind == "team":  # scoped, and no reader is configured
+        return Candidate(text=text, scope_ids=["team"], lane="working_memory", score=0.98)
+    return Candidate(text=text, scope_error="metadata['scope_ids']=0 is not a list", score=0.97)
+
+
+def every_view(result: RecallResult) -> list[str]:
+    """Everything a caller, a notebook, a log or a pickle can read of a result."""
+    return [
+        result.to_markdown(),
+        json.dumps(result.to_dict()),
+        json.dumps(result.trace.rows()),
+        repr(result),
+        result.report.summary(),
+        result.report._repr_html_(),
+        result.trace._repr_html_(),
+        result._repr_markdown_(),
+        pickle.dumps(result).decode("latin-1"),
+        repr([result.trace[i] for i in range(len(result.trace))]),
+    ]
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(WITHHELD_KINDS), min_size=1, max_size=12),
+    words=st.integers(min_value=1, max_value=60),
+    max_tokens=st.integers(min_value=30, max_value=800),  # at least what any tokenizer here can fill
+    policy=st.sampled_from(["prefix", "skip", "truncate", "passages"]),
+    reader=st.sampled_from([None, "team-member"]),
+)
+def test_nothing_of_a_withheld_item_is_anywhere(
+    kinds: list[str], words: int, max_tokens: int, policy: str, reader: str | None
+) -> None:
+    """Any mix of withheld and readable items, any budget and policy: no view of the result holds
+    a character of a withheld text, and its trace row says rank, outcome and reason only."""
+    import logging
+
+    member = Reader(id="me", scopes={"team": Scope(name="team")}) if reader else None
+    candidates = [item(i, k, words, member is not None) for i, k in enumerate(kinds)]
+
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("recallpack")
+    logger.addHandler(handler)
+    old_level = logger.level
+    logger.setLevel(logging.DEBUG)
+    try:
+        query = "secret plan" if policy == "passages" else None  # passages packs with the query
+        result = recall(candidates, max_tokens=max_tokens, policy=policy, reader=member, tokenizer="chars",
+                        query=query)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+    views = every_view(result) + [r.getMessage() for r in records]
+    withheld = [e for e in result.trace if e.outcome.value == "withheld"]
+    for entry in withheld:
+        assert (entry.preview, entry.lane, entry.score, entry.cut, entry.kept_spans, entry.tokens) == (
+            "", None, None, None, (), None
+        )
+        assert not [v for v in views if candidates[entry.rank].text[:16] in v]
+    assert not [v for v in views if "SECRET" in v]
+    reached_secrets = [e for e in result.trace if e.reached and "SECRET" in candidates[e.rank].text]
+    assert all(e.outcome.value == "withheld" for e in reached_secrets)
+    assert result.report.items_withheld == len(withheld)
+
+
+# -- templates that build huge values inside: refused before the value exists ----------------------
+
+RUNAWAY = {
+    "str-times-int": "{{ 'x' * 100000000 }}",
+    "str-times-power": "{{ 'x' * 10 ** 8 }}",
+    "list-times-int": "{{ (['x'] * 100000000)|length }}",
+    "int-times-str": "{{ 100000000 * 'x' }}",
+    "huge-power": "{{ 2 ** 100000000 }}",
+    "huge-power-nested": "{{ 10 ** (10 ** 8) }}",
+    "center-filter": "{{ 'x'|center(100000000) }}",
+    "center-filter-computed": "{{ 'x'|center(10 ** 8) }}",
+    "ljust-method": "{{ 'x'.ljust(10 ** 8) }}",
+    "zfill-method": "{{ '1'.zfill(100000000) }}",
+    "format-width": "{{ '{:>100000000}'.format(1) }}",
+    "format-filter-width": "{{ '%100000000s'|format('x') }}",
+    "percent-width": "{{ '%100000000s' % 'x' }}",
+    "percent-star-width": "{{ '%*s' % (100000000, 'x') }}",
+    "tilde-doubling": "{% set ns = namespace(s='x' * 1000) %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+    "{% endfor %}{{ ns.s|length }}",
+    "plus-doubling": "{% set ns = namespace(s='x' * 1000) %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}"
+    "{% endfor %}{{ ns.s|length }}",
+    "block-set-buffer": "{% set big %}{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}{% endset %}{{ big|length }}",
+    "macro-buffer": "{% macro m() %}{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}{% endmacro %}{{ m()|length }}",
+    "filter-block-buffer": "{% filter upper %}{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}{% endfilter %}",
+    "replace-method": "{{ ('x' * 10000).replace('x', 'y' * 10000) }}",
+    "replace-filter": "{{ ('x' * 10000)|replace('x', 'y' * 10000) }}",
+    "join-method": "{{ ('y' * 10000).join(['a'] * 10000) }}",
+    "join-filter": "{{ (['a'] * 10000)|join('y' * 10000) }}",
+    "join-filter-generator": "{{ range(10000)|map('string')|join('y' * 10000) }}",
+    "expandtabs": "{{ ('\\t' * 10000).expandtabs(10000) }}",
+    "indent-filter": "{{ ('a\\n' * 10000)|indent('x' * 10000) }}",
+    "wordwrap-filter": "{{ ('a ' * 10000)|wordwrap(1, wrapstring='y' * 10000) }}",
+    "lipsum-count": "{{ lipsum(n=100000000) }}",
+    "lipsum-long-paragraphs": "{{ lipsum(n=150000, min=1000, max=1000) }}",
+    "list-of-references": "{{ ['x' * 50000] * 1000 }}",
+    "list-of-references-stringified": "{{ (['x' * 50000] * 1000)|string|length }}",
+    "batch-fill-references": "{{ [1]|batch(50000, 'x' * 50000)|list }}",
+    "format-of-references": "{{ '{}'.format(['x' * 50000] * 1000) }}",
+    "percent-of-references": "{{ '%s' % ((['x' * 50000] * 1000),) }}",
+    "tilde-of-references": "{{ 'a' ~ (['x' * 50000] * 1000) }}",
+    "dict-of-references": "{{ dict(a=['x' * 50000] * 1000) }}",
+    "format-repeated-fields": "{{ ('{0}' * 5000).format('x' * 50000) }}",
+    "percent-repeated-keys": "{{ ('%(a)s' * 5000) % {'a': 'x' * 50000} }}",
+    "format-filter-repeated": "{{ ('%(a)s' * 5000)|format(a='x' * 50000) }}",
+    "translate-table": "{{ ('x' * 50000).translate({120: 'y' * 50000}) }}",
+}
+
+
+@pytest.mark.parametrize("source", list(RUNAWAY.values()), ids=list(RUNAWAY))
+def test_a_template_building_a_huge_value_stops_before_it_exists(source: str) -> None:
+    """Every way a template grows a value past the bound in one step (or a loop of steps) raises
+    TemplateError before the value is made: the call never holds more than a few megabytes."""
+    candidates = [Candidate(text="hello")]
+    recall(candidates, max_tokens=100)  # the encoding loaded before anything is measured
+    tracemalloc.start()
+    try:
+        with pytest.raises(TemplateError, match="template output passed"):
+            recall(candidates, max_tokens=100, template=source)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20_000_000, peak
+
+
+def test_a_bounded_template_still_renders_what_fits() -> None:
+    """The checks refuse growth past the bound, not ordinary use of the same operations."""
+    source = (
+        "{% set rule = '-' * 20 %}{% for e in evidence %}{{ rule }}\n{{ '{:>4}'.format(loop.index) }} "
+        "{{ e.text|replace('Alice', 'A.')|center(40) }}\n{{ ', '.join(e.scopes) ~ '!' }}{% endfor %}"
+    )
+    block = recall([Candidate(text="Alice works at Initech.")], max_tokens=200, template=source).to_markdown()
+    assert "A. works at Initech." in block and "-" * 20 in block and "   1 " in block
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory", "too-large", "not-utf8"])
+def test_a_template_path_is_a_bounded_regular_file(kind: str, tmp_path: Any) -> None:
+    """template=Path(...) reads a regular UTF-8 file of bounded size; a FIFO (which would block),
+    /dev/zero (which never ends), a directory or a huge file is a TemplateError at once."""
+    import os
+    from pathlib import Path
+
+    from recallpack.packing.render import MAX_TEMPLATE_BYTES
+
+    path = tmp_path / "template.j2"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path = Path("/dev/zero")
+    elif kind == "directory":
+        path = tmp_path
+    elif kind == "too-large":
+        path.write_text("{{ evidence|length }}" + " " * MAX_TEMPLATE_BYTES)
+    else:
+        path.write_bytes(b"\xff\xfe{{ x }}")
+    with pytest.raises(TemplateError, match="template="):
+        Packer(template=path)
+
+
+# -- the notebook view renders content as text ------------------------------------------------------
+
+MARKDOWN_ATTACKS = [
+    "# A heading\n## Evidence\nSetext heading\n===",
+    "- **Source excerpt** a fake bullet with a label\n* another\n+ and another\n1. a numbered one",
+    "![a tracking pixel](https://evil.example/p.png) and [a link](https://evil.example)",
+    "<https://evil.example/auto> https://evil.example/bare www.evil.example mail@evil.example",
+    "> a quote\n```\na fence\n```\n    an indented block\n---\n***",
+    "| a | table |\n|---|---|\n| x | y |",
+    "*emphasis* __strong__ ~~struck~~ `code` $x^2$ \\*escaped\\* &amp; &lt;tag&gt; <b>html</b>",
+    "[ref]: https://evil.example\n[ref] [x][ref] footnote[^1]\n[^1]: note",
+]
+
+
+def rendered(markdown: str) -> str:
+    """The notebook view as a CommonMark renderer (with tables and strikethrough) shows it."""
+    markdown_it = pytest.importorskip("markdown_it")
+    return str(markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(markdown))
+
+
+def structure_of(html: str) -> list[str]:
+    """The elements a rendered block holds, in order (the text between them left out)."""
+    return re.findall(r"<(h\d|li|ul|ol|img|a|em|strong|blockquote|pre|code|hr|table|del|html|div|b)\b", html)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(MARKDOWN_ATTACKS) | st.text(alphabet="#-*+>|!`[]()<>_~=$:/.@&;1 \n\tx", max_size=40),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_the_notebook_view_renders_content_as_text(texts: list[str]) -> None:
+    """Whatever the documents hold, the notebook view renders the block's own structure only:
+    no heading, bullet, image, link, emphasis, quote, code or table comes from a document, and
+    every character of the content is shown."""
+    reader = Reader(id="me", scopes={"org": Scope(name="team", description="[x](https://evil.example) *notes*")})
+    candidates = [Candidate(text=t + f" #{i}", scope_ids=["org"]) for i, t in enumerate(texts)]
+    result = recall(candidates, reader=reader, max_tokens=4000)
+    plain = [Candidate(text=f"plain text {i}", scope_ids=["org"]) for i in range(len(result.evidence))]
+    expected = recall(plain, reader=reader, max_tokens=4000)
+    assert len(expected.evidence) == len(result.evidence)
+    html = rendered(result._repr_markdown_())
+    assert structure_of(html) == structure_of(rendered(expected._repr_markdown_()))
+    shown = unescape_html(re.sub(r"<[^>]+>", "", html))
+    for evidence in result.evidence:
+        for line in evidence.text.splitlines():
+            assert " ".join(line.split()) in " ".join(shown.split())
+
+
+def unescape_html(text: str) -> str:
+    import html
+
+    return html.unescape(text).replace("\xa0", " ")
+
+
+def test_an_empty_scope_list_means_malformed_everywhere() -> None:
+    """scope_ids=[]: the core refuses it, both hosts withhold it for any reader; an unscoped
+    candidate is one without scope_ids, and its dump builds it again."""
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from langchain_core.documents import Document
+    from langchain_core.runnables import RunnableLambda
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from recallpack.adapters.langchain import BudgetedRetriever
+    from recallpack.adapters.llamaindex import BudgetPostprocessor
+
+    for empty in ([], ()):
+        with pytest.raises(CandidateError, match="is empty; leave scope_ids out"):
+            Candidate(text=SECRET, scope_ids=empty)
+    docs = [Document(page_content=SECRET, metadata={"scope_ids": []}), Document(page_content="public")]
+    nodes = [NodeWithScore(node=TextNode(text=SECRET, metadata={"scope_ids": []}), score=1.0)]
+    for reader in (None, Reader(id="me"), Reader.everyone()):
+        result = BudgetedRetriever(retriever=RunnableLambda(lambda q: docs), reader=reader).recall("q")
+        assert texts(result) == ["public"] and result.report.reasons == {"malformed_scope": 1}
+        kept, packed = BudgetPostprocessor(reader=reader).pack_nodes(nodes)
+        assert kept == [] and packed.report.reasons == {"malformed_scope": 1}
+    unscoped = Candidate(text="public", lane="facts")
+    assert Candidate(**unscoped.model_dump()) == unscoped
+    assert Candidate.model_validate_json(unscoped.model_dump_json()) == unscoped

@@ -197,11 +197,11 @@ def test_offsets_that_lie_about_the_text_are_an_error_naming_the_field() -> None
 WORDS = ["alpha", "beta", "gamma", "delta", "pickle", "protocol", "İstanbul", "ß", "emoji 👩‍👩‍👧", "\n", ". "]
 texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=120).map(" ".join)
 scoped = st.builds(
-    Candidate,
-    text=texts,
-    lane=st.sampled_from(["sources", "facts", "working_memory"]),
-    scope_ids=st.lists(st.sampled_from(["me", "org-1", "org-2"]), max_size=2).map(tuple),
-)
+    lambda text, lane, scope_ids: Candidate(text=text, lane=lane, **({"scope_ids": scope_ids} if scope_ids else {})),
+    texts,
+    st.sampled_from(["sources", "facts", "working_memory"]),
+    st.lists(st.sampled_from(["me", "org-1", "org-2"]), max_size=2).map(tuple),
+)  # an unscoped item leaves scope_ids out: an empty one is malformed
 
 
 @pytest.mark.parametrize("spec", TOKENIZER_SPECS)
@@ -408,3 +408,15 @@ def test_a_hostile_query_costs_about_one_pass(query: str) -> None:
     ranked = [Candidate(text=DOCS[n] * 20) for n in ("argparse", "json")]
     result = recall(ranked, max_tokens=500, query=query, policy="passages")
     assert count_tokens(result.to_markdown()) == result.report.tokens_used <= 500
+
+
+def test_an_embedding_that_raises_is_the_cause_of_a_recallpack_error() -> None:
+    """A failing embed= (a client timing out) surfaces as a ConfigError whose cause is its error."""
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        raise TimeoutError("the embedding service did not answer")
+
+    ranked = [Candidate(text=DOCS[n]) for n in ("argparse", "json")]
+    with pytest.raises(ConfigError, match="embed .* raised TimeoutError") as caught:
+        recall(ranked, max_tokens=200, query="json", policy="passages", embed=embed)
+    assert isinstance(caught.value.__cause__, TimeoutError)

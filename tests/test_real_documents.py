@@ -263,7 +263,7 @@ texts = st.one_of(
 )  # fmt: skip
 candidates = st.lists(
     st.builds(
-        lambda text, scoped, lane: Candidate(text=text, scope_ids=("other",) if scoped else (), lane=lane),
+        lambda text, scoped, lane: Candidate(text=text, lane=lane, **({"scope_ids": ("other",)} if scoped else {})),
         texts, st.booleans(), st.sampled_from(["sources", "facts", "working_memory"]),
     ),
     max_size=8,

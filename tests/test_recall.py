@@ -264,12 +264,12 @@ def test_repr_markdown_is_the_block() -> None:
 
 
 scoped = st.builds(
-    Candidate,
+    lambda scope_ids, **fields: Candidate(**fields, **({"scope_ids": scope_ids} if scope_ids else {})),
     text=st.text(min_size=0, max_size=200),
     lane=st.sampled_from(["sources", "working_memory", "facts", "communities"]),
     scope_ids=st.lists(st.sampled_from(["me", "org-1", "org-2", "`odd` id"]), max_size=2).map(tuple),
     score=st.none() | st.floats(0, 1),
-)
+)  # no scope ids: the field left out (an empty list given is refused)
 
 
 @pytest.mark.parametrize("spec", TOKENIZER_SPECS)
@@ -331,3 +331,45 @@ def test_a_cut_that_cannot_shrink_enough_takes_no_earlier_item_with_it() -> None
         assert [e.text for e in result.evidence][:1] == [first.text], budget
         assert count_tokens(result.to_markdown()) <= budget == result.report.max_tokens
         assert result.report.items_selected + result.report.items_dropped == 2
+
+
+def test_the_module_level_settings_cache_holds_under_threads() -> None:
+    """Eight threads calling recall() with ever new settings, switching as often as Python lets
+    them: the cache's eviction never races into a KeyError, and every result is its own."""
+    import sys
+    import threading
+
+    errors: list[BaseException] = []
+    candidates = [Candidate(text="Alice works at Initech. " * 20)]
+
+    def caller(offset: int) -> None:
+        try:
+            for i in range(400):
+                budget = 100 + offset * 1000 + i  # a new key each call: the cache evicts all along
+                result = recall(candidates, max_tokens=budget, tokenizer="chars")
+                assert result.report.max_tokens == budget
+        except BaseException as exc:  # noqa: BLE001 - reported below, with its type
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=caller, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+
+
+def test_scores_are_numbers_of_any_numeric_kind() -> None:
+    """An int, a NumPy float or a Decimal (what a database driver returns) is a score, as a float."""
+    from decimal import Decimal
+
+    import numpy as np
+
+    for value in (3, np.float32(0.5), np.int64(2), Decimal("0.25")):
+        result = recall([Candidate(text="Alice works at Initech.", score=value)])
+        assert result.trace[0].score == float(value) and type(result.trace[0].score) is float

@@ -24,6 +24,7 @@ from recallpack import (
     RecallpackWarning,
     RecallResult,
     Scope,
+    TokenizerError,
     recall_many,
 )
 from recallpack.packing import batch
@@ -39,7 +40,7 @@ def lists(n: int, size: int = 30) -> list[list[Candidate]]:
     """``n`` candidate lists of real paragraphs, each in another order, some of them scoped."""
     return [
         [
-            Candidate(text=TEXTS[(i * 7 + j * 13) % len(TEXTS)], scope_ids=("org",) if j % 9 == 4 else ())
+            Candidate(text=TEXTS[(i * 7 + j * 13) % len(TEXTS)], **({"scope_ids": ("org",)} if j % 9 == 4 else {}))
             for j in range(size)
         ]
         for i in range(n)
@@ -108,7 +109,8 @@ def test_forked_batch_equals_a_loop_of_recall(name: str, forks: list[int]) -> No
     batch_lists = lists(120)
     queries = [QUERIES[i % len(QUERIES)] for i in range(len(batch_lists))] if with_queries else None
     packer = Packer(**config)
-    many = packer.recall_many(batch_lists, queries=queries, workers=2)
+    # Every setting here is data or code that holds nothing of the process: it may run in a child.
+    many = packer.recall_many(batch_lists, queries=queries, workers=2, fork_callables=True)
     assert len(forks) == 1 and batch.last_run.forked == 1
     assert batch.last_run.from_children > 0, "the child packed nothing: the test proves nothing"
     loop = [packer.recall(c, query=None if queries is None else queries[i]) for i, c in enumerate(batch_lists)]
@@ -131,7 +133,7 @@ def test_repeated_calls_leave_no_process_file_or_output(forks: list[int], capfd:
     expected = [fingerprint(packer.recall(c)) for c in batch_lists]
     before = sorted(os.listdir("/proc/self/fd"))
     for _ in range(4):
-        assert [fingerprint(r) for r in packer.recall_many(batch_lists)] == expected
+        assert [fingerprint(r) for r in packer.recall_many(batch_lists, workers=2)] == expected
     assert sorted(os.listdir("/proc/self/fd")) == before
     assert len(forks) == 4
     assert capfd.readouterr() == ("", "")
@@ -165,7 +167,8 @@ def test_the_first_failing_list_raises_its_error_in_the_caller(first: int, forks
 
 
 def test_an_error_from_a_callable_is_raised_as_the_loop_raises_it(forks: list[int]) -> None:
-    """A user tokenizer's own exception in a late list comes out with its own type and message."""
+    """A user tokenizer's own exception in a late list comes out as the loop raises it: a
+    TokenizerError carrying its type and message."""
 
     def fussy(text: str) -> int:
         found = re.search(r"#(53[78]) ", text)
@@ -176,8 +179,9 @@ def test_an_error_from_a_callable_is_raised_as_the_loop_raises_it(forks: list[in
     batch_lists = [[Candidate(text=f"#{i} {TEXTS[i % len(TEXTS)]}")] for i in range(600)]
     packer = Packer(max_tokens=300, tokenizer=fussy)
     loop = error_of(lambda: [packer.recall(c) for c in batch_lists])
-    assert loop == (KeyError, "'no count for list 537'")
-    assert error_of(lambda: packer.recall_many(batch_lists)) == loop
+    assert loop[0] is TokenizerError and "raised KeyError" in loop[1] and "'no count for list 537'" in loop[1]
+    assert error_of(lambda: packer.recall_many(batch_lists, workers=2, fork_callables=True)) == loop
+    assert forks
 
 
 def test_a_child_that_dies_costs_time_not_results(forks: list[int]) -> None:
@@ -192,7 +196,7 @@ def test_a_child_that_dies_costs_time_not_results(forks: list[int]) -> None:
     packer = Packer(max_tokens=300, tokenizer=deadly)
     batch_lists = lists(50)
     with pytest.warns(RecallpackWarning, match="killed by signal 9"):
-        many = packer.recall_many(batch_lists, workers=2)
+        many = packer.recall_many(batch_lists, workers=2, fork_callables=True)
     assert batch.last_run.children_lost == [0]
     assert [fingerprint(r) for r in many] == [fingerprint(packer.recall(c)) for c in batch_lists]
 
@@ -207,7 +211,7 @@ def test_a_warning_in_a_child_reaches_the_caller(forks: list[int]) -> None:
         return len(text) // 4 + 1
 
     with pytest.warns(UserWarning, match="counted in a worker"):
-        Packer(max_tokens=300, tokenizer=chatty).recall_many(lists(40))
+        Packer(max_tokens=300, tokenizer=chatty).recall_many(lists(40), workers=2, fork_callables=True)
     assert batch.last_run.from_children > 0
 
 
@@ -223,13 +227,14 @@ def test_a_live_thread_keeps_the_batch_in_one_process(monkeypatch: pytest.Monkey
         packer = Packer(max_tokens=400)
         with pytest.warns(RecallpackWarning, match=r"workers=2\) packed in this process only: another thread"):
             many = packer.recall_many(lists(60), workers=2)
+        assert batch.last_run.fallback == "another thread is alive"
         with warnings.catch_warnings():
-            warnings.simplefilter("error")  # by default (workers=None) the loop is chosen quietly
+            warnings.simplefilter("error")  # by default (workers=None) the loop, quietly
             quiet = packer.recall_many(lists(60))
     finally:
         stop.set()
         thread.join()
-    assert forked == [] and batch.last_run.fallback == "another thread is alive"
+    assert forked == [] and batch.last_run.fallback == "one worker"
     assert [fingerprint(r) for r in many] == [fingerprint(packer.recall(c)) for c in lists(60)]
     assert [fingerprint(r) for r in quiet] == [fingerprint(r) for r in many]
 
@@ -256,9 +261,9 @@ def test_workers_is_checked_before_any_work(workers: object) -> None:
         recall_many(None, workers=workers)  # type: ignore[arg-type]
 
 
-def test_workers_none_is_the_usable_cores() -> None:
-    """None means the cores this process may run on."""
-    assert batch.check_workers(None) == len(os.sched_getaffinity(0))
+def test_workers_none_is_one_process() -> None:
+    """None means what 1 means, one list after another here; a number above 1 is taken as given."""
+    assert batch.check_workers(None) == 1
     assert batch.check_workers(3) == 3
 
 
@@ -296,7 +301,7 @@ def test_an_interrupt_in_the_caller_ends_its_workers(forks: list[int]) -> None:
     batch_lists = [[Candidate(text=f"#{i} {TEXTS[i % len(TEXTS)]}")] for i in range(200)]
     before = sorted(os.listdir("/proc/self/fd"))
     with pytest.raises(KeyboardInterrupt):
-        Packer(max_tokens=300, tokenizer=interrupted).recall_many(batch_lists, workers=2)
+        Packer(max_tokens=300, tokenizer=interrupted).recall_many(batch_lists, workers=2, fork_callables=True)
     assert forks and sorted(os.listdir("/proc/self/fd")) == before
 
 
@@ -320,7 +325,7 @@ def test_a_thread_started_by_the_first_lists_keeps_the_rest_in_one_process(monke
     packer = Packer(max_tokens=300, tokenizer=threaded)
     try:
         with pytest.warns(RecallpackWarning, match="another thread is alive"):
-            many = packer.recall_many(lists(40), workers=2)
+            many = packer.recall_many(lists(40), workers=2, fork_callables=True)
     finally:
         stop.set()
     assert started and batch.last_run.fallback == "another thread is alive"
@@ -335,12 +340,191 @@ def test_recall_many_inside_a_forked_batch_is_the_loop(forks: list[int]) -> None
 
     def nested(text: str) -> int:
         if batch._inside:
-            assert len(inner.recall_many([[Candidate(text=text)]] * 3, workers=2)) == 3
+            assert len(inner.recall_many([[Candidate(text=text)]] * 3, workers=2, fork_callables=True)) == 3
             paths.append(batch.last_run.fallback)
         return len(text) // 4 + 1
 
     packer = Packer(max_tokens=300, tokenizer=nested)
     batch_lists = [[Candidate(text=f"#{i} {TEXTS[i]}")] for i in range(30)]
-    many = packer.recall_many(batch_lists, workers=2)
+    many = packer.recall_many(batch_lists, workers=2, fork_callables=True)
     assert len(forks) == 1 and paths and set(paths) == {"inside a forked batch already"}
     assert [fingerprint(r) for r in many] == [fingerprint(packer.recall(c)) for c in batch_lists]
+
+
+# -- a guest in its caller's process: no fork unless asked, and never the caller's code unasked ----
+
+
+def test_the_default_is_the_loop_in_this_process(forks: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without workers, a batch that would pay for a fork is still packed here, quietly."""
+    monkeypatch.setattr(batch, "_fork", lambda: pytest.fail("forked without being asked"))
+    batch_lists = lists(120)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        many = Packer(max_tokens=400).recall_many(batch_lists)
+        module = recall_many(batch_lists, max_tokens=400)
+    assert batch.last_run.fallback == "one worker" and batch.last_run.forked == 0
+    loop = [fingerprint(Packer(max_tokens=400).recall(c)) for c in batch_lists]
+    assert [fingerprint(r) for r in many] == loop == [fingerprint(r) for r in module]
+
+
+class PidLog:
+    """A callable's record of the processes it ran in, kept in a file so a child's calls count."""
+
+    def __init__(self, path: Any) -> None:
+        self.path = str(path)
+
+    def note(self) -> None:
+        with open(self.path, "a") as log:
+            log.write(f"{os.getpid()}\n")
+
+    def pids(self) -> set[int]:
+        with open(self.path) as log:
+            return {int(line) for line in log}
+
+
+def callers_code(log: PidLog) -> dict[str, dict[str, Any]]:
+    """Settings that each hold a piece of the caller's code, which notes where it runs."""
+
+    def count(text: str) -> int:
+        log.note()
+        return len(text) // 4 + 1
+
+    class Encoder:  # what a Hugging Face tokenizer looks like to get_tokenizer
+        def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+            log.note()
+            return list(range(len(text) // 4 + 1))
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        log.note()
+        return [[float(len(t) % 7), 1.0] for t in texts]
+
+    def join(texts: Any) -> str:
+        log.note()
+        return "\n".join(texts)
+
+    return {
+        "tokenizer function": {"tokenizer": count},
+        "tokenizer object": {"tokenizer": Encoder()},
+        "embed": {"embed": embed, "cut": "focus", "policy": "truncate"},
+        "join": {"join": join},
+    }
+
+
+@pytest.mark.parametrize("setting", ["tokenizer function", "tokenizer object", "embed", "join"])
+def test_the_callers_code_never_runs_in_a_child_unless_asked(
+    setting: str, forks: list[int], tmp_path: Any
+) -> None:
+    """workers=2 with a setting holding the caller's code: the batch stays here, a warning names
+    the setting; fork_callables=True lets that code run in the forked workers."""
+    log = PidLog(tmp_path / "pids")
+    packer = Packer(max_tokens=300, **callers_code(log)[setting])
+    batch_lists = lists(60, size=12)
+    queries = [QUERIES[0]] * len(batch_lists)
+    expected = [fingerprint(packer.recall(c, query=QUERIES[0])) for c in batch_lists]
+    name = setting.split()[0]
+    with pytest.warns(RecallpackWarning, match=rf"the settings hold the caller's own code \({name}\)"):
+        many = packer.recall_many(batch_lists, queries=queries, workers=2)
+    assert forks == [] and log.pids() == {os.getpid()}
+    assert [fingerprint(r) for r in many] == expected
+    # New texts: what the tokenizer counted above is in its cache, which a child inherits.
+    fresh = [[Candidate(text=f"again {i}: {c.text}") for c in row] for i, row in enumerate(batch_lists)]
+    forked = packer.recall_many(fresh, queries=queries, workers=2, fork_callables=True)
+    assert len(forks) == 1 and log.pids() == {os.getpid(), *forks}
+    assert [fingerprint(r) for r in forked] == [fingerprint(packer.recall(c, query=QUERIES[0])) for c in fresh]
+
+
+EMBEDDING_SERVER = """
+import json, os, socket, sys
+conn = socket.socket(fileno=int(sys.argv[1]))
+reader = conn.makefile("r")
+with open(sys.argv[2], "a") as log:
+    for line in reader:
+        request = json.loads(line)
+        log.write(f"{request['pid']}\\n")
+        log.flush()
+        vectors = [[float(len(t) % 11), float(t.count("e")), 1.0] for t in request["texts"]]
+        conn.sendall((json.dumps({"for": request["id"], "vectors": vectors}) + "\\n").encode())
+"""
+
+
+class KeepAliveEmbeddings:
+    """An embedding client as a server process holds one: a connection it keeps open across calls,
+    each request answered on it in turn (a socket pair to a subprocess: no network)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn, self.reader, self.calls = conn, conn.makefile("r"), 0
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        import json
+
+        self.calls += 1
+        request = {"id": f"{os.getpid()}-{self.calls}", "pid": os.getpid(), "texts": texts}
+        self.conn.sendall((json.dumps(request) + "\n").encode())
+        answer = json.loads(self.reader.readline())
+        assert answer["for"] == request["id"], "another process's answer"
+        return [list(map(float, v)) for v in answer["vectors"]]
+
+
+def test_a_keep_alive_embedding_client_is_only_used_by_its_own_process(forks: list[int], tmp_path: Any) -> None:
+    """An embed= client holding a keep-alive connection (a server's setup): with the default, and
+    with workers=2, every request is this process's, and every answer comes back to it."""
+    import socket
+    import subprocess
+    import sys
+
+    ours, theirs = socket.socketpair()
+    log = tmp_path / "requests"
+    server = subprocess.Popen(
+        [sys.executable, "-c", EMBEDDING_SERVER, str(theirs.fileno()), str(log)], pass_fds=[theirs.fileno()]
+    )
+    theirs.close()
+    client = KeepAliveEmbeddings(ours)
+    try:
+        packer = Packer(max_tokens=200, embed=client, policy="truncate", cut="focus")
+        batch_lists = lists(80, size=8)
+        queries = [QUERIES[i % 2] for i in range(len(batch_lists))]
+        expected = [fingerprint(packer.recall(c, query=q)) for c, q in zip(batch_lists, queries)]
+        default = packer.recall_many(batch_lists, queries=queries)
+        with pytest.warns(RecallpackWarning, match=r"caller's own code \(embed\)"):
+            asked = packer.recall_many(batch_lists, queries=queries, workers=2)
+    finally:
+        client.reader.close()
+        ours.close()  # the server reads to the end of its stream and exits
+        server.wait(timeout=60)
+    assert forks == []
+    assert {int(line) for line in log.read_text().split()} == {os.getpid()}
+    assert [fingerprint(r) for r in default] == expected == [fingerprint(r) for r in asked]
+
+
+def test_a_child_resets_the_signal_handlers_it_inherits(forks: list[int], tmp_path: Any) -> None:
+    """A forked worker runs none of the caller's signal handlers, nor writes to its event loop's
+    wakeup fd: both are reset before it packs."""
+    import socket
+
+    seen = tmp_path / "seen"
+    caller = os.getpid()
+
+    def count(text: str) -> int:
+        if os.getpid() != caller:
+            handlers = [signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)]
+            wakeup = signal.set_wakeup_fd(-1)
+            with open(seen, "a") as out:
+                out.write(f"{all(h is signal.SIG_DFL for h in handlers)} {wakeup}\n")
+        return len(text) // 4 + 1
+
+    def handler(number: int, frame: Any) -> None:
+        raise AssertionError("the caller's handler ran")
+
+    wake_read, wake_write = socket.socketpair()
+    wake_write.setblocking(False)
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGUSR1)}
+    old_wakeup = signal.set_wakeup_fd(wake_write.fileno())
+    try:
+        Packer(max_tokens=300, tokenizer=count).recall_many(lists(40), workers=2, fork_callables=True)
+    finally:
+        signal.set_wakeup_fd(old_wakeup)
+        for number, previous in old.items():
+            signal.signal(number, previous)
+        wake_read.close()
+        wake_write.close()
+    assert forks and set(seen.read_text().split("\n")) - {""} == {"True -1"}

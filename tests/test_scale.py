@@ -5,8 +5,10 @@ from __future__ import annotations
 import copy
 import multiprocessing
 import pickle
+import tempfile
 import warnings
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import cloudpickle
@@ -37,7 +39,7 @@ def lists(n: int, size: int = 40) -> list[list[Candidate]]:
     out = []
     for i in range(n):
         picked = [TEXTS[(i * 7 + j * 13) % len(TEXTS)] for j in range(size)]
-        out.append([Candidate(text=t, scope_ids=("org",) if j % 9 == 4 else ()) for j, t in enumerate(picked)])
+        out.append([Candidate(text=t, **({"scope_ids": ("org",)} if j % 9 == 4 else {})) for j, t in enumerate(picked)])
     return out
 
 
@@ -75,9 +77,27 @@ class FixedNodes(LlamaRetriever):
         return [NodeWithScore(node=TextNode(text=t, id_=f"n{i}"), score=1.0 / (i + 1)) for i, t in enumerate(self.texts)]
 
 
+#: A template as source and as a file, as docs/scaling.md promises workers can take either: a
+#: copy carries the template's source, so a worker needs neither the file nor a compiled one.
+TEMPLATE = "{% for e in evidence %}* [{{ e.label }}] {{ e.text|oneline }}\n{% endfor %}"
+TEMPLATE_FILE = Path(tempfile.mkdtemp(prefix="recallpack-template-")) / "evidence.j2"
+TEMPLATE_FILE.write_text(TEMPLATE.replace("* [", "- ["), encoding="utf-8")
+
+
 def _objects() -> dict[str, Any]:
     bm25 = BM25Retriever.from_texts(TEXTS[:120], k=8)
     result = recall(lists(1)[0], max_tokens=500, reader=READER)
+    templated = {
+        f"{name} with a {kind} template": build(template)
+        for kind, template in (("str", TEMPLATE), ("Path", TEMPLATE_FILE))
+        for name, build in (
+            ("packer", lambda t: Packer(max_tokens=500, reader=READER, template=t)),
+            ("langchain retriever", lambda t: lc.BudgetedRetriever(retriever=bm25, max_tokens=400, template=t)),
+            ("langchain compressor", lambda t: lc.BudgetCompressor(max_tokens=300, template=t)),
+            ("llamaindex postprocessor", lambda t: li.BudgetPostprocessor(max_tokens=300, template=t)),
+            ("llamaindex retriever", lambda t: li.BudgetedRetriever(FixedNodes(TEXTS[:20]), max_tokens=300, template=t)),
+        )
+    }
     return {
         "candidate": Candidate(text="Alice works at Initech.", scope_ids=("org",), score=0.5),
         "packer": Packer(max_tokens=500, reader=READER, lane_budgets={"facts": 50}),
@@ -87,6 +107,7 @@ def _objects() -> dict[str, Any]:
         "langchain compressor": lc.BudgetCompressor(max_tokens=300),
         "llamaindex postprocessor": li.BudgetPostprocessor(max_tokens=300),
         "llamaindex retriever": li.BudgetedRetriever(FixedNodes(TEXTS[:20]), max_tokens=300),
+        **templated,
     }
 
 
@@ -102,7 +123,8 @@ def output_of(obj: Any) -> Any:
         return obj.compress([Document(page_content=t) for t in TEXTS[:30]], QUERY).to_markdown()
     if isinstance(obj, li.BudgetPostprocessor):
         nodes = [NodeWithScore(node=TextNode(text=t, id_=f"n{i}")) for i, t in enumerate(TEXTS[:30])]
-        return [n.node.get_content() for n in obj.postprocess_nodes(nodes)]
+        kept, result = obj.pack_nodes(nodes)
+        return [n.node.get_content() for n in kept], result.to_markdown()
     if isinstance(obj, li.BudgetedRetriever):
         return obj.recall(QUERY).to_markdown()
     if hasattr(obj, "to_markdown"):
@@ -146,3 +168,31 @@ def test_a_pickled_result_is_proportional_to_what_was_kept() -> None:
     large = recall(big, max_tokens=300)
     assert len(large.evidence) == len(small.evidence)
     assert len(pickle.dumps(large)) < 2 * len(pickle.dumps(small))
+
+
+def test_a_template_file_is_not_needed_where_a_copy_arrives(tmp_path: Path) -> None:
+    """A Packer built from a template file carries its source: the file may be gone in the worker."""
+    path = tmp_path / "block.j2"
+    path.write_text(TEMPLATE, encoding="utf-8")
+    packer = Packer(max_tokens=500, template=path)
+    payloads = [pickle.dumps(packer), cloudpickle.dumps(packer)]
+    path.unlink()
+    for copied in [pickle.loads(payloads[0]), cloudpickle.loads(payloads[1]), copy.deepcopy(packer)]:
+        assert output_of(copied) == output_of(packer) and output_of(packer).startswith("* [")
+
+
+def test_the_memory_tool_works_after_cloudpickle() -> None:
+    """The memory search tool (a closure over its retriever, a template too) cloudpickles, and the
+    copy searches and issues receipts that verify."""
+    from langchain_core.messages import ToolCall, ToolMessage
+
+    from recallpack.allowance import verify
+
+    bm25 = BM25Retriever.from_texts(TEXTS[:120], k=8)
+    for template in (None, TEMPLATE, TEMPLATE_FILE):
+        tool = lc.BudgetedRetriever(retriever=bm25, max_tokens=300, template=template).as_tool()
+        copied = cloudpickle.loads(cloudpickle.dumps(tool))
+        call = ToolCall(name="memory_search", args={"query": QUERY}, id="c1", type="tool_call")
+        original, again = tool.invoke(call), copied.invoke(call)
+        assert isinstance(again, ToolMessage) and again.content == original.content != ""
+        assert verify(again.content, again.artifact)

@@ -247,6 +247,58 @@ def test_heuristic_and_callables_do_not_claim_additivity() -> None:
     assert not get_tokenizer(len).splits_at_line_starts
 
 
+#: Split patterns a caller may give an Encoding it names after a shipped one: pairs of
+#: characters, anything up to a space, whole lines (pieces that span a line start).
+FORGED_PATTERNS = [r"(?s)..?", r"\S+\s*|\s+", r"[^\n]*\n?"]
+
+
+def forged(name: str, pattern: str) -> object:
+    """A caller-built tiktoken Encoding under a shipped encoding's name, with another pattern."""
+    import tiktoken
+
+    ranks = get_tokenizer(name).encoding._mergeable_ranks  # type: ignore[attr-defined]
+    return tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+
+
+@pytest.mark.parametrize("pattern", FORGED_PATTERNS)
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_an_encoding_is_trusted_by_identity_not_by_name(name: str, pattern: str) -> None:
+    """An Encoding the caller built and named cl100k_base gets no additivity shortcut: every
+    report is the exact count of its block, and every block fits, however the pattern splits."""
+    from recallpack import Candidate, Packer, recall
+
+    encoding = forged(name, pattern)
+    tokenizer = get_tokenizer(encoding)  # type: ignore[arg-type]
+    assert not tokenizer.splits_at_line_starts and get_tokenizer(name).splits_at_line_starts
+    texts = [f"Item {i}: " + "word " * (i % 7) + "x" * (i % 3) + "\n- not a label" * (i % 2) for i in range(30)]
+    least = Packer(tokenizer=encoding).least_tokens  # a pattern that splits finely needs more than 40
+    for budget in range(max(40, least), 420, 3):
+        result = recall([Candidate(text=t) for t in texts], max_tokens=budget, tokenizer=encoding)
+        exact = tokenizer.count(result.to_markdown())
+        assert result.report.tokens_used == exact <= budget, (budget, result.report.tokens_used, exact)
+
+
+@pytest.mark.parametrize("pattern", FORGED_PATTERNS)
+def test_token_windows_of_a_forged_encoding_fit(pattern: str) -> None:
+    """Token windows counted with a caller's Encoding named cl100k_base each fit by its own count."""
+    from recallpack import token_windows
+
+    encoding = forged("cl100k_base", pattern)
+    text = "\n".join(f"Line {i} of a document: " + "alpha beta gamma " * (i % 9) for i in range(200))
+    tokenizer = get_tokenizer(encoding)  # type: ignore[arg-type]
+    for window in token_windows(text, 37, 5, encoding):  # type: ignore[arg-type]
+        assert tokenizer.count(window.text) <= 37
+
+
+def test_a_forged_encoding_is_still_unknown_after_pickling() -> None:
+    """A copy of a caller's Encoding travels whole and earns no trust on the way."""
+    import pickle
+
+    copied = pickle.loads(pickle.dumps(get_tokenizer(forged("cl100k_base", FORGED_PATTERNS[0]))))  # type: ignore[arg-type]
+    assert not copied.splits_at_line_starts
+    assert pickle.loads(pickle.dumps(get_tokenizer("cl100k_base"))).splits_at_line_starts
+
+
 def test_count_cache_is_bounded_by_characters(monkeypatch: pytest.MonkeyPatch) -> None:
     """The count cache evicts the least recently used texts once it holds too many characters."""
     monkeypatch.setattr(tk, "_CACHE_CHARS", 1_000)
@@ -279,3 +331,18 @@ def test_a_text_counted_once_is_not_kept() -> None:
     for _ in range(5):
         assert tokenizer.count("again and again") == len("again and again")
     assert calls.count("again and again") == 2 and len(tokenizer._cache) == 1
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda text: __import__("numpy").int64(len(text.split())),
+        lambda text: __import__("numpy").arange(len(text.split())),
+        lambda text: list(range(len(text.split()))),
+    ],
+    ids=["numpy-count", "numpy-token-ids", "token-ids"],
+)
+def test_a_tokenizer_may_answer_with_numpy(fn: object) -> None:
+    """A callable's count may be NumPy's integer, its tokens a NumPy array: counted as given."""
+    tokenizer = get_tokenizer(fn)  # type: ignore[arg-type]
+    assert tokenizer.count("one two three") == 3 and type(tokenizer.count("a b")) is int

@@ -229,6 +229,13 @@ def test_that_many_chunks_of_that_size_fit_the_block(spec: str, max_tokens: int,
     assert count_tokens(result.to_markdown(), spec) <= max_tokens
 
 
+def test_one_scope_name_as_a_str_is_one_scope() -> None:
+    """scopes="team-notes" is the one scope of that name, not eleven one-letter scopes."""
+    one = chunk_size_for(2048, 8, scopes="team-notes")
+    assert one == chunk_size_for(2048, 8, scopes=["team-notes"]) == chunk_size_for(2048, 8, scopes=("team-notes",))
+    assert one > chunk_size_for(2048, 8, scopes=list("team-notes"))
+
+
 _ONE_LINE = " ".join(" ".join(doc.split()) for _, doc in stdlib_docs())
 
 

@@ -7,6 +7,11 @@ The baseline is what any token-aware step pays at least once: tiktoken encoding 
   ``encode_ordinary`` of the same document. Target: below 1, the cut reads the text once.
 - ``cut_head`` of a 10 MB text against one ``encode_ordinary`` of it: the head cut's work is
   bounded by the room, so the ratio is tiny and shrinks as the text grows.
+- ``cut_focus`` of adversarial texts and queries (the query is end-user input), each against one
+  ``encode_ordinary`` of the same text: a dotted capital I (whose lower case is longer) in 1 MB
+  with a 1,000-word query, every word a match, words sharing every query term as a suffix, a
+  10,000-word query, a 1 MB query word, a line per word, a sentence per letter, a text without a
+  space. Target: the worst below 3x.
 
 Every run gets a fresh tokenizer (an empty count cache), so no count carries over between runs.
 """
@@ -32,6 +37,8 @@ HEAD_CHARS = 10_000_000
 REPEAT = 5
 FOCUS_TARGET = 1.0
 HEAD_TARGET = 0.05
+ADVERSARIAL_TARGET = 3.0
+ADVERSARIAL_CHARS = 1_000_000
 
 
 def _best(fn: Callable[[TiktokenTokenizer], object], encoding: tiktoken.Encoding, repeat: int) -> float:
@@ -63,6 +70,54 @@ def _known_item(document: str) -> tuple[str, str]:
         if len(words) >= 8:
             return line.strip(), " ".join(w for i, w in enumerate(words) if i % 3 != 2)
     return "", "return the value"
+
+
+def _repeated(unit: str, chars: int = ADVERSARIAL_CHARS) -> str:
+    return unit * (chars // len(unit))
+
+
+def _adversarial() -> list[tuple[str, str, str]]:
+    """(what, text, query): texts and queries chosen to make a focus cut do the most work."""
+    words = [f"w{i}x" for i in range(64)]
+    shared = "a" * 16
+    return [
+        ("dotted capital I, 1,000-word query", "\u0130 " + _repeated("ab cd "),
+         " ".join(f"ab{i}" for i in range(1_000))),
+        ("every word a match", _repeated("a "), "a"),
+        ("every query term a suffix of every word", _repeated(shared + " "),
+         " ".join(shared[i:] for i in range(16))),
+        ("64 terms, every word a match", _repeated(" ".join(words) + ". "), " ".join(words)),
+        ("10,000-word query", _repeated("the value of the name. "),
+         "value " + " ".join(f"q{i}" for i in range(10_000))),
+        ("a 1 MB query word", _repeated("the value of the name. "), "value " + "v" * 1_000_000),
+        ("a line per word", _repeated("value\n"), "value"),
+        ("a sentence per letter", _repeated("a. b. "), "a b"),
+        ("no space, no break", _repeated("value"), "value"),
+    ]
+
+
+def _focus_against_encode(encoding: tiktoken.Encoding, text: str, query: str) -> tuple[float, float]:
+    """Best times of encoding ``text`` once and of cutting it by focus on ``query``."""
+    encode = _best(lambda _: encoding.encode_ordinary(text), encoding, REPEAT)
+    return encode, _best(lambda tok: cut_focus(text, query, ROOM, tok), encoding, REPEAT)
+
+
+def _adversarial_lines(encoding: tiktoken.Encoding) -> list[str]:
+    """Each adversarial focus cut against encoding its text once, and the worst ratio."""
+    lines = [
+        f"  adversarial focus cuts to {ROOM} tokens, 1 MB each, vs encode_ordinary of the same text:"
+    ]
+    worst = 0.0
+    for what, text, query in _adversarial():
+        encode, focus = _focus_against_encode(encoding, text, query)
+        worst = max(worst, focus / encode)
+        lines.append(f"    {what:<42} {focus * 1e3:8.1f} ms  {focus / encode:5.2f}x")
+    verdict = "ok" if worst < ADVERSARIAL_TARGET else "MISS"
+    lines.append(
+        f"  {verdict:<4} cut_focus adversarial text and query / encode the text, worst: {worst:.2f}"
+        f" (target < {ADVERSARIAL_TARGET})"
+    )
+    return lines
 
 
 def run() -> list[str]:
@@ -100,7 +155,7 @@ def run() -> list[str]:
     for name, ratio, target in ratios:
         verdict = "ok" if ratio < target else "MISS"
         lines.append(f"  {verdict:<4} {name}: {ratio:.3f} (target < {target})")
-    return lines
+    return lines + _adversarial_lines(encoding)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ setting added there reaches both hosts with no adapter edit. Imports no host fra
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -15,7 +16,7 @@ from pydantic import PrivateAttr, ValidationError, field_validator, model_valida
 
 from recallpack.packing.candidate import Candidate, LaneKind, Span, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackError
-from recallpack.packing.limits import Policy
+from recallpack.packing.limits import Policy, check_max_items
 from recallpack.packing.packer import Packer, PackerSettings, recallpack_error, refuse_unknown
 from recallpack.packing.translate import UnknownLane, candidate_from, check_on_unknown_lane
 
@@ -24,6 +25,9 @@ __all__ = [
     "PackerComponent",
     "HOST_DECIDES",
     "ITEM_SETTINGS",
+    "check_query",
+    "check_recall_settings",
+    "takes_config_of",
     "gather_or_cancel",
     "keywords_of",
 ]
@@ -162,6 +166,68 @@ def keywords_of(
         return init
 
     return typed
+
+
+def check_query(
+    query: object, kwargs: Mapping[str, Any] | None = None, *, bundle: type | None = None
+) -> None:
+    """The query is a str (or the host's query ``bundle``), and no per-call keyword is named
+    ``query`` too (``invoke("q", query="x")``)."""
+    if not isinstance(query, str) and not (bundle is not None and isinstance(query, bundle)):
+        kinds = "a str" + (f" or a {bundle.__name__}" if bundle is not None else "")
+        raise ConfigError(f"the query must be {kinds}, got {type(query).__name__} {query!r:.60}")
+    if kwargs and "query" in kwargs:
+        raise ConfigError("query= is not a setting: the query is the call's first argument, given once")
+
+
+#: What LangChain's BudgetedRetriever takes per call besides the Packer's settings.
+_CALL_SETTINGS = ("k", "fetch_k", "verbose")
+
+
+def check_recall_settings(retriever: Any, overrides: Mapping[str, Any]) -> None:
+    """The settings a tool or an assembly will pass to ``retriever.recall`` on every call, checked
+    now as that call would check them, so a bad one fails where it is given, not at first use."""
+    if not overrides:
+        return
+    if retriever is None:
+        raise ConfigError(
+            f"recall settings ({', '.join(sorted(overrides))}) were given without retriever=...: "
+            "they configure automatic recall, which needs a retriever"
+        )
+    try:
+        params = inspect.signature(retriever.recall).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: nothing to read ahead
+        return
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        for name in overrides:
+            if name not in params or name == "query":
+                raise ConfigError(
+                    f"{type(retriever).__name__}.recall takes no setting {name!r}; configure it "
+                    "where the retriever is built"
+                )
+        return
+    packer = getattr(retriever, "packer", None)
+    if not isinstance(packer, Packer):
+        return  # a duck-typed recaller that takes anything: it checks its own settings
+    settings = {name: value for name, value in overrides.items() if name not in _CALL_SETTINGS}
+    refuse_unknown(type(retriever).__name__, settings, [*Packer.settings_names(), *_CALL_SETTINGS])
+    for name in ("k", "fetch_k"):
+        if name in overrides:
+            check_max_items(overrides[name], name)
+    per_call = getattr(retriever, "_per_call", None)  # an adapter's: it refuses what its host decides
+    if callable(per_call):
+        per_call(settings)
+    else:
+        packer.replace(**settings)
+
+
+def takes_config_of(retriever: object) -> bool:
+    # BudgetedRetriever.recall takes a RunnableConfig, so a trace nests the search under the
+    # tool; a duck-typed recaller may not, and is then called without it.
+    try:
+        return "config" in inspect.signature(retriever.recall).parameters  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        return False
 
 
 async def gather_or_cancel(awaitables: Sequence[Awaitable[T]]) -> list[T]:

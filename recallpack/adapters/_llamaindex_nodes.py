@@ -1,4 +1,5 @@
-"""LlamaIndex nodes to Candidates and back, and the tokenizer a user set in Settings."""
+"""LlamaIndex nodes to Candidates and back, the tokenizer a user set in Settings, and the checks
+of what LlamaIndex hands the adapters (a metadata mode, a callback manager, an upstream's nodes)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 
 import llama_index.core
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeWithScore
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeWithScore, QueryBundle
 from pydantic import ValidationError
 
 from recallpack.adapters._depth import own_depth, with_top_k
@@ -18,10 +20,19 @@ from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamEr
 from recallpack.packing.limits import fetch_depth
 from recallpack.packing.packer import Packer
 from recallpack.packing.result import PackReport, RecallResult
-from recallpack.packing.tokenizer import CallableTokenizer, Tokenizer, TokenizerSpec, get_tokenizer
+from recallpack.packing.tokenizer import (
+    CallableTokenizer,
+    Tokenizer,
+    TokenizerSpec,
+    get_tokenizer,
+    is_known_encoding,
+)
 from recallpack.packing.translate import EVIDENCE_METADATA_KEYS, evidence_metadata
 
 __all__ = [
+    "deprecated_response_mode",
+    "query_str",
+    "fetch_noted",
     "retriever_with_depth",
     "settings_tokenizer",
     "node_candidates",
@@ -30,6 +41,10 @@ __all__ = [
     "EveryModeView",
     "REPORT_KEY",
     "report_of",
+    "metadata_mode_of",
+    "callback_manager_of",
+    "MALFORMED",
+    "malformed",
 ]
 
 #: The node metadata key under which each kept node carries the report of the packing that kept
@@ -45,7 +60,9 @@ def settings_tokenizer() -> Tokenizer | None:
         return None
     if isinstance(user, functools.partial) and getattr(user.func, "__name__", "") == "encode":
         encoding = getattr(user.func, "__self__", None)
-        if getattr(encoding, "name", None) == "cl100k_base":
+        # LlamaIndex's own default is tiktoken's cl100k_base object: known by identity, not by a
+        # name any Encoding a user built can carry.
+        if getattr(encoding, "name", None) == "cl100k_base" and is_known_encoding(encoding):
             return None
     name = getattr(user, "__qualname__", type(user).__name__)
     return CallableTokenizer(user, name=f"llama_index Settings.tokenizer ({name})")
@@ -89,6 +106,39 @@ class EveryModeView:
         return repr(text)[1:-1]
 
 
+def metadata_mode_of(value: object) -> MetadataMode:
+    """A MetadataMode, or the value of one (``"llm"``), checked where it is given."""
+    try:
+        return MetadataMode(value)
+    except ValueError:
+        modes = ", ".join(repr(m.value) for m in MetadataMode)
+        raise ConfigError(
+            f"metadata_mode={value!r:.60} is not a llama_index MetadataMode; use one of {modes}"
+        ) from None
+
+
+def callback_manager_of(value: object) -> CallbackManager | None:
+    if value is not None and not isinstance(value, CallbackManager):
+        raise ConfigError(
+            f"callback_manager={value!r:.60} must be a llama_index CallbackManager or None "
+            f"(Settings.callback_manager), got {type(value).__name__}"
+        )
+    return value
+
+
+#: What LlamaIndex's own retrieve raises on an upstream that broke its contract (returned a str,
+#: nodes of the wrong kind, metadata nested past the recursion limit): an UpstreamError here.
+MALFORMED = (AttributeError, TypeError, RecursionError)
+
+
+def malformed(upstream: str, exc: BaseException) -> UpstreamError:
+    """LlamaIndex's own failure on what the upstream returned, as an UpstreamError naming it."""
+    return UpstreamError(
+        f"upstream {upstream} failed inside LlamaIndex: {type(exc).__name__}: "
+        f"{exc!s:.200} (a retriever's _retrieve must return a list of NodeWithScore)"
+    )
+
+
 def _modality(node: BaseNode) -> str:
     """"text" when the node has text of its own, else what it holds instead (the core drops
     anything but text with reason ``no_text``; metadata alone says nothing either)."""
@@ -116,8 +166,14 @@ def node_candidates(
                 f"upstream item {position} is a {type(item).__name__}, not a NodeWithScore; "
                 "a LlamaIndex retriever must return NodeWithScore objects"
             )
-        modality = _modality(item.node)
-        text = item.node.get_content(metadata_mode=metadata_mode) if modality == "text" else ""
+        try:
+            modality = _modality(item.node)
+            text = item.node.get_content(metadata_mode=metadata_mode) if modality == "text" else ""
+        except Exception as exc:  # LlamaIndex rendering the node's own data: metadata nested too deep
+            raise UpstreamError(
+                f"upstream item {position}: LlamaIndex could not give its content in metadata_mode="
+                f"{getattr(metadata_mode, 'value', metadata_mode)!r}: {type(exc).__name__}: {exc!s:.200}"
+            ) from exc
         # Shown with its metadata lines, a node is a duplicate by its own content alone.
         own = None if metadata_mode == MetadataMode.NONE else item.node.get_content(MetadataMode.NONE)
         lane = None if lanes is None else lanes[position]
@@ -216,3 +272,34 @@ def retriever_with_depth(
         )
         return retriever
     return with_top_k(retriever, fetch_k)
+
+
+def query_str(query_bundle: QueryBundle | str | None) -> str | None:
+    """A postprocessor's query: a str is taken as the query, as LlamaIndex retrievers take one."""
+    return query_bundle if isinstance(query_bundle, str) else getattr(query_bundle, "query_str", None)
+
+
+def fetch_noted(result: RecallResult, searched: Sequence[BaseRetriever]) -> RecallResult:
+    """``result``, saying how deep the ``searched`` upstreams were asked to search."""
+    depths = [own_depth(r) for r in searched]
+    if not any(depths):
+        return result
+    return result.with_fetch(None if None in depths else sum(d or 0 for d in depths), "fetch_k")
+
+
+def deprecated_response_mode(mode: object, modes: Sequence[str]) -> str | None:
+    """``BudgetPostprocessor(response_mode=...)``, checked and warned about: it changes nothing."""
+    if mode is None:
+        return None
+    if str(getattr(mode, "value", mode)) not in modes:
+        raise ConfigError(
+            f"response_mode={mode!r} is not a response mode; use one of: {', '.join(modes)} "
+            "(or leave it out: the budget holds in every mode)"
+        )
+    warnings.warn(
+        "BudgetPostprocessor(response_mode=...) is deprecated and changes nothing: the budget "
+        "now holds in every response mode; leave it out",
+        DeprecationWarning,
+        stacklevel=5,
+    )
+    return str(getattr(mode, "value", mode))

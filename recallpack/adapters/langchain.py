@@ -35,7 +35,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.base import RunnableSerializable
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
-from recallpack.adapters._common import PackerComponent, gather_or_cancel
+from recallpack.adapters._common import PackerComponent, check_query, gather_or_cancel
 from recallpack.adapters._depth import Forward, depth_for, forwarding, own_depth, search_kwargs_for
 from recallpack.adapters._langchain_documents import documents_of, kept_documents, listed
 from recallpack.adapters._langchain_events import REPORT_EVENT, areport, report, retriever_ls_params
@@ -91,7 +91,8 @@ class _LangChainComponent(PackerComponent):
 
     def _candidates(self, docs: Sequence[Document]) -> list[Candidate]:
         make = self._candidate_maker()
-        return [make(d.page_content, d.metadata, i, score=score_from(d.metadata)) for i, d in enumerate(docs)]
+        return [make(doc.page_content, doc.metadata, i, score=score_from(doc.metadata, i))
+                for i, doc in enumerate(docs)]  # fmt: skip
 
 
 def _k_or_max_items(k: object, max_items: object) -> int | None:
@@ -132,7 +133,8 @@ class _Call:
 
     __slots__ = ("packer", "fetch_k", "sink", "depths")
 
-    def __init__(self, owner: BudgetedRetriever, kwargs: Mapping[str, Any]) -> None:
+    def __init__(self, owner: BudgetedRetriever, kwargs: Mapping[str, Any], query: object = "") -> None:
+        check_query(query, kwargs)
         overrides = {k: v for k, v in kwargs.items() if k not in _IGNORED and k != _SINK}
         if "k" in overrides:
             overrides["max_items"] = _k_or_max_items(overrides.pop("k"), overrides.get("max_items", "unset"))
@@ -242,10 +244,11 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
 
     # -- calls ----------------------------------------------------------------------------------
 
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    # The query is positional-only, so invoke("q", query="x") arrives in kwargs and is refused.
+    def _get_relevant_documents(  # type: ignore[override]
+        self, query: str, /, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        call = _Call(self, kwargs)
+        call = _Call(self, kwargs, query)
         outputs = [
             self._upstream(lane, call).invoke(
                 query, self._child(run_manager, lane), **self._kwargs(lane, call)
@@ -257,10 +260,10 @@ class BudgetedRetriever(_LangChainComponent, BaseRetriever):
         call.sink.append(result)
         return kept_documents(docs, result)
 
-    async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    async def _aget_relevant_documents(  # type: ignore[override]
+        self, query: str, /, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        call = _Call(self, kwargs)
+        call = _Call(self, kwargs, query)
         outputs = await gather_or_cancel(
             [
                 self._upstream(lane, call).ainvoke(

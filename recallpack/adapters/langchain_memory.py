@@ -14,7 +14,6 @@ changed, and automatic recall for the new turn gets what the allowance has left.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from recallpack.adapters._common import check_recall_settings, takes_config_of
 from recallpack.allowance import (
     Allowance,
     Assembly,
@@ -49,6 +49,7 @@ from recallpack.allowance import (
     assemble,
     issue_receipt,
     looks_like_receipt,
+    omission_texts,
     recall_remaining,
     receipt_for,
 )
@@ -123,8 +124,9 @@ def memory_search_tool(
     if not isinstance(correction, bool):
         raise ConfigError(f"correction={correction!r} must be True or False")
     context = _receipt_settings(key, context, per_call=True)
-    overrides = _capped(_recaller(retriever), dict(recall_overrides), _allowance(allowance).full())
-    takes_config = _takes_config(retriever)
+    check_recall_settings(_recaller(retriever), recall_overrides)
+    overrides = _capped(retriever, dict(recall_overrides), _allowance(allowance).full())
+    takes_config = takes_config_of(retriever)
     tok = get_tokenizer(getattr(retriever, "tokenizer", None))
 
     def finish(result: RecallResult, config: RunnableConfig) -> tuple[str, Receipt]:
@@ -147,6 +149,8 @@ def memory_search_tool(
     async def asearch(query: str, config: RunnableConfig) -> tuple[str, Receipt]:
         return finish(await _arecall(retriever, query, kwargs(config)), config)
 
+    # Types, not names: LangChain finds config by its type, and a cloudpickled closure has no globals.
+    search.__annotations__ = asearch.__annotations__ = {"query": str, "config": RunnableConfig}
     return StructuredTool.from_function(
         func=search,
         coroutine=asearch,
@@ -155,15 +159,6 @@ def memory_search_tool(
         args_schema=_SearchInput,
         response_format="content_and_artifact",
     )
-
-
-def _takes_config(retriever: object) -> bool:
-    # BudgetedRetriever.recall takes a RunnableConfig, so a trace nests the search under the
-    # tool; a duck-typed recaller may not, and is then called without it.
-    try:
-        return "config" in inspect.signature(retriever.recall).parameters  # type: ignore[attr-defined]
-    except (TypeError, ValueError):
-        return False
 
 
 # -- assembling a conversation -----------------------------------------------------------------
@@ -179,20 +174,22 @@ class AssembledMessages:
     assembly: Assembly
     positions: tuple[int, ...]
     automatic: RecallResult | None = None
+    left: Remaining | None = None  # what the kept blocks and the markers left of the allowance
 
     @property
     def remaining(self) -> Remaining:
-        """What automatic recall may still take (before it ran)."""
-        return self.assembly.remaining
+        """What automatic recall may still take (before it ran): the markers are charged too."""
+        return self.assembly.remaining if self.left is None else self.left
 
     def _placed(self) -> AssembledMessages:
-        # The automatic block joins a leading system message (a copy), or a new one at the
-        # front: a system message anywhere else is rejected by several chat APIs.
-        text, shown = self.automatic.to_markdown() if self.automatic else "", self.messages
+        # The automatic block joins a leading system message, or a new first one (APIs refuse others).
+        shown, at = self.messages, self.positions
+        text = self.automatic.to_markdown() if self.automatic else ""
         if text:
             lead = shown[0] if shown and isinstance(shown[0], SystemMessage) else None
             shown = [_system_with(lead, text), *shown[1 if lead else 0 :]]
-        return dataclasses.replace(self, messages=shown)
+            at = at if lead else tuple(p + 1 for p in at)  # a new first message: the blocks move down
+        return dataclasses.replace(self, messages=shown, positions=at)
 
 
 @dataclass(frozen=True)
@@ -207,8 +204,9 @@ class _Rules:
     retriever: Recaller | None
 
     @classmethod
-    def make(cls, *args: object, per_call: bool = False) -> _Rules:
-        """From (allowance, tool_names, marker, key, context, retriever) as the caller gave them."""
+    def make(cls, *args: object, per_call: bool = False, overrides: dict[str, Any] | None = None) -> _Rules:
+        """From (allowance, tool_names, marker, key, context, retriever) as the caller gave them;
+        ``overrides``, the recall settings automatic recall will pass, are checked here too."""
         allowance, tool_names, marker, key, context, retriever = args
         if isinstance(tool_names, (str, BaseTool)):  # a lone name would be read as a set of letters
             tool_names = (tool_names,)
@@ -226,6 +224,7 @@ class _Rules:
             ) from None
         context = _receipt_settings(key, context, per_call)
         recaller = None if retriever is None else _recaller(retriever)
+        check_recall_settings(recaller, overrides or {})
         return cls(_allowance(allowance), names, marker, key, context, recaller)  # type: ignore[arg-type]
 
     def view(self, messages: object, query: object, source: object) -> tuple[AssembledMessages, str]:
@@ -235,14 +234,14 @@ class _Rules:
         listed = _as_messages(messages)
         blocks, positions = _evidence_blocks(listed, self.tool_names)
         assembly = assemble(blocks, self.allowance, key=self.key, context=_context_for(self.context, source))
+        count = get_tokenizer(getattr(self.retriever, "tokenizer", None)).count  # as blocks are
+        texts, left = omission_texts(assembly, self.marker, count)
         shown = list(listed)  # a new list: the caller's list and messages stay as they were
-        for entry in assembly.withheld:
-            at = positions[entry.index]
-            text = self.marker.format(reason=entry.reason.text, code=entry.reason.value)
+        for index, text in texts.items():
             # A copy keeping tool_call_id, name, artifact: the pair holds, the receipt travels.
-            shown[at] = listed[at].model_copy(update={"content": text})
+            shown[positions[index]] = listed[positions[index]].model_copy(update={"content": text})
         turn = "" if self.retriever is None else (_query(shown) if query is None else query)
-        return AssembledMessages(shown, assembly, tuple(positions)), turn
+        return AssembledMessages(shown, assembly, tuple(positions), left=left), turn
 
     def run(
         self, messages: object, overrides: dict[str, Any], query: object, source: object
@@ -324,7 +323,7 @@ def assemble_messages(
     ``retriever``, automatic recall for the new turn (``query``, else the last human message)
     takes what the allowance has left, in the system message (a new one at the front if none).
     """
-    rules = _Rules.make(allowance, tool_names, marker, key, context, retriever)
+    rules = _Rules.make(allowance, tool_names, marker, key, context, retriever, overrides=recall_overrides)
     return rules.run(messages, recall_overrides, query, None)._placed()
 
 
@@ -341,7 +340,7 @@ async def aassemble_messages(
     **recall_overrides: Any,
 ) -> AssembledMessages:
     """:func:`assemble_messages`, with automatic recall through the retriever's ``arecall``."""
-    rules = _Rules.make(allowance, tool_names, marker, key, context, retriever)
+    rules = _Rules.make(allowance, tool_names, marker, key, context, retriever, overrides=recall_overrides)
     return (await rules.arun(messages, recall_overrides, query, None))._placed()
 
 
@@ -376,7 +375,7 @@ def evidence_allowance(
     It is :func:`assemble_messages` as a chain step: ``prompt | evidence_allowance(...) |
     model``. Its settings are checked here, not at the first call.
     """
-    rules = _Rules.make(allowance, tool_names, marker, key, context, retriever)
+    rules = _Rules.make(allowance, tool_names, marker, key, context, retriever, overrides=recall_overrides)
 
     def run(messages: Any) -> list[BaseMessage]:
         return rules.run(messages, recall_overrides, None, None)._placed().messages
@@ -416,7 +415,8 @@ if _AgentMiddlewareBase is not None:
             **recall_overrides: Any,
         ) -> None:
             super().__init__()
-            self.rules = _Rules.make(allowance, tool_names, marker, key, context, retriever, per_call=True)
+            self.rules = _Rules.make(allowance, tool_names, marker, key, context, retriever,
+                                     per_call=True, overrides=recall_overrides)  # fmt: skip
             self.allowance, self.retriever, self.marker = self.rules.allowance, retriever, marker
             self.tool_names, self.recall_overrides = tuple(sorted(self.rules.tool_names)), recall_overrides
 

@@ -51,17 +51,24 @@ from llama_index.core.settings import Settings
 from recallpack.adapters._common import (
     PackerComponent,
     PackSettings,
+    check_query,
     gather_or_cancel,
     item_settings,
     keywords_of,
 )
-from recallpack.adapters._depth import own_depth
 from recallpack.adapters._llamaindex_events import RecallPackedEvent, packed
 from recallpack.adapters._llamaindex_nodes import (
+    MALFORMED,
     REPORT_KEY,
     EveryModeView,
+    callback_manager_of,
+    deprecated_response_mode,
+    fetch_noted,
     kept_nodes,
+    malformed,
+    metadata_mode_of,
     node_candidates,
+    query_str,
     report_of,
     retriever_with_depth,
     settings_tokenizer,
@@ -130,20 +137,7 @@ class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
     @field_validator("response_mode", mode="before")
     @classmethod
     def _known_mode(cls, mode: object) -> str | None:
-        if mode is None:
-            return None
-        if str(getattr(mode, "value", mode)) not in RESPONSE_MODES:
-            raise ConfigError(
-                f"response_mode={mode!r} is not a response mode; use one of: {', '.join(RESPONSE_MODES)} "
-                "(or leave it out: the budget holds in every mode)"
-            )
-        warnings.warn(
-            "BudgetPostprocessor(response_mode=...) is deprecated and changes nothing: the budget "
-            "now holds in every response mode; leave it out",
-            DeprecationWarning,
-            stacklevel=4,
-        )
-        return str(getattr(mode, "value", mode))
+        return deprecated_response_mode(mode, RESPONSE_MODES)
 
     def _host_settings(self) -> dict[str, Any]:
         # A synthesizer shows the LLM the node texts joined, not recallpack's Markdown block, so
@@ -196,17 +190,12 @@ class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        return self.pack_nodes(nodes, _query_str(query_bundle))[0]
+        return self.pack_nodes(nodes, query_str(query_bundle))[0]
 
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        return (await self.apack_nodes(nodes, _query_str(query_bundle)))[0]
-
-
-def _query_str(query_bundle: QueryBundle | str | None) -> str | None:
-    # A str is taken as the query, as LlamaIndex retrievers take one (QueryType).
-    return query_bundle if isinstance(query_bundle, str) else getattr(query_bundle, "query_str", None)
+        return (await self.apack_nodes(nodes, query_str(query_bundle)))[0]
 
 
 # --- BudgetedRetriever -----------------------------------------------------------------------
@@ -243,7 +232,7 @@ class BudgetedRetriever(BaseRetriever):
         own = {k: settings.pop(k) for k in self._OWN if k in settings}
         self._lane, self.lane_key, self.on_unknown_lane = item_settings(own)
         self.fetch_k = check_max_items(own.get("fetch_k"), "fetch_k")
-        self.metadata_mode = own.get("metadata_mode", MetadataMode.NONE)
+        self.metadata_mode = metadata_mode_of(own.get("metadata_mode", MetadataMode.NONE))
         if "tokenizer" not in settings and settings_tokenizer() is not None:
             settings["tokenizer"] = settings_tokenizer()
         settings.setdefault("policy", PackSettings.model_fields["policy"].default)  # the adapters' own
@@ -252,7 +241,7 @@ class BudgetedRetriever(BaseRetriever):
         self._lanes: dict[LaneKind, BaseRetriever] | None = None
         self._weights: dict[LaneKind, float] = {}
         self._rrf_k = DEFAULT_RRF_K
-        super().__init__(callback_manager=own.get("callback_manager"))
+        super().__init__(callback_manager=callback_manager_of(own.get("callback_manager")))
 
     @classmethod
     def from_lanes(
@@ -316,39 +305,48 @@ class BudgetedRetriever(BaseRetriever):
         return [self._upstream] if self._lanes is None else list(self._lanes.values())
 
     def _fetch(self, bundle: QueryBundle) -> tuple[list[NodeWithScore], list[LaneKind] | None]:
-        if self._lanes is None:
-            return list(self._upstream.retrieve(bundle)), None
-        return self._fuse({kind: r.retrieve(bundle) for kind, r in self._lanes.items()})
+        # The upstream's own errors (a timeout, a refused connection) propagate as they are, as
+        # through the LangChain adapter; LlamaIndex's failures on what it returned do not.
+        upstream = self._upstream
+        try:
+            if self._lanes is None:
+                return list(upstream.retrieve(bundle)), None
+            ranked = {}
+            for kind, upstream in self._lanes.items():
+                ranked[kind] = list(upstream.retrieve(bundle))
+        except MALFORMED as exc:
+            raise malformed(type(upstream).__name__, exc) from exc
+        return self._fuse(ranked)
 
     async def _afetch(self, bundle: QueryBundle) -> tuple[list[NodeWithScore], list[LaneKind] | None]:
-        if self._lanes is None:
-            return list(await self._upstream.aretrieve(bundle)), None
-        results = await gather_or_cancel([r.aretrieve(bundle) for r in self._lanes.values()])
-        return self._fuse(dict(zip(self._lanes, results)))
+        try:
+            if self._lanes is None:
+                return list(await self._upstream.aretrieve(bundle)), None
+            results = await gather_or_cancel([r.aretrieve(bundle) for r in self._lanes.values()])
+        except MALFORMED as exc:
+            where = type(self._upstream).__name__ if self._lanes is None else "of a lane"
+            raise malformed(where, exc) from exc
+        return self._fuse({lane: list(nodes) for lane, nodes in zip(self._lanes, results)})
 
-    def _noted(self, result: RecallResult) -> RecallResult:
-        """``result``, saying how deep the upstreams searched (for a budget left unused)."""
-        depths = [own_depth(r) for r in self._searched()]
-        if not any(depths):
-            return result
-        return result.with_fetch(None if None in depths else sum(d or 0 for d in depths), "fetch_k")
+    def _finish(
+        self, bundle: QueryBundle, nodes: list[NodeWithScore], result: RecallResult
+    ) -> tuple[list[NodeWithScore], RecallResult]:
+        # Saying how deep the upstreams searched, for a budget left unused.
+        result = packed(type(self).__name__, bundle.query_str or None, fetch_noted(result, self._searched()))
+        return kept_nodes(nodes, result), result
 
     def _pack(
         self, bundle: QueryBundle, nodes: list[NodeWithScore], lanes: list[LaneKind] | None
     ) -> tuple[list[NodeWithScore], RecallResult]:
         candidates = node_candidates(nodes, self.metadata_mode, self._make, lanes)
-        query = bundle.query_str or None
-        result = packed(type(self).__name__, query, self._noted(self.packer.recall(candidates, query=query)))
-        return kept_nodes(nodes, result), result
+        return self._finish(bundle, nodes, self.packer.recall(candidates, query=bundle.query_str or None))
 
     async def _apack(
         self, bundle: QueryBundle, nodes: list[NodeWithScore], lanes: list[LaneKind] | None
     ) -> tuple[list[NodeWithScore], RecallResult]:
         candidates = node_candidates(nodes, self.metadata_mode, self._make, lanes)
         query = bundle.query_str or None
-        made = self._noted(await self.packer.arecall(candidates, query=query))
-        result = packed(type(self).__name__, query, made)
-        return kept_nodes(nodes, result), result
+        return self._finish(bundle, nodes, await self.packer.arecall(candidates, query=query))
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._pack(query_bundle, *self._fetch(query_bundle))[0]
@@ -356,14 +354,24 @@ class BudgetedRetriever(BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return (await self._apack(query_bundle, *await self._afetch(query_bundle)))[0]
 
+    def retrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        check_query(str_or_query_bundle, bundle=QueryBundle)
+        return super().retrieve(str_or_query_bundle)
+
+    async def aretrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        check_query(str_or_query_bundle, bundle=QueryBundle)
+        return await super().aretrieve(str_or_query_bundle)
+
     @dispatcher.span
     def retrieve_with_result(self, query: QueryType) -> tuple[list[NodeWithScore], RecallResult]:
         """The kept nodes and the RecallResult of one packing (what EvidenceQueryEngine uses)."""
+        check_query(query, bundle=QueryBundle)
         bundle = QueryBundle(query) if isinstance(query, str) else query
         return self._pack(bundle, *self._fetch(bundle))
 
     @dispatcher.span
     async def aretrieve_with_result(self, query: QueryType) -> tuple[list[NodeWithScore], RecallResult]:
+        check_query(query, bundle=QueryBundle)
         bundle = QueryBundle(query) if isinstance(query, str) else query
         return await self._apack(bundle, *await self._afetch(bundle))
 

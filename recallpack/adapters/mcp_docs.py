@@ -178,9 +178,10 @@ class DocsIndex:
                 "start_char": body_start + window.start,
                 "end_char": body_start + window.end,
             }
+            scoped: dict[str, Any] = {"scope_ids": scope_ids} if scope_ids else {}  # absent: unscoped
             yield Candidate(
                 text=window.text,
-                scope_ids=scope_ids,
+                **scoped,
                 scope_error=scope_error,
                 artifact_id=name,
                 artifact_content_id=window.chunk_id,

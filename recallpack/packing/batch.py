@@ -1,4 +1,4 @@
-"""Many independent packings on every core: forked workers that inherit the batch.
+"""Many independent packings on several cores, when asked: forked workers that inherit the batch.
 
 One packing costs about a millisecond and its walk is Python: threads gain little (the GIL),
 and a process pool pays in the caller to ship every candidate out and every result back
@@ -8,10 +8,16 @@ children per call, packs a share itself, and takes the children's results back p
 through a memory file. The shares are small chunks handed out through a pipe, first come,
 first served, so a loaded core takes fewer. Nothing is sent to a child at all.
 
-It falls back to a plain loop, in order, when forking is unsafe or cannot pay: not Linux,
-``workers == 1``, another thread alive (a child inherits locks other threads may hold), inside
-a forked batch already, or a batch whose rest is estimated to cost less than forking does.
-Whatever path runs, the results and the first error are those of the loop.
+A library is a guest in its caller's process, and a forked child shares that process's
+sockets, connection pools and signal handlers: so the plain loop is the default, and forking
+happens only when the caller passes ``workers`` above 1. Even then it is the loop when forking
+is unsafe or cannot pay: not Linux, another thread alive (a child inherits locks other threads
+may hold), inside a forked batch already, a batch whose rest is estimated to cost less than
+forking does, or settings that hold the caller's own code (a tokenizer function, ``embed``,
+``join``), which runs in a child only when the caller says so (``fork_callables=True``). A
+child resets every signal handler it inherited and the wakeup fd of an event loop, so a
+signal it gets never runs the caller's handler. Whatever path runs, the results and the first
+error are those of the loop.
 
 This module knows nothing of packing: :func:`run` calls ``pack_one(i)`` for each index."""
 
@@ -87,24 +93,28 @@ def usable_cores() -> int:
 
 
 def check_workers(workers: object) -> int:
-    """``workers`` as a process count: None is every usable core, 1 the plain loop."""
+    """``workers`` as a process count: None and 1 are the plain loop in this process."""
     if workers is None:
-        return usable_cores()
+        return 1
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigError(
-            f"workers={workers!r} must be an int of at least 1 (1 packs in this process, one "
-            f"list after another), or None for every usable core ({usable_cores()} here)"
+            f"workers={workers!r} must be an int of at least 1 (more than 1 forks that many "
+            f"processes; {usable_cores()} cores here), or None, like 1, for one list after "
+            "another in this process"
         )
     return workers
 
 
-def run(pack_one: Callable[[int], R], n: int, workers: int, asked: bool = False) -> list[R]:
+def run(
+    pack_one: Callable[[int], R], n: int, workers: int, asked: bool = False, keep_here: str | None = None
+) -> list[R]:
     """``[pack_one(i) for i in range(n)]``, the same results and the same first error, on up to
     ``workers`` processes. ``asked``: the caller chose ``workers`` itself, so when forking is
-    unsafe here a warning says that the batch ran in this process only."""
+    unsafe here a warning says that the batch ran in this process only. ``keep_here``: why the
+    caller's settings must not run in a child (None: they may)."""
     global last_run
     stats = last_run = BatchStats(lists=n)
-    stats.fallback = _unsafe(n, workers)
+    stats.fallback = _unsafe(n, workers, keep_here)
     if stats.fallback is not None:
         _say_why(stats.fallback, workers, asked)
         return [pack_one(i) for i in range(n)]
@@ -116,27 +126,43 @@ def run(pack_one: Callable[[int], R], n: int, workers: int, asked: bool = False)
     each = max((time.perf_counter() - start) / len(results), 1e-7)
     plan = _Plan.make(len(results), n, workers, each)
     # Asked again: a callable of the settings may have started a thread in the first lists.
-    stats.fallback = "too small to pay for a fork" if plan is None else _unsafe(n, workers)
+    stats.fallback = "too small to pay for a fork" if plan is None else _unsafe(n, workers, keep_here)
     if plan is None or stats.fallback is not None:
         _say_why(stats.fallback, workers, asked)
         return results + [pack_one(i) for i in range(len(results), n)]
     return results + _Forked(pack_one, plan, stats).run()
 
 
-#: Why a batch stays in one process that a caller who asked for workers should hear: the others
-#: (one worker, a small batch, a nested call) are the right choice, not a limit of the place.
-_UNSAFE_HERE = frozenset({"not Linux", "another thread is alive"})
+#: Why a batch stays in one process that a caller who asked for workers should hear, and what to
+#: do; the others (one worker, a small batch, a nested call) are the right choice, not a limit.
+_UNSAFE_HERE = {
+    "not Linux": "forking is unsafe here (docs/scaling.md)",
+    "another thread is alive": (
+        "a forked worker could deadlock on a lock it inherits (docs/scaling.md: run the batch "
+        "from a script whose process starts no other thread)"
+    ),
+}
+#: The start of a ``keep_here`` reason: the caller's own code would run in a forked child.
+CALLER_CODE = "the settings hold the caller's own code"
 
 
 def _say_why(fallback: str | None, workers: int, asked: bool) -> None:
-    if asked and fallback in _UNSAFE_HERE:
-        warnings.warn(
-            f"recall_many(workers={workers}) packed in this process only: {fallback}, and a "
-            "forked worker could then deadlock on a lock it inherits (docs/scaling.md: run the "
-            "batch from a script whose process starts no other thread)",
-            RecallpackWarning,
-            stacklevel=5,  # the caller of Packer.recall_many (of the module's, one more)
+    if not asked or fallback is None:
+        return
+    if fallback in _UNSAFE_HERE:
+        why = f"{fallback}, and {_UNSAFE_HERE[fallback]}"
+    elif fallback.startswith(CALLER_CODE):
+        why = (
+            f"{fallback}, which would run in forked copies of this process and share its "
+            "sockets, connection pools and locks; pass fork_callables=True if that code holds none"
         )
+    else:
+        return
+    warnings.warn(
+        f"recall_many(workers={workers}) packed in this process only: {why}",
+        RecallpackWarning,
+        stacklevel=5,  # the caller of Packer.recall_many (of the module's, one more)
+    )
 
 
 @dataclass(frozen=True)
@@ -170,10 +196,12 @@ class _Plan:
         return range(begin, min(begin + self.chunk, self.stop))
 
 
-def _unsafe(n: int, workers: int) -> str | None:
+def _unsafe(n: int, workers: int, keep_here: str | None = None) -> str | None:
     """Why this call must not fork, or None."""
     if workers < 2 or n < 2:
         return "one worker" if workers < 2 else "fewer than two lists"
+    if keep_here is not None:
+        return keep_here
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return "not Linux"  # elsewhere fork is missing or unsafe with system frameworks
     if _inside:
@@ -372,6 +400,7 @@ def _child(forked: _Forked[R], worker: int, status: int) -> NoReturn:
     """Pack chunks until the tickets run out; never return, never run the caller's exit."""
     code = 1
     try:
+        _reset_signals()
         gc.freeze()  # a collection here must not copy the inherited pages either
         os.close(forked.status)
         code = _serve(forked, worker, status)
@@ -381,6 +410,18 @@ def _child(forked: _Forked[R], worker: int, status: int) -> NoReturn:
         pass
     finally:
         os._exit(code)
+
+
+def _reset_signals() -> None:
+    """Every Python signal handler the child inherited back to the default, and no wakeup fd: a
+    signal sent to the child (a SIGTERM to the process group) must not run the caller's handler,
+    nor write to the caller's event loop through the socket they share."""
+    with contextlib.suppress(ValueError):  # not the main thread: Python runs no handler there
+        signal.set_wakeup_fd(-1)
+        for number in signal.valid_signals():
+            with contextlib.suppress(OSError, ValueError, TypeError):
+                if callable(signal.getsignal(number)):
+                    signal.signal(number, signal.SIG_DFL)
 
 
 def _serve(forked: _Forked[R], worker: int, status: int) -> int:

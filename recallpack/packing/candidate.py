@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import decimal
 import math
+import numbers
 import re
 from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from recallpack.packing.errors import CandidateError, LaneError, RecallpackError
 from recallpack.packing.limits import CheckedModel
@@ -22,6 +33,7 @@ __all__ = [
     "coerce_lane",
     "coerce_candidate",
     "clean_text",
+    "finite_score",
 ]
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -201,19 +213,29 @@ class Candidate(CheckedModel):
             raise ValueError(f"text must be a str, got {type(value).__name__} {value!r:.60}")
         return clean_text(value)
 
-    @field_validator("artifact_id", "artifact_content_id", "citation", "content", mode="before")
+    @field_validator(
+        "artifact_id", "artifact_content_id", "citation", "content", "scope_error", mode="before"
+    )
     @classmethod
-    def _optional_text(cls, value: object) -> object:
-        return clean_text(value) if isinstance(value, str) else value
+    def _optional_text(cls, value: object, info: ValidationInfo) -> object:
+        if value is None:
+            return None
+        if not isinstance(value, str):  # pydantic would decode bytes, and call it a str
+            kind = type(value).__name__
+            raise ValueError(f"{info.field_name} must be a str or None, got {kind} {value!r:.40}")
+        return clean_text(value)
+
+    @field_validator("modality", mode="before")
+    @classmethod
+    def _modality_is_str(cls, value: object) -> object:
+        if not isinstance(value, str):
+            raise ValueError(f"modality must be a str such as 'text', got {type(value).__name__}")
+        return value
 
     @field_validator("score", mode="before")
     @classmethod
-    def _finite_score(cls, value: object) -> object:
-        if isinstance(value, bool):
-            raise ValueError("score must be a number or None, got a bool")
-        if isinstance(value, (int, float)) and not math.isfinite(value):
-            raise ValueError(f"score={value!r} must be a finite number or None")
-        return value
+    def _finite_score(cls, value: object) -> float | None:
+        return finite_score(value)
 
     @field_validator("lane", mode="before")
     @classmethod
@@ -228,6 +250,13 @@ class Candidate(CheckedModel):
         if not isinstance(value, (list, tuple)):
             raise ValueError(
                 f"scope_ids must be a list of scope id strings, got {type(value).__name__}"
+            )
+        if not value:
+            # One meaning everywhere: scope metadata that is present but empty is malformed (the
+            # adapters withhold such an item). Unscoped is leaving scope_ids out.
+            raise ValueError(
+                f"scope_ids={value!r} is empty; leave scope_ids out for an unscoped item, or give "
+                "the scope ids it belongs to (an empty list is never read as 'everyone')"
             )
         for scope_id in value:
             if not isinstance(scope_id, str) or not scope_id.strip():
@@ -253,6 +282,35 @@ class Candidate(CheckedModel):
     @property
     def provenance(self) -> Provenance:
         return self.lane.provenance
+
+    @model_serializer(mode="wrap")
+    def _without_empty_scopes(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # An unscoped candidate dumps without scope_ids, so its dump builds it again (an empty
+        # scope_ids given is refused).
+        dumped = handler(self)
+        if isinstance(dumped, dict) and not dumped.get("scope_ids"):
+            dumped.pop("scope_ids", None)
+        return dumped
+
+
+def finite_score(value: object, field: str = "score") -> float | None:
+    """``value`` as a finite float, or None; anything else is a ValueError saying why.
+
+    A number, not its text: "0.5" and True are refused, as are NaN, the infinities and an int
+    too large for a float (``10**400``), so no score sorts or fuses as nonsense downstream.
+    NumPy's scalars and Decimals (what a database driver returns) are numbers, taken as floats."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
+        kind = type(value).__name__
+        raise ValueError(f"{field} must be a number (an int or a float) or None, got {kind} {value!r:.40}")
+    try:
+        score = float(value)
+    except OverflowError:
+        raise ValueError(f"{field}={value!r:.40} does not fit a float; a score is a finite number") from None
+    if not math.isfinite(score):
+        raise ValueError(f"{field}={value!r} must be a finite number or None")
+    return score
 
 
 def _explain(exc: ValidationError) -> str:

@@ -32,17 +32,28 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from itertools import repeat
 from operator import sub
 from typing import Any, Literal
 
 import regex
 
-from recallpack.packing.errors import BudgetError, ConfigError
+from recallpack.packing.errors import BudgetError, ConfigError, RecallpackError
 from recallpack.packing.limits import ELLIPSIS
 from recallpack.packing.tokenizer import Tokenizer
 
 __all__ = [
-    "MARK", "Cut", "CutKind", "EmbedFn", "Measure", "cut_head", "cut_focus", "embed_function", "CALLER_LOOP",
+    "MARK",
+    "MAX_QUERY_TERMS",
+    "MAX_TERM_CHARS",
+    "Cut",
+    "CutKind",
+    "EmbedFn",
+    "Measure",
+    "cut_head",
+    "cut_focus",
+    "embed_function",
+    "CALLER_LOOP",
 ]
 
 MARK = ELLIPSIS  # the walk's mark for text cut out of an item, one definition
@@ -168,6 +179,8 @@ _BREAK = re.compile(
 )
 _NONSPACE = re.compile(r"\S")
 _WORD = re.compile(r"\w+")
+_START = re.Match.start
+_SPAN = re.Match.span
 
 
 def _check(text: object, max_tokens: object, tokenizer: object, measure: object) -> None:
@@ -310,10 +323,10 @@ def cut_head(
 # a sentence's terminator and closing quotes. Two plain patterns, each fast to scan for, merged
 # in one pass: one pattern with lookbehinds reads a megabyte as slowly as tiktoken encodes it.
 _LINE_SPLIT = re.compile(r"\n\s*")
-_SENTENCE_SPLIT = re.compile(rf"([{re.escape(_TERMINATORS)}][{re.escape(_CLOSERS)}]*)[ \t]+")
-_CJK_SENTENCE_SPLIT = re.compile(
-    rf"([{re.escape(_TERMINATORS)}][{re.escape(_CLOSERS)}]*)[ \t]+|([{_CJK_TERMINATORS}])[ \t]*"
-)
+_SPACE_BEFORE_BREAK = re.compile(r"\s\n")
+_SENTENCE_END = rf"([{re.escape(_TERMINATORS)}][{re.escape(_CLOSERS)}]*)[ \t]+(?=[^\n])"
+_SENTENCE_SPLIT = re.compile(_SENTENCE_END)
+_CJK_SENTENCE_SPLIT = re.compile(rf"{_SENTENCE_END}|([{_CJK_TERMINATORS}])[ \t]*(?=[^\n])")
 _UNIT_CHARS = (64, 800)  # bounds on a unit's length before it is split at a space
 _BOUNDARY_SEARCH = 64  # characters searched for a place to split a long unit without a space
 
@@ -331,19 +344,19 @@ def _units(text: str, max_chars: int) -> tuple[list[int], list[int]]:
     last = len(text.rstrip())
     if last <= first:
         return [], []
-    splits = [(m.start(), m.end()) for m in _LINE_SPLIT.finditer(text, first, last)]
+    splits = list(map(_SPAN, _LINE_SPLIT.finditer(text, first, last)))
     line_starts = [first, *(e for _, e in splits)]
-    splits = [(_strip_spaces(text, s) if text[s - 1].isspace() else s, e) for s, e in splits]
+    if _SPACE_BEFORE_BREAK.search(text, first, last):  # a line that ends in spaces (or "\r")
+        splits = [(_strip_spaces(text, s) if text[s - 1].isspace() else s, e) for s, e in splits]
     cjk = any(t in text for t in _CJK_TERMINATORS)
     pattern = _CJK_SENTENCE_SPLIT if cjk else _SENTENCE_SPLIT
-    sentences = [
-        (m.end(m.lastindex or 0), m.end())
-        for m in pattern.finditer(text, first, last)
-        # A sentence end at a line end (or the text's) is where the line ends anyway.
-        if m.end() < last and text[m.end()] != "\n"
-    ]
+    # A sentence end at a line end (or the text's) is where the line ends anyway: the pattern
+    # needs a character after it that is no line break.
+    sentences = [(m.end(m.lastindex or 0), m.end()) for m in pattern.finditer(text, first, last)]
     if sentences:
-        sentences = [(end, start) for end, start in sentences if not _in_code_line(text, line_starts, end)]
+        # Asked per sentence only when some line is code: a text of short sentences has many.
+        if ">>>" in text or any(text[start - 1] in " \t" for start in line_starts if start):
+            sentences = [(e, s) for e, s in sentences if not _in_code_line(text, line_starts, e)]
         splits = sorted(splits + sentences)
     starts = [first, *(e for _, e in splits)]
     ends = [*(s for s, _ in splits), last]
@@ -429,62 +442,98 @@ def _split_point(text: str, s: int, e: int, max_chars: int) -> tuple[int, int] |
 _K1 = 1.2
 _B = 0.75
 _TERM_SEARCHES = 16  # query words searched for one by one; a longer query reads the text's words once
+#: The distinct words of a query that are scored, in the order the query gives them. The query
+#: is end-user input: past this many, more words would cost a pass each and add no passage.
+MAX_QUERY_TERMS = 64
+#: A query word longer than this is no term (no word of a passage is a megabyte long): searching
+#: for it would cost in proportion to its length, and the query is end-user input.
+MAX_TERM_CHARS = 128
+#: The one character whose lower case is longer than itself ("İ" becomes "i" and a combining
+#: dot): folded to "i" first, so the folded text keeps every position of the original.
+_DOTTED_CAPITAL_I = "\u0130"
 
 
-def _is_word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"  # what \w matches
+def _fold(text: str) -> str:
+    """``text`` in lower case, of the same length, so that a position in it is one in ``text``."""
+    if _DOTTED_CAPITAL_I in text:
+        text = text.replace(_DOTTED_CAPITAL_I, "i")
+    folded = text.lower()
+    if len(folded) != len(text):  # a letter a later Unicode lengthens: it stays as it is
+        folded = "".join(low if len(low := char.lower()) == 1 else char for char in text)
+    return folded
 
 
 def _query_terms(query: str) -> list[str]:
-    return sorted({word.lower() for word in _WORD.findall(query)})
+    """The query's distinct words, case folded: the first :data:`MAX_QUERY_TERMS` of them of at
+    most :data:`MAX_TERM_CHARS` characters, sorted."""
+    terms: dict[str, None] = {}
+    for match in _WORD.finditer(query):
+        if match.end() - match.start() <= MAX_TERM_CHARS:
+            terms.setdefault(_fold(match.group()), None)
+            if len(terms) >= MAX_QUERY_TERMS:
+                break
+    return sorted(terms)
 
 
 def _bm25(text: str, starts: list[int], ends: list[int], query: str) -> dict[int, float]:
     """BM25 of each unit that holds a query term (the others score zero), over the text's units.
 
-    Unit length is measured in characters, which normalises the same way words would."""
+    Unit length is measured in characters, which normalises the same way words would. The text
+    is case folded once, and the terms are found in time linear in its length whatever the query
+    (whose terms are bounded by :data:`MAX_QUERY_TERMS`) and whatever the text: a unit's count
+    of a term is made in C, by bisecting the positions of the term's matches."""
     terms = _query_terms(query)
     if not terms:
         return {}
-    tf: Counter[tuple[int, str]] = Counter()
-    lowered = text.lower()
-    if len(lowered) == len(text) and len(terms) <= _TERM_SEARCHES:
-        # One literal search per term is many times faster than one pattern of alternatives;
-        # the word boundary before a match is checked here, as \w is: alphanumeric or "_".
-        for term in terms:
-            found = [m.start() for m in re.finditer(re.escape(term) + r"(?!\w)", lowered)]
-            found = [at for at in found if not at or not _is_word_char(lowered[at - 1])]
-            units = [bisect_right(starts, at) - 1 for at in found]
-            size = len(term)
-            tf.update((u, term) for u, at in zip(units, found) if u >= 0 and at + size <= ends[u])
-    elif len(lowered) == len(text):
-        # A long query: one pass over the text's words costs the same whatever its length.
-        known = set(terms)
-        hits = [(m.start(), m.group()) for m in _WORD.finditer(lowered) if m.group() in known]
-        for at, term in hits:
-            unit = bisect_right(starts, at) - 1
-            if unit >= 0 and at + len(term) <= ends[unit]:
-                tf[unit, term] += 1
-    else:  # lower-casing changed the length (a dotted capital I): match case-insensitively
-        alternatives = "|".join(re.escape(t) for t in sorted(terms, key=lambda t: (-len(t), t)))
-        pattern = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
-        known = set(terms)
-        for match in pattern.finditer(text):
-            term = match.group().lower()
-            unit = bisect_right(starts, match.start()) - 1
-            if term in known and unit >= 0 and match.end() <= ends[unit]:
-                tf[unit, term] += 1
-    if not tf:
-        return {}
+    lowered = _fold(text)
     n = len(starts)
     average = max(1.0, (sum(ends) - sum(starts)) / n)
-    df = Counter(term for _, term in tf)
-    idf = {term: math.log(1.0 + (n - count + 0.5) / (count + 0.5)) for term, count in df.items()}
     scores: dict[int, float] = {}
-    for (unit, term), count in sorted(tf.items()):
-        norm = _K1 * (1.0 - _B + _B * (ends[unit] - starts[unit]) / average)
-        scores[unit] = scores.get(unit, 0.0) + idf[term] * count * (_K1 + 1.0) / (count + norm)
+    for _, found in sorted(_term_hits(lowered, terms).items()):
+        # unit + 1 -> occurrences in it; a word belongs to the unit its first character is in.
+        per_unit = Counter(map(bisect_right, repeat(starts, len(found)), found))
+        idf = math.log(1.0 + (n - len(per_unit) + 0.5) / (len(per_unit) + 0.5))
+        # idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average)), as comprehensions:
+        # a text of a million one-word lines has as many units to score.
+        scale, base, slope = idf * (_K1 + 1.0), _K1 * (1.0 - _B), _K1 * _B / average
+        term_scores = {
+            after - 1: count * scale / (count + base + slope * (ends[after - 1] - starts[after - 1]))
+            for after, count in per_unit.items()
+        }
+        if not scores:
+            scores = term_scores
+        else:
+            for unit, score in term_scores.items():
+                scores[unit] = scores.get(unit, 0.0) + score
     return scores
+
+
+def _term_hits(lowered: str, terms: list[str]) -> dict[str, list[int]]:
+    """Where each term occurs in ``lowered`` as a whole word, in order.
+
+    A few terms are found by one literal search each, many times faster than one pattern of
+    alternatives on ordinary text. The search of a literal tries it wherever it occurs inside
+    words too, so when the terms occur that often (a text of one letter repeated), or there are
+    many terms, the text's words are read once instead: either way the work is linear."""
+    # A literal is tried wherever it occurs, at most its length times per occurrence counted.
+    tries = sum(lowered.count(term) * len(term) for term in terms)
+    if len(terms) <= _TERM_SEARCHES and tries <= 2 * len(lowered):
+        hits: dict[str, list[int]] = {}
+        for term in terms:
+            # The boundary before a match is a lookbehind after the literal, so the search keeps
+            # its fast scan for the literal, and only whole words come back.
+            pattern = re.escape(term) + rf"(?<!\w{re.escape(term)})(?!\w)"
+            found = list(map(_START, re.finditer(pattern, lowered)))
+            if found:
+                hits[term] = found
+        return hits
+    known = set(terms)
+    grouped: dict[str, list[int]] = {}
+    for match in _WORD.finditer(lowered):
+        word = match.group()
+        if word in known:
+            grouped.setdefault(word, []).append(match.start())
+    return grouped
 
 
 # --- focus cut: assembly ----------------------------------------------------------------------
@@ -740,8 +789,10 @@ def cut_focus(
     """The passages of ``text`` that best match ``query``, in their order, within ``max_tokens``.
 
     The text is split into sentences and lines (an indented or ``>>>`` line is one unit, so code
-    stays line by line). Each is scored against the query: BM25 over the text's units by default,
-    or ``embed(query, units)`` when given (see :func:`embed_function`; it is called once, with
+    stays line by line). Each is scored against the query: BM25 over the text's units by default
+    (the query's first :data:`MAX_QUERY_TERMS` distinct words, case folded: the query is often
+    end-user input, and the work stays linear in the text whatever it holds), or
+    ``embed(query, units)`` when given (see :func:`embed_function`; it is called once, with
     every sentence of this one text). The best unit is kept with its neighbours (the
     better-matching side first) up to a third of the room, then the next best that scores at
     least 30% of the best, and the room left widens them. Every elision is marked "…"; a passage
@@ -822,10 +873,18 @@ class _Similarity:
         if not texts:
             return []
         loop = CALLER_LOOP.get()
-        if loop is not None and self._async_methods() is not None:
-            target, vectors = asyncio.run_coroutine_threadsafe(self._aembed(query, texts), loop).result()
-        else:
-            target, vectors = self._embed(query, texts)
+        try:
+            if loop is not None and self._async_methods() is not None:
+                target, vectors = asyncio.run_coroutine_threadsafe(self._aembed(query, texts), loop).result()
+            else:
+                target, vectors = self._embed(query, texts)
+        except RecallpackError:
+            raise
+        except Exception as exc:  # the caller's code (a client, a model): keep what it raised
+            raise ConfigError(
+                f"embed ({type(self.source).__name__}) raised {type(exc).__name__} embedding the "
+                f"query and {len(texts)} sentences: {exc}"
+            ) from exc
         return self._cosines(target, vectors, len(texts))
 
     def _async_methods(self) -> tuple[Callable[..., Any], Callable[..., Any]] | None:
@@ -837,20 +896,12 @@ class _Similarity:
             return of_query, of_texts
         return None
 
-    async def _aembed(self, query: str, texts: Sequence[str]) -> tuple[Any, Any]:
+    async def _aembed(self, query: str, texts: Sequence[str]) -> tuple[Any, list[Any]]:
         methods = self._async_methods()
         assert methods is not None
-        return await methods[0](query), await methods[1](list(texts))
+        return await methods[0](query), list(await methods[1](list(texts)))
 
-    def _embed(self, query: str, texts: Sequence[str]) -> tuple[Any, Any]:
-        if self.kind == "langchain":
-            return self.source.embed_query(query), self.source.embed_documents(list(texts))
-        if self.kind == "llamaindex":
-            return self.source.get_query_embedding(query), self.source.get_text_embedding_batch(list(texts))
-        target, *vectors = self.source([query, *texts]) or [[]]  # one call for the query and the texts
-        return target, vectors
-
-    def _cosines(self, target: Any, vectors: Any, expected: int) -> list[float]:
+    def _cosines(self, target: Any, vectors: list[Any], expected: int) -> list[float]:
         if len(vectors) != expected:
             raise ConfigError(
                 f"embed ({type(self.source).__name__}) returned {len(vectors)} vectors for "
@@ -865,6 +916,18 @@ class _Similarity:
                 f"embed ({type(self.source).__name__}) returned vectors that are not lists of "
                 f"numbers of one length ({exc})"
             ) from None
+
+    def _embed(self, query: str, texts: Sequence[str]) -> tuple[Any, list[Any]]:
+        """The query's vector and the texts', as the host's embedding returns them (lists, or a
+        NumPy array: sentence-transformers returns one, whose rows iterate as vectors)."""
+        if self.kind == "langchain":
+            return self.source.embed_query(query), list(self.source.embed_documents(list(texts)))
+        if self.kind == "llamaindex":
+            target = self.source.get_query_embedding(query)
+            return target, list(self.source.get_text_embedding_batch(list(texts)))
+        rows = self.source([query, *texts])  # one call for the query and the texts together
+        listed = [] if rows is None else list(rows)
+        return (listed[0], listed[1:]) if listed else ([], [])
 
 
 def embed_function(obj: object) -> EmbedFn:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
+from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane, finite_score
 from recallpack.packing.errors import ConfigError
 
 __all__ = ["Fused", "fuse", "check_weights", "DEFAULT_RRF_K"]
@@ -46,11 +45,15 @@ def check_weights(
                 f"weights has lane {lane.value!r}, which is not among the lanes given: "
                 f"{', '.join(sorted(k.value for k in lanes))}"
             )
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
-            raise ConfigError(f"weights[{name!r}]={weight!r} must be a finite number above 0")
-        if weight <= 0:
+        try:
+            finite = finite_score(weight, field=f"weights[{name!r}]")
+        except ValueError as exc:
+            raise ConfigError(f"{exc}; a weight is a finite number above 0") from None
+        if finite is None:
+            raise ConfigError(f"weights[{name!r}]=None must be a finite number above 0")
+        if finite <= 0:
             raise ConfigError(f"weights[{name!r}]={weight!r} must be above 0 (1.0 is neutral)")
-        checked[lane] = float(weight)
+        checked[lane] = finite
     return checked
 
 

@@ -105,7 +105,10 @@ class CheckedModel(BaseModel):
             try:
                 super().__init__(**data)
             except ValidationError as exc:
-                raise self._invalid(exc) from None
+                error = self._invalid(exc)
+                # A recallpack error raised inside a validator keeps what caused it (the
+                # caller's tokenizer raising, say); pydantic's own wrapping is dropped.
+                raise error from error.__cause__
 
     @classmethod
     def _precheck(cls, data: dict[str, Any]) -> None:
@@ -169,9 +172,9 @@ class Remaining(CheckedModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    items: int = Field(ge=0)
-    tokens: int = Field(ge=0)
-    blocks: int = Field(ge=0)
+    items: int = Field(ge=0, strict=True)
+    tokens: int = Field(ge=0, strict=True)
+    blocks: int = Field(ge=0, strict=True)
 
     @classmethod
     def _invalid(cls, exc: ValidationError) -> RecallpackError:

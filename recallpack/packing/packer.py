@@ -14,17 +14,18 @@ import functools
 import logging
 import os
 import string
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import jinja2
 from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
+    StrictStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -56,7 +57,13 @@ from recallpack.packing.limits import (
     check_policy,
 )
 from recallpack.packing.passages import PassagesWalk
-from recallpack.packing.render import OUTPUT_CHARS_PER_TOKEN, OUTPUT_SLACK_CHARS, load_template, render
+from recallpack.packing.render import (
+    OUTPUT_CHARS_PER_TOKEN,
+    OUTPUT_SLACK_CHARS,
+    LoadedTemplate,
+    load_template,
+    render,
+)
 from recallpack.packing.result import (
     DEFAULT_RESOURCE_URI_TEMPLATE,
     RESULT_BUILDERS,
@@ -77,6 +84,7 @@ from recallpack.packing.walk import (
     Walk,
     WalkSettings,
     default_block,
+    joined_by,
     newline_join,
 )
 
@@ -112,7 +120,26 @@ _ERROR_OF_FIELD: dict[str, type[RecallpackError]] = {
 
 
 def _one_or_many(value: object) -> object:
-    return (value,) if isinstance(value, str) else value  # one key needs no tuple around it
+    if isinstance(value, str):
+        return (value,)  # one key needs no tuple around it
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _checked_lane_budgets(value: object) -> object:
+    """Each budget an int as given: pydantic's lax ints would read True as 1 and "5" as 5."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise BudgetError(
+            f"lane_budgets={value!r:.60} must be a mapping of lane or provenance name to tokens, "
+            "such as {'facts': 300}"
+        )
+    for key, budget in value.items():
+        if not isinstance(key, str):
+            raise LaneError(f"lane_budgets has key {key!r}; a key is a lane or provenance name (a str)")
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise BudgetError(f"lane_budgets[{key!r}]={budget!r} must be an int of at least 0")
+    return value
 
 
 class PackerSettings(CheckedModel):
@@ -144,15 +171,15 @@ class PackerSettings(CheckedModel):
     reader: Reader | None = None
     """Who reads: items in scopes they do not hold are withheld. With no reader, items that carry
     scopes are withheld too, unless this is ``Reader.everyone()``."""
-    lane_budgets: Mapping[str, int] | None = None
+    lane_budgets: Annotated[Mapping[str, int] | None, BeforeValidator(_checked_lane_budgets)] = None
     """Tokens per lane (``"facts"``) or per provenance (``"derived"``: all its lanes)."""
     dedupe: bool = Field(default=True, strict=True)
     """Drop an item whose text and scopes equal a kept one's."""
     template: str | Path | None = None
     """Template source (a str) or a template file (a Path); None: the default block."""
-    resource_uri_template: str = DEFAULT_RESOURCE_URI_TEMPLATE
+    resource_uri_template: str = Field(default=DEFAULT_RESOURCE_URI_TEMPLATE, strict=True)
     """The resource line for items with ``artifact_id`` and ``artifact_content_id``."""
-    citation_keys: Annotated[tuple[str, ...], BeforeValidator(_one_or_many)] = DEFAULT_CITATION_KEYS
+    citation_keys: Annotated[tuple[StrictStr, ...], BeforeValidator(_one_or_many)] = DEFAULT_CITATION_KEYS
     """Metadata keys a resource line is read from when an item has no artifact ids."""
     max_tokens_ceiling: int = Field(default=MAX_TOKENS_CEILING, strict=True, ge=1)
     """Raise it to allow a max_tokens above 16384."""
@@ -313,16 +340,20 @@ class Packer(PackerSettings):
         *,
         queries: Sequence[str | None] | None = None,
         workers: int | None = None,
+        fork_callables: bool = False,
     ) -> list[RecallResult]:
-        """Pack many independent lists (one per query, ``queries`` to steer their cuts) on up to
-        ``workers`` processes (None: every usable core; 1: one after another in this one): the
-        same results, and the same first error, as a loop of :meth:`recall`.
+        """Pack many independent lists (one per query, ``queries`` to steer their cuts): the same
+        results, and the same first error, as a loop of :meth:`recall`.
 
-        On Linux a batch worth it is shared with forked copies of this process, which inherit
-        the lists; elsewhere, with other threads alive, or for a small batch, it is the loop
-        (``docs/scaling.md`` says when and what it gains).
+        By default (``workers=None``, as ``1``) that is the loop, in this process. ``workers=N``
+        asks for up to N processes: on Linux a batch worth it is then shared with forked copies
+        of this process, which inherit the lists. A forked copy shares this process's sockets and
+        pools, so settings that hold code of the caller's (a tokenizer function, ``embed``,
+        ``join``) keep the batch in this process, with a warning, unless ``fork_callables=True``
+        says that code may run there; so do another thread alive and platforms other than
+        Linux (``docs/scaling.md`` says when and what it gains).
         """
-        return _recall_many(self, candidate_lists, queries, workers)
+        return _recall_many(self, candidate_lists, queries, workers, fork_callables)
 
     # -- one packing ----------------------------------------------------------------------------
 
@@ -456,7 +487,7 @@ def _fitted_walk(
 
 
 def least_budget(
-    tok: Tokenizer, template: jinja2.Template | None, join: Callable[[Sequence[str]], str] | None,
+    tok: Tokenizer, template: LoadedTemplate | None, join: Callable[[Sequence[str]], str] | None,
     max_tokens: int,
 ) -> tuple[int, str]:
     """The fewest tokens in which the floor can keep one item, and what takes them: the block's
@@ -464,10 +495,7 @@ def least_budget(
     when the model is shown the joined texts, that text, its mark and its separator."""
     cut = (tok.truncate("x" * 16, 1) or "x") + ELLIPSIS  # one token of text, marked as cut
     if join is not None:
-        joined = join([cut])
-        if not isinstance(joined, str):
-            kind = type(joined).__name__
-            raise ConfigError(f"join returned {kind}; it must return the str the model is shown")
+        joined = joined_by(join, [cut])
         parts = "one token of text, the mark of a cut and the separator"
         return max(tok.count(cut) + 1, tok.count(joined)), parts
     label = max((p.label for p in Provenance), key=tok.count)
@@ -492,17 +520,51 @@ def _recall_many(
     candidate_lists: Iterable[Iterable[Candidate | Mapping[str, Any]]],
     queries: Sequence[str | None] | None,
     workers: int | None,
+    fork_callables: bool = False,
 ) -> list[RecallResult]:
     processes = batch.check_workers(workers)
+    if not isinstance(fork_callables, bool):
+        raise ConfigError(f"fork_callables={fork_callables!r} must be True or False")
     lists = _candidate_lists(candidate_lists)
-    if queries is not None and len(queries) != len(lists):
-        raise ConfigError(f"queries has {len(queries)} entries for {len(lists)} candidate lists")
-    asked = list(queries) if queries is not None else [None] * len(lists)
+    asked = _queries(queries, len(lists))
     # Every list is packed as recall packs it, in whichever process: so the results are a loop's.
     def pack_one(i: int) -> RecallResult:
         return packer._recall(lists[i], query=asked[i])
 
-    return batch.run(pack_one, len(lists), processes, asked=workers is not None)
+    keep_here = None if fork_callables else _caller_code(packer)
+    return batch.run(pack_one, len(lists), processes, asked=workers is not None, keep_here=keep_here)
+
+
+def _queries(queries: object, n: int) -> list[str | None]:
+    """``queries`` as one query (or None) per list; a str is one query, not a list of letters."""
+    if queries is None:
+        return [None] * n
+    if isinstance(queries, (str, bytes, Mapping)) or not isinstance(queries, Sequence):
+        raise ConfigError(
+            f"queries={queries!r:.60} must be a list with one query (a str or None) per candidate "
+            f"list, got {type(queries).__name__}"
+        )
+    if len(queries) != n:
+        raise ConfigError(f"queries has {len(queries)} entries for {n} candidate lists")
+    for i, query in enumerate(queries):
+        if query is not None and not isinstance(query, str):
+            raise ConfigError(f"queries[{i}]={query!r:.60} must be a str or None")
+    return list(queries)
+
+
+def _caller_code(packer: Packer) -> str | None:
+    """Which settings hold code of the caller's that a forked worker would run, said as
+    batch.run's reason to keep the batch in this process (None: recallpack's own code only)."""
+    held = [
+        name
+        for name, runs_callers in (
+            ("tokenizer", packer._run.tok.runs_caller_code),
+            ("embed", packer.embed is not None),
+            ("join", packer.join is not None and packer.join is not newline_join),
+        )
+        if runs_callers
+    ]
+    return f"{batch.CALLER_CODE} ({', '.join(held)})" if held else None
 
 
 @dataclass(frozen=True)
@@ -511,7 +573,7 @@ class Resolved:
     private attribute costs about a microsecond, a good part of a small packing's overhead."""
 
     tok: Tokenizer
-    template: jinja2.Template | None
+    template: LoadedTemplate | None
     embed: EmbedFn | None
     walk: WalkSettings
     least_tokens: int
@@ -529,7 +591,7 @@ def _measure(packer: Packer, run: Resolved, walk: Walk, max_tokens: int | None) 
 
 
 def _render(
-    template: jinja2.Template | None, evidence: Sequence[Evidence], scopes: Sequence[Scope],
+    template: LoadedTemplate | None, evidence: Sequence[Evidence], scopes: Sequence[Scope],
     max_tokens: int | None,
 ) -> str:
     if template is None:
@@ -715,23 +777,34 @@ def _as_list(candidates: object) -> Sequence[Any]:
 
 # -- the module-level functions users know ------------------------------------------------------
 
-_CACHE: dict[tuple[tuple[str, Any], ...], Packer] = {}
+_CACHE: dict[tuple[Any, ...], Packer] = {}
 _CACHE_SIZE = 64
+_CACHE_LOCK = threading.Lock()
+
+
+def _typed(value: object) -> object:
+    """``value`` with its type, all the way down: 5, 5.0, True and numpy's 5 are equal, and
+    hash alike, but only one of them is a valid max_tokens."""
+    if isinstance(value, (tuple, frozenset)):
+        return type(value), tuple(_typed(v) for v in value)
+    return type(value), value
 
 
 def _packer(settings: Mapping[str, Any]) -> Packer:
-    """A Packer for ``settings``, reused when the same hashable settings come again."""
+    """A Packer for ``settings``, reused when the same hashable settings, of the same types,
+    come again (safe under threads: a lost race builds one Packer too many, nothing worse)."""
     try:
-        key = tuple(sorted(settings.items()))
+        key = tuple(sorted((name, _typed(value)) for name, value in settings.items()))
         hash(key)
     except TypeError:  # a callable tokenizer, a Reader with scopes: build one for this call
         return Packer(**settings)
     cached = _CACHE.get(key)
     if cached is None:
-        cached = Packer(**settings)
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = cached
+        built = Packer(**settings)  # outside the lock: it may resolve a tokenizer
+        with _CACHE_LOCK:
+            while len(_CACHE) >= _CACHE_SIZE:
+                del _CACHE[next(iter(_CACHE))]
+            cached = _CACHE.setdefault(key, built)
     return cached
 
 
@@ -777,11 +850,14 @@ def recall_many(
     *,
     queries: Sequence[str | None] | None = None,
     workers: int | None = None,
+    fork_callables: bool = False,
     **settings: Any,
 ) -> list[RecallResult]:
-    """:func:`recall` for many independent lists, on up to ``workers`` processes (None: every
-    usable core): the same results as a loop."""
-    return _packer(settings).recall_many(candidate_lists, queries=queries, workers=workers)
+    """:func:`recall` for many independent lists: the same results as a loop, which it is unless
+    ``workers`` asks for more processes (see :meth:`Packer.recall_many`)."""
+    return _packer(settings).recall_many(
+        candidate_lists, queries=queries, workers=workers, fork_callables=fork_callables
+    )
 
 
 def _unbounded(candidates: Sequence[Candidate | Mapping[str, Any]], **settings: Any) -> RecallResult:

@@ -8,11 +8,12 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, overload
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
 from recallpack.packing.candidate import Candidate, Provenance, ValueEnum, clean_text
 from recallpack.packing.errors import ConfigError, RecallpackError, TemplateError
 from recallpack.packing.limits import CheckedModel
+from recallpack.packing.render import header_text, inert_markdown, item_text
 from recallpack.packing.report_html import report_html, trace_html
 
 __all__ = [
@@ -47,8 +48,8 @@ class Scope(_Setting):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str
-    description: str = ""
+    name: str = Field(strict=True)
+    description: str = Field(default="", strict=True)
 
     @field_validator("name", "description")
     @classmethod
@@ -69,10 +70,10 @@ class Reader(_Setting):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: str | None = None
-    scopes: Mapping[str, Scope] = Field(default_factory=dict)
+    id: str | None = Field(default=None, strict=True)
+    scopes: Mapping[StrictStr, Scope] = Field(default_factory=dict)
     #: True only for :meth:`everyone`: every scope is readable (scope ids become their names).
-    open: bool = False
+    open: bool = Field(default=False, strict=True)
 
     @classmethod
     def everyone(cls) -> Reader:
@@ -169,7 +170,8 @@ class Reason(ValueEnum):
 
 
 class TraceEntry(BaseModel):
-    """One input candidate's fate, for developers: never rendered."""
+    """One input candidate's fate, for developers: never rendered. A withheld candidate's entry
+    holds its rank, outcome and reason only: no lane, score, cut or preview."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -187,7 +189,9 @@ class TraceEntry(BaseModel):
     kept_spans: tuple[tuple[int, int], ...] = Field(
         default=(), description="Character ranges of the original text a cut kept."
     )
-    preview: str = Field(default="", description="The first characters of the candidate's text.")
+    preview: str = Field(
+        default="", description="The first characters of the candidate's text; empty for a withheld one."
+    )
     duplicate_of: int | None = Field(
         default=None, description="For a duplicate: the rank of the kept item it is identical to."
     )
@@ -515,9 +519,14 @@ class RecallResult:
         return state
 
     def _repr_markdown_(self) -> str:
-        # A notebook renders Markdown with its raw HTML live; evidence is never markup.
-        block = self.to_markdown().replace("&", "&amp;").replace("<", "&lt;")
-        return block or "*(no evidence)*"
+        """The evidence as a notebook shows it: the default block's shape, with every text that
+        came from a document or a setting escaped, so it renders as text (no heading, bullet,
+        image, link or HTML of its own). ``to_markdown()`` is what the model reads."""
+        if not self.evidence:
+            return "*(no evidence)*"
+        scopes = [(s.name, inert_markdown(s.description)) for s in self.shared_scopes]
+        items = [item_text(e.label, e.scopes, inert_markdown(e.text), e.resource_uri) for e in self.evidence]
+        return header_text(scopes) + "\n".join(items)
 
     def __len__(self) -> int:
         return len(self.evidence)

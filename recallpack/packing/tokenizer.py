@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import numbers
 import os
 import tempfile
 import threading
@@ -28,7 +29,13 @@ from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from recallpack.packing import encodings as shipped
 from recallpack.packing.encodings import SourceUnavailable
-from recallpack.packing.errors import BudgetError, CandidateError, RecallpackWarning, TokenizerError
+from recallpack.packing.errors import (
+    BudgetError,
+    CandidateError,
+    RecallpackError,
+    RecallpackWarning,
+    TokenizerError,
+)
 
 if TYPE_CHECKING:
     import tiktoken
@@ -118,6 +125,9 @@ class Tokenizer(ABC):
     #: never changes the count: ``count(a + b) == count(a) + count(b)`` for such a split.
     #: recall() then adds up the counts of a block's items instead of counting it again.
     splits_at_line_starts: bool = False
+    #: True when counting calls code of the caller's (a function, a model, a subclass's own
+    #: ``_count``), which recall_many keeps out of forked workers unless asked.
+    runs_caller_code: bool = True
 
     def __init__(self) -> None:
         self._cache = _CountCache(_CACHE_CHARS)
@@ -218,6 +228,7 @@ class HeuristicTokenizer(Tokenizer):
     """``ceil(len(text) / 4)``: cheap, deterministic, and only an estimate."""
 
     exact = False
+    runs_caller_code = False
 
     def __init__(self, name: str = "chars") -> None:
         super().__init__()
@@ -247,6 +258,7 @@ class ByteTokenizer(Tokenizer):
 
     exact = False
     splits_at_line_starts = True  # bytes add up across any split
+    runs_caller_code = False
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         super().__init__()
@@ -293,9 +305,21 @@ class CallableTokenizer(Tokenizer):
         self.name = name or f"callable:{_callable_name(fn)}"
 
     def _count(self, text: str) -> int:
-        value = self._fn(text)
+        try:
+            value = self._fn(text)
+        except RecallpackError:
+            raise
+        except Exception as exc:  # the caller's code: say whose it was, keep what it raised
+            raise TokenizerError(
+                f"tokenizer {self.name} raised {type(exc).__name__} counting a text of "
+                f"{len(text):,} characters: {exc}"
+            ) from exc
         if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
             return len(value)
+        if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 1:
+            return len(value)  # token ids as a NumPy array
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0:
+            return int(value)  # NumPy's integers too: a count, as np.sum or len gives it
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise TokenizerError(
                 f"tokenizer {self.name} returned {value!r} for a text; a tokenizer callable "
@@ -335,15 +359,20 @@ class TiktokenTokenizer(Tokenizer):
     """A tiktoken encoding. Special-token text such as ``<|endoftext|>`` counts as plain text."""
 
     exact = True
+    runs_caller_code = False  # tiktoken's own encoder, whoever built the Encoding
 
-    def __init__(self, encoding: tiktoken.Encoding, source: str = "") -> None:
+    def __init__(self, encoding: tiktoken.Encoding, source: str = "", *, known: bool = False) -> None:
         super().__init__()
         self.encoding = encoding
         self.name = encoding.name
         self.source = source
+        #: The encoding is one whose split pattern recallpack knows: it resolved the encoding
+        #: itself, or tiktoken's registry built this very object. A name promises nothing: an
+        #: Encoding a caller built can be called cl100k_base and split as it likes.
+        self.known = known
         # Their split patterns end every piece at a newline and start none before a line's
         # first non-space character (tests/test_tokenizer.py checks it on random text).
-        self.splits_at_line_starts = encoding.name in _LINE_START_SPLITTING
+        self.splits_at_line_starts = known and encoding.name in _LINE_START_SPLITTING
         self._max_token_bytes: int | None = None
 
     @property
@@ -407,7 +436,16 @@ class TiktokenTokenizer(Tokenizer):
         # travels whole: its name may promise nothing.
         if _is_resolved_encoding(self.encoding) or _is_tiktoken_registered(self.encoding):
             return (_shared_tiktoken, (self.encoding.name,))
-        return (TiktokenTokenizer, (self.encoding, self.source))
+        return (TiktokenTokenizer, (self.encoding, self.source))  # not known, there either
+
+
+def is_known_encoding(encoding: object) -> bool:
+    """Whether ``encoding`` is a tiktoken Encoding whose split pattern recallpack can vouch for:
+    the very object it resolved, or the one tiktoken's registry built for that name. Never by
+    its name alone: anyone can build an Encoding called cl100k_base."""
+    return hasattr(encoding, "name") and (
+        _is_resolved_encoding(encoding) or _is_tiktoken_registered(encoding)  # type: ignore[arg-type]
+    )
 
 
 def _is_resolved_encoding(encoding: tiktoken.Encoding) -> bool:
@@ -503,7 +541,9 @@ def _from_object(spec: object) -> Tokenizer | None:
     if encoding_type is not None and isinstance(spec, encoding_type):
         if _is_resolved_encoding(spec):  # one of ours, handed back: share its tokenizer and cache
             return _resolved(spec.name)[0]
-        return TiktokenTokenizer(spec, source="a tiktoken Encoding given by the caller")
+        # Trusted by identity, never by name: tiktoken's own object for the name, or no shortcut.
+        known = is_known_encoding(spec)
+        return TiktokenTokenizer(spec, source="a tiktoken Encoding given by the caller", known=known)
     # Before the generic callable: a transformers tokenizer is callable too, and returns a dict.
     get_num_tokens = getattr(spec, "get_num_tokens", None)
     if callable(get_num_tokens):  # a LangChain language model
@@ -675,7 +715,7 @@ class _Registry:
 def _build(encoding: str) -> tuple[Tokenizer, Resolution]:
     loaded, resolution = _load(encoding)
     if loaded is not None:
-        return TiktokenTokenizer(loaded, resolution.source), resolution
+        return TiktokenTokenizer(loaded, resolution.source, known=True), resolution
     _warn_fallback(resolution)
     return ByteTokenizer(encoding), resolution
 

@@ -6,11 +6,11 @@ same bytes) whichever host they came through. Host-neutral: it imports no framew
 
 from __future__ import annotations
 
-import math
+import numbers
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from recallpack.packing.candidate import Candidate, LaneKind, Span, clean_text, coerce_lane
+from recallpack.packing.candidate import Candidate, LaneKind, Span, clean_text, coerce_lane, finite_score
 from recallpack.packing.errors import CandidateError, ConfigError, LaneError
 from recallpack.packing.result import Evidence
 
@@ -76,12 +76,18 @@ def scope_ids_from(metadata: Mapping[str, Any]) -> tuple[tuple[str, ...], str | 
     )
 
 
-def score_from(metadata: Mapping[str, Any]) -> float | None:
-    """A finite score an upstream recorded in metadata, if any."""
+def score_from(metadata: Mapping[str, Any], position: int | None = None) -> float | None:
+    """The score an upstream recorded in metadata (``score``, else ``relevance_score``), if it
+    recorded a number there. A number that is not a finite float (NaN, an infinity, an int too
+    large for a float, a Decimal or a complex) is a CandidateError naming the document, never a
+    silent None."""
     for key in SCORE_KEYS:
         value = metadata.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            return float(value)
+        if isinstance(value, numbers.Number) and not isinstance(value, bool):  # a Decimal too
+            try:
+                return finite_score(value, field=f"metadata[{key!r}]")
+            except ValueError as exc:
+                raise CandidateError(f"{_document(metadata, position)}: {exc}") from None
     return None
 
 
@@ -104,6 +110,20 @@ def span_from(text: str, metadata: Mapping[str, Any]) -> Span | None:
         end = start + len(text)
         return Span(parent=f"source:{source}", start=start, end=end, source="metadata['start_index']")
     return None
+
+
+#: Metadata keys that name a document in an error message, in order.
+_NAME_KEYS = ("source", "file_path", "file_name", "url", "id", "doc_id")
+
+
+def _document(metadata: Mapping[str, Any], position: int | None) -> str:
+    """How an error names an upstream item: its position and what its loader called it."""
+    where = "an upstream item" if position is None else f"item {position}"
+    for key in _NAME_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value:
+            return f"{where} ({key}={value!r:.80})"
+    return where
 
 
 def _lane(
@@ -148,13 +168,13 @@ def candidate_from(
     in its document is ``span`` when the host knows it, else :func:`span_from` the metadata.
     """
     scope_ids, scope_error = scope_ids_from(metadata)
-    if score is not None and (isinstance(score, bool) or not math.isfinite(score)):
-        score = None
+    # Absent is unscoped; empty is refused.
+    scoped: dict[str, Any] = {"scope_ids": scope_ids} if scope_ids else {}
     try:
         return Candidate(
             text=text,
             lane=_lane(metadata, lane, lane_key, on_unknown_lane, position),
-            scope_ids=scope_ids,
+            **scoped,
             scope_error=scope_error,
             artifact_id=_optional_str(metadata.get(ARTIFACT_KEY)),
             artifact_content_id=_optional_str(metadata.get(ARTIFACT_CONTENT_KEY)),
@@ -165,7 +185,7 @@ def candidate_from(
             span=span if span is not None else span_from(text, metadata),
         )
     except CandidateError as exc:
-        raise CandidateError(f"item {position}: {exc}") from exc
+        raise CandidateError(f"{_document(metadata, position)}: {exc}") from exc
 
 
 def _optional_str(value: object) -> str | None:

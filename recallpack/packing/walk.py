@@ -20,7 +20,7 @@ from urllib.parse import quote
 import regex
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, clean_text, coerce_candidate
-from recallpack.packing.errors import ConfigError
+from recallpack.packing.errors import ConfigError, RecallpackError
 from recallpack.packing.limits import Policy
 from recallpack.packing.render import header_text, item_text
 from recallpack.packing.result import PRIVATE, Evidence, Outcome, Reader, Reason, Scope, TraceRecord
@@ -143,11 +143,7 @@ class JoinedCost:
             return sum(k.cost for k in walk.kept)
         if not walk.kept:
             return 0
-        joined = self.join([k.text for k in walk.kept])
-        if not isinstance(joined, str):
-            kind = type(joined).__name__
-            raise ConfigError(f"join returned {kind}; it must return the str the model is shown")
-        return self.tok.count(joined)
+        return self.tok.count(joined_by(self.join, [k.text for k in walk.kept]))
 
 
 class BlockCost:
@@ -329,6 +325,9 @@ class Ledger:
     @staticmethod
     def _entry(rank: int, c: Candidate, outcome: Outcome, reason: Reason | None, tokens: int | None,
                cut: CutResult | None) -> TraceRecord:
+        if outcome is Outcome.WITHHELD:
+            # Whoever reads the trace may not read the item: its rank and why, nothing of it.
+            return TraceRecord(rank, outcome, reason, None, None, None, None, (), "")
         if cut is None:
             return TraceRecord(rank, outcome, reason, c.lane, c.score, tokens, None, (),
                                c.text[:_PREVIEW_CHARS])
@@ -502,6 +501,20 @@ def _last_word_start(text: str) -> int:
     for match in _WORD_START.finditer(text, start):
         last = match.start()
     return last
+
+
+def joined_by(join: Callable[[Sequence[str]], str], texts: Sequence[str]) -> str:
+    """``join(texts)``, the str the model is shown; what the caller's join raises is the cause
+    of a ConfigError, and anything but a str is refused."""
+    try:
+        joined = join(texts)
+    except RecallpackError:
+        raise
+    except Exception as exc:  # the caller's join: keep what it raised
+        raise ConfigError(f"join raised {type(exc).__name__} joining {len(texts)} texts: {exc}") from exc
+    if not isinstance(joined, str):
+        raise ConfigError(f"join returned {type(joined).__name__}; it must return the str the model is shown")
+    return joined
 
 
 def newline_join(texts: Sequence[str]) -> str:

@@ -259,7 +259,7 @@ class _Splitter:
 
     @staticmethod
     def for_text(text: str, max_tokens: int, tok: Tokenizer) -> _Splitter:
-        if isinstance(tok, TiktokenTokenizer) and tok.name in _BREAKING_ENCODINGS:
+        if isinstance(tok, TiktokenTokenizer) and tok.known and tok.name in _BREAKING_ENCODINGS:
             return _TiktokenSplitter(text, max_tokens, tok)
         return _Splitter(text, max_tokens, tok)
 
@@ -594,6 +594,11 @@ def chunk_size_for(
     limit = _positive(max_tokens, "max_tokens")
     n = _positive(items, "items")
     lines = _positive(lines_per_chunk, "lines_per_chunk")
+    scopes = _scope_names(scopes)
+    if not isinstance(label, str) or not label.strip():
+        raise ConfigError(f"label={label!r:.60} must be a non-empty str, such as 'Source excerpt'")
+    if resource_uri is not None and not isinstance(resource_uri, str):
+        raise ConfigError(f"resource_uri={resource_uri!r:.60} must be a str or None")
     tok = get_tokenizer(tokenizer)
     header = tok.count(header_text([(s, "") for s in scopes if s != "private"]))
     empty = item_text(label, list(scopes), "", resource_uri)  # label, one indent, resource line
@@ -606,6 +611,17 @@ def chunk_size_for(
             f"plus a {header}-token header); raise max_tokens to at least {need} or lower items"
         )
     return size
+
+
+def _scope_names(value: object) -> tuple[str, ...]:
+    """The scope names an item shows: one name (a str), or a list or tuple of them."""
+    if isinstance(value, str):
+        value = (value,)  # one name, not a sequence of letters
+    if not isinstance(value, (list, tuple)) or not all(isinstance(s, str) and s.strip() for s in value):
+        raise ConfigError(
+            f"scopes={value!r:.60} must be a list of non-empty scope names (or one name as a str)"
+        )
+    return tuple(value)
 
 
 def _positive(value: object, field: str) -> int:

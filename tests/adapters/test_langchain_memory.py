@@ -726,3 +726,89 @@ def test_agent_middleware_withholds_results_of_another_session() -> None:
     mine = EvidenceAllowanceMiddleware(context=lambda request: {"session": "s-2"})
     create_agent(same, tools=[tool], middleware=[mine]).invoke({"messages": [HumanMessage("Alice?")]})
     assert "Initech" in str(same.received[-1][-1].content)
+
+
+# -- the markers are bounded too -------------------------------------------------------------------
+
+KINDS = ["kept-or-over", "no_receipt", "failed", "foreign", "edited"]
+
+
+def many_results(n: int, kinds: Sequence[str]) -> list[BaseMessage]:
+    """A human turn, then ``n`` search calls and results, each of one of ``kinds`` in turn: a
+    receipted block (kept while it fits), no receipt, a failed search, another tool's result
+    presenting a receipt, a block edited after its receipt."""
+    from recallpack.allowance import issue_receipt as receipt_of
+
+    messages: list[BaseMessage] = [HumanMessage("What do we know about Alice and payments?")]
+    for i in range(n):
+        kind = kinds[i % len(kinds)]
+        text = f"- **Derived memory**\n\n    Note {i}: {NOTES[i % len(NOTES)]}\n"
+        receipt: Any = receipt_of(text, items=1, tokenizer=TOK)
+        name = "other_tool" if kind == "foreign" else "memory_search"
+        if kind == "no_receipt":
+            receipt = None
+        elif kind == "edited":
+            text = text.replace("Note", "NOTE")
+        messages += [
+            asks((f"query {i}", f"c{i}"), name=name),
+            ToolMessage(content=text, tool_call_id=f"c{i}", name=name, artifact=receipt,
+                        status="error" if kind == "failed" else "success"),
+        ]
+    return messages
+
+
+def recall_shown(result: Any) -> int:
+    """Tokens of what the request shows of recall: the recall tools' results as they now read
+    (blocks and markers) and the automatic block."""
+    shown = sum(count_tokens(str(result.messages[p].content), TOK) for p in result.positions)
+    return shown + (result.automatic.report.tokens_used if result.automatic else 0)
+
+
+def longest_marker() -> int:
+    from recallpack.adapters.langchain_memory import DEFAULT_MARKER
+
+    return max(count_tokens(DEFAULT_MARKER.format(reason=r.text, code=r.value), TOK) for r in WithheldReason)
+
+
+def test_two_hundred_withheld_results_add_at_most_one_marker_over_the_allowance() -> None:
+    """200 search results under a 400-token allowance: what recall shows, markers included, stays
+    within 400 plus one marker (it was over 3,000 tokens of markers)."""
+    result = assemble_messages(many_results(200, ["kept-or-over"]), Allowance(max_tokens=400, max_items=200))
+    assert len(result.assembly.withheld) > 150
+    assert recall_shown(result) <= 400 + longest_marker()
+    newest = max(w.index for w in result.assembly.withheld)
+    assert str(result.messages[result.positions[newest]].content).startswith(MARKER)
+    assert pairs_intact(result.messages) and len(result.messages) == 401
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.integers(min_value=0, max_value=120),
+    budget=st.integers(min_value=1, max_value=700),
+    kinds=st.lists(st.sampled_from(KINDS), min_size=1, max_size=5),
+    automatic=st.booleans(),
+    marker=st.sampled_from([None, "[omitted: {code}]", "[recallpack: {reason}; this search result is not part of this request and must not be used]"]),
+)
+def test_recall_and_its_markers_stay_within_the_allowance(
+    n: int, budget: int, kinds: list[str], automatic: bool, marker: str | None
+) -> None:
+    """Whatever was withheld and why, blocks, markers and automatic recall together take at most
+    the allowance plus one marker; every call keeps its result, the newest withheld its marker."""
+    from recallpack.adapters.langchain_memory import DEFAULT_MARKER
+
+    fmt = DEFAULT_MARKER if marker is None else marker
+    allowance = Allowance(max_tokens=budget, max_items=1_000, max_blocks=1_000)
+    result = assemble_messages(
+        many_results(n, kinds), allowance, retriever=retriever() if automatic else None,
+        marker=fmt,
+    )  # fmt: skip
+    one_marker = max(count_tokens(fmt.format(reason=r.text, code=r.value), TOK) for r in WithheldReason)
+    assert recall_shown(result) <= budget + one_marker
+    assert pairs_intact(result.messages) and len(result.messages) == 1 + 2 * n + (1 if result.automatic else 0)
+    withheld = {w.index: w.reason for w in result.assembly.withheld}
+    for index in withheld:
+        shown = str(result.messages[result.positions[index]].content)
+        assert shown in ("", fmt.format(reason=withheld[index].text, code=withheld[index].value))
+    if withheld:
+        newest = max(withheld)
+        assert str(result.messages[result.positions[newest]].content) != ""

@@ -150,6 +150,55 @@ BAD_INPUTS: list[object] = [
 ]
 
 
+class LlamaLike:
+    """A recaller whose recall takes the query alone (as LlamaIndex's BudgetedRetriever's does)."""
+
+    tokenizer = None
+
+    def recall(self, query: str) -> Any:
+        raise AssertionError("never called: the settings are refused first")
+
+
+# Recall settings are checked where they are given, by each of the four, not at the first call.
+RECALL_SETTINGS = [
+    (settings, error, match, kind)
+    for settings, error, match, kind in (
+        ({"max_token": 100}, ConfigError, r"did you mean 'max_tokens'", "typo"),
+        ({"max_tokens": -1}, BudgetError, r"max_tokens", "negative-budget"),
+        ({"max_tokens": "100"}, BudgetError, r"max_tokens", "str-budget"),
+        ({"max_tokens": 100.0}, BudgetError, r"max_tokens", "float-budget"),
+        ({"max_items": True}, BudgetError, r"max_items", "bool-cap"),
+        ({"k": 0}, BudgetError, r"k=0", "k-zero"),
+        ({"fetch_k": "all"}, BudgetError, r"fetch_k", "fetch-k-str"),
+        ({"policy": "nope"}, ConfigError, r"policy", "policy"),
+        ({"lane_budgets": {"facts": True}}, BudgetError, r"lane_budgets\['facts'\]", "lane-budget-bool"),
+        ({"join": "\n".join}, ConfigError, r"join", "host-decides-join"),
+        ({"reader": None, "tokenizer": 5}, ConfigError, r"tokenizer", "tokenizer-int"),
+    )
+]
+BUILT_WITH = {
+    "tool": lambda **settings: memory_search_tool(retriever(), **settings),
+    "runnable": lambda **settings: evidence_allowance(retriever=retriever(), **settings),
+    "middleware": lambda **settings: middleware(retriever=retriever(), **settings),
+    "assemble": lambda **settings: assemble_messages(MESSAGES, retriever=retriever(), **settings),
+}
+BAD_INPUTS += [
+    pytest.param(lambda build=build, settings=settings: build(**settings), error, match, id=f"{name}-recall-{kind}")
+    for name, build in BUILT_WITH.items()
+    for settings, error, match, kind in RECALL_SETTINGS
+]
+BAD_INPUTS += [
+    pytest.param(lambda: memory_search_tool(LlamaLike(), max_tokens=100), ConfigError,
+                 r"LlamaLike.recall takes no setting 'max_tokens'", id="tool-recaller-takes-no-settings"),
+    pytest.param(lambda: evidence_allowance(max_tokens=100), ConfigError, r"without retriever=",
+                 id="runnable-settings-without-retriever"),
+    pytest.param(lambda: middleware(max_items=3), ConfigError, r"without retriever=",
+                 id="middleware-settings-without-retriever"),
+    pytest.param(lambda: assemble_messages(MESSAGES, k=3), ConfigError, r"without retriever=",
+                 id="assemble-settings-without-retriever"),
+]
+
+
 @pytest.mark.parametrize(("probe", "error", "match"), BAD_INPUTS)
 def test_bad_input_raises_a_recallpack_error(
     probe: Callable[[], object], error: type[RecallpackError], match: str

@@ -81,3 +81,30 @@ def test_token_window_node_parser_counts_with_settings_tokenizer(word_tokenizer:
     nodes = parser.get_nodes_from_documents([Document(text=" ".join(TEXTS))])
     assert parser.tokenizer_used.startswith("llama_index Settings.tokenizer")
     assert len(nodes) > 1 and all(len(words(n.get_content())) <= 20 for n in nodes)
+
+
+def test_an_encoding_named_cl100k_base_is_not_taken_for_the_default() -> None:
+    """Settings.tokenizer set to the encode of an Encoding a user built and called cl100k_base
+    (another split pattern) is the user's tokenizer: the adapters count with it, not with
+    recallpack's own cl100k_base, which the name alone would have picked."""
+    import functools
+
+    import tiktoken
+
+    from recallpack import get_tokenizer
+    from recallpack.adapters._llamaindex_nodes import settings_tokenizer
+
+    ranks = get_tokenizer("cl100k_base").encoding._mergeable_ranks  # type: ignore[attr-defined]
+    forged = tiktoken.Encoding(name="cl100k_base", pat_str=r"(?s)..?", mergeable_ranks=ranks, special_tokens={})
+    saved = llama_index.core.global_tokenizer
+    Settings.tokenizer = functools.partial(forged.encode, allowed_special="all")
+    try:
+        user = settings_tokenizer()
+        assert user is not None
+        post = BudgetPostprocessor(max_tokens=120)
+        assert post.packer.tokenizer_used.name == user.name
+        text = "Alice works at Initech.\nBob runs the refunds service."
+        assert post.packer.tokenizer_used.count(text) == len(forged.encode(text))
+    finally:
+        llama_index.core.global_tokenizer = saved
+    assert settings_tokenizer() is None  # LlamaIndex's own default: tiktoken's cl100k_base object
