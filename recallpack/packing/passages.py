@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, Span, coerce_candidate
-from recallpack.packing.cuts import _WORD, MARK, Cut, EmbedFn, _Focus, _join, _similarities, _units
+from recallpack.packing.cuts import _WORD, MARK, Cut, EmbedFn, _Focus, _fold, _join, _similarities, _units
 from recallpack.packing.errors import CandidateError
 from recallpack.packing.result import Outcome, Reason, Scope
 from recallpack.packing.walk import CostModel, Cutter, Walk, WalkSettings, resource_of
@@ -249,7 +249,7 @@ def query_terms(query: str) -> list[str]:
     for match in _WORD.finditer(query):
         if match.end() - match.start() > MAX_TERM_CHARS:
             continue
-        terms.setdefault(match.group().lower())
+        terms.setdefault(_fold(match.group()))
         if len(terms) >= MAX_QUERY_TERMS:
             break
     return list(terms)
@@ -263,14 +263,13 @@ def _hits(text: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
     one answers (its BM25 weight is near zero), and taking each occurrence would be most of the
     work: its search stops there. Each other word is one literal search, which the regex engine
     runs many times faster than a pattern of alternatives."""
-    lowered = text.lower()
+    lowered = _fold(text)  # the same length as the text: a position in it is one in the text
     found: dict[str, list[int]] = {}
-    if len(lowered) != len(text) or len(terms) > _TERM_SEARCHES:
-        # Lower-casing changed the length (a dotted capital I), so positions must stay the
-        # text's, or the query is long: one pass over the text's words, each lowered on its own.
+    if len(terms) > _TERM_SEARCHES:
+        # A long query: one pass over the text's words costs the same whatever its length.
         known = set(terms)
-        for match in _WORD.finditer(text):
-            word = match.group().lower()
+        for match in _WORD.finditer(lowered):
+            word = match.group()
             if word in known:
                 found.setdefault(word, []).append(match.start())
         return {term: at for term, at in found.items() if len(at) <= limit}
