@@ -11,6 +11,7 @@ provenance and scopes, rendered as a Markdown block that says it is evidence, no
 
 import logging
 
+from recallpack.adapters.tokenizers import read_host_tokenizer
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.errors import (
     BudgetError,
@@ -40,10 +41,11 @@ from recallpack.packing.result import (
     TraceEntry,
 )
 from recallpack.packing.sizing import budget_for
-from recallpack.packing.tokenizer import (
-    Tokenizer,
+from recallpack.packing.tokenizers.base import Tokenizer
+from recallpack.packing.tokenizers.resolve import (
     count_tokens,
     get_tokenizer,
+    register_reader,
     resolve_encoding,
     split_token_windows,
     truncate_to_tokens,
@@ -58,6 +60,10 @@ __version__ = "0.1.0"
 # whatever handlers the application configures, and nowhere else. The fallback tokenizer is
 # also a RecallpackWarning, which Python shows once by default.
 logging.getLogger("recallpack").addHandler(logging.NullHandler())
+
+# The core resolves names, Encodings and callables; a LangChain model or a Hugging Face
+# tokenizer is read by the adapters' reader, handed to it here, whatever is imported first.
+register_reader(read_host_tokenizer)
 
 #: Names that moved to :mod:`recallpack.allowance`; importing them from here still works for
 #: one release, with a DeprecationWarning that names the new home.

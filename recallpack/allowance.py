@@ -38,7 +38,7 @@ from recallpack.packing.errors import BudgetError, ConfigError, RecallpackError,
 from recallpack.packing.limits import Allowance, CheckedModel, Remaining, as_remaining
 from recallpack.packing.packer import Packer
 from recallpack.packing.result import RecallResult
-from recallpack.packing.tokenizer import TokenizerSpec, get_tokenizer
+from recallpack.packing.tokenizers import TokenizerSpec, get_tokenizer
 
 __all__ = [
     "Allowance",

@@ -38,7 +38,7 @@ from recallpack import (
     resolve_encoding,
 )
 from recallpack.allowance import resolve_key
-from recallpack.packing.tokenizer import DEFAULT_ENCODING, fallback_advice
+from recallpack.packing.tokenizers import DEFAULT_ENCODING, fallback_advice
 
 __all__ = ["main"]
 

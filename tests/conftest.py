@@ -7,7 +7,7 @@ import re
 import pytest
 
 from recallpack import get_tokenizer
-from recallpack.packing.tokenizer import CallableTokenizer
+from recallpack.packing.tokenizers import CallableTokenizer
 
 
 def words(text: str) -> int:

@@ -16,9 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import recallpack.cli as cli
-import recallpack.packing.tokenizer as tk
+import recallpack.packing.encodings as shipped
 from recallpack import Candidate, CandidateError, count_tokens
 from recallpack.cli import main
+from recallpack.packing.tokenizers import EncodingRegistry, TiktokenCache, using_registry
 
 ROOT = Path(__file__).resolve().parent.parent
 LINES = "\n".join(
@@ -243,14 +244,8 @@ def test_doctor_unknown_encoding_names_the_flag(monkeypatch, capsys) -> None:
 
 def test_doctor_require_exact_fails_on_fallback(monkeypatch, capsys, tmp_path) -> None:
     """--require-exact exits non-zero when an encoding falls back."""
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(tk, "_bundled_cache_dir", lambda: None)
-    monkeypatch.setattr(tk, "_fallback_warned", True)
-    tk._resolved.cache_clear()
-    try:
+    with using_registry(EncodingRegistry([TiktokenCache(str(tmp_path))], warn=False)):
         code, out, err = run(monkeypatch, capsys, "doctor", "--require-exact", "--encoding", "gpt-4o")
-    finally:
-        tk._resolved.cache_clear()
     assert code == 1 and "gpt-4o -> o200k_base: FALLBACK" in out and "--require-exact" in err
 
 
@@ -352,14 +347,8 @@ def test_terminal_stdin_gets_a_hint(monkeypatch, capsys) -> None:
 
 def test_fallback_tokenizer_warning_is_one_line(monkeypatch, capsys, tmp_path) -> None:
     """recallpack's own warning (no exact encoding offline) reaches a shell user as one line."""
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(tk, "_bundled_cache_dir", lambda: None)
-    monkeypatch.setattr(tk, "_fallback_warned", False)
-    tk._resolved.cache_clear()
-    try:
+    with using_registry(EncodingRegistry([TiktokenCache(str(tmp_path))])):
         code, _, err = run(monkeypatch, capsys, "pack", "--encoding", "gpt-4o", "--max-tokens", "120", stdin=LINES)
-    finally:
-        tk._resolved.cache_clear()
     warning_lines = [line for line in err.splitlines() if "warning" in line.lower()]
     assert code == 0 and len(warning_lines) == 1 and warning_lines[0].startswith("recallpack: warning: "), err
     assert "upper bound" in warning_lines[0] and "recallpack: warning: recallpack:" not in err
@@ -439,16 +428,11 @@ def test_withheld_scoped_lines_say_how_to_show_them(monkeypatch, capsys, fmt) ->
 def test_doctor_says_a_fallback_once_with_advice_for_that_encoding(monkeypatch, capsys, tmp_path) -> None:
     """A fallback is one FALLBACK line and one fix that fits it (no warning repeating it): a
     reinstall for a shipped encoding, a prewarmed cache for any other; a repeated name is said once."""
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(tk, "_bundled_cache_dir", lambda: None)
-    monkeypatch.setattr(tk, "_fallback_warned", False)
-    monkeypatch.setattr(tk.shipped, "shipped_encodings", lambda: frozenset({"cl100k_base", "o200k_base"}))
-    tk._resolved.cache_clear()
-    try:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # tiktoken's own loading of gpt2 finds nothing
+    monkeypatch.setattr(shipped, "shipped_encodings", lambda: frozenset({"cl100k_base", "o200k_base"}))
+    with using_registry(EncodingRegistry([TiktokenCache(str(tmp_path))])):
         code, out, err = run(monkeypatch, capsys, "doctor", "--encoding", "gpt-4o", "--encoding", "gpt2",
                              "--encoding", "gpt2")
-    finally:
-        tk._resolved.cache_clear()
     lines = out.splitlines()
     assert code == 0 and err == "", err
     assert [line.split(":")[0] for line in lines if not line.startswith(" ")] == ["gpt-4o -> o200k_base", "gpt2"]

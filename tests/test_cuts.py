@@ -21,7 +21,7 @@ from recallpack.packing.cuts import (
     embed_function,
 )
 from recallpack.packing.errors import BudgetError, ConfigError
-from recallpack.packing.tokenizer import TiktokenTokenizer, Tokenizer, get_tokenizer
+from recallpack.packing.tokenizers import TiktokenTokenizer, Tokenizer, get_tokenizer
 
 from .conftest import make_tokenizer
 

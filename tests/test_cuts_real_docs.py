@@ -17,7 +17,7 @@ import pytest
 
 from recallpack._bench.corpus import stdlib_docs
 from recallpack.packing.cuts import MARK, cut_focus, cut_head
-from recallpack.packing.tokenizer import TiktokenTokenizer, get_tokenizer
+from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
 
 rank_bm25 = pytest.importorskip("rank_bm25")
 

@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import recallpack.packing.encodings as shipped
-import recallpack.packing.tokenizer as tk
+import recallpack.packing.tokenizers as tk
 from recallpack import RecallpackWarning, get_tokenizer, resolve_encoding
 from recallpack.cli import main
+from recallpack.packing.tokenizers.sources import cache_key
 
 from .test_tokenizer import LLAMA_URLS, llama_cache_bytes
 
@@ -25,15 +26,12 @@ NAMES = ("cl100k_base", "o200k_base")
 
 
 @pytest.fixture
-def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+def fresh(tmp_path: Path):
     """An empty tiktoken cache and no encoding resolved yet; the fallback warning is armed."""
     cache = tmp_path / "tiktoken-cache"
     cache.mkdir()
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
-    monkeypatch.setattr(tk, "_fallback_warned", False)
-    tk._resolved.cache_clear()
-    yield cache
-    tk._resolved.cache_clear()
+    with tk.using_registry(tk.EncodingRegistry([tk.TiktokenCache(str(cache)), tk.ShippedCopies()])):
+        yield cache
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +83,8 @@ def test_o200k_harmony_is_built_from_the_shipped_o200k_file(fresh: Path) -> None
     assert get_tokenizer("o200k_harmony").count("hello world") == get_tokenizer("o200k_base").count("hello world")
 
 
-def corrupt_copy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, how: str) -> None:
-    """Point the shipped-file reader at a copy of the package data with cl100k_base damaged."""
+def corrupt_copy(tmp_path: Path, how: str) -> Path:
+    """A copy of the package data with cl100k_base damaged."""
     data = tmp_path / "data"
     shutil.copytree(shipped.data_dir(), data, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     target = data / "cl100k_base.tiktoken.gz"
@@ -96,34 +94,35 @@ def corrupt_copy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, how: str) -> N
         target.write_bytes(gzip.compress(bytes(content)))
     else:  # truncated: not even valid gzip
         target.write_bytes(target.read_bytes()[:50_000])
-    monkeypatch.setattr(shipped, "data_dir", lambda: data)
+    return data
 
 
 @pytest.mark.parametrize("how", ["one byte changed", "truncated"])
 def test_a_corrupted_shipped_file_is_reported_and_not_used(
-    fresh: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, how: str
+    fresh: Path, tmp_path: Path, how: str
 ) -> None:
     """A damaged shipped file is refused, named in the resolution and the warning; counts stay bounds."""
-    corrupt_copy(monkeypatch, tmp_path, how)
-    with warnings.catch_warnings(record=True) as caught:
+    damaged = tk.ShippedCopies(corrupt_copy(tmp_path, how))
+    with tk.using_registry(tk.EncodingRegistry([tk.TiktokenCache(str(fresh)), damaged])), \
+            warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tokenizer = get_tokenizer("cl100k_base")
-    resolution = resolve_encoding("cl100k_base")
+        resolution = resolve_encoding("cl100k_base")
+        # The undamaged file next to it still serves.
+        assert resolve_encoding("o200k_base").source == SHIPPED
     assert not resolution.exact and isinstance(tokenizer, tk.ByteTokenizer)
     assert resolution.source.startswith("recallpack's shipped copy, SHA-256 verified: ")
     assert ("fails the SHA-256 check" if how == "one byte changed" else "does not decompress") in resolution.source
     assert resolution.source.endswith("counting UTF-8 bytes, an upper bound for cl100k_base")
     assert [w.category for w in caught] == [RecallpackWarning]
     assert resolution.source in str(caught[0].message)
-    # The undamaged file next to it still serves.
-    assert resolve_encoding("o200k_base").source == SHIPPED
 
 
 def test_a_corrupted_shipped_file_falls_to_the_next_source(
     fresh: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A damaged cache file is refused and the shipped copy serves, and the source says both."""
-    (fresh / tk._cache_key(LLAMA_URLS["cl100k_base"])).write_bytes(b"not a vocabulary\n")
+    (fresh / cache_key(LLAMA_URLS["cl100k_base"])).write_bytes(b"not a vocabulary\n")
     resolution = resolve_encoding("cl100k_base")
     assert resolution.exact
     assert resolution.source == (
@@ -133,7 +132,7 @@ def test_a_corrupted_shipped_file_falls_to_the_next_source(
 
 def test_a_verified_cache_file_comes_first(fresh: Path) -> None:
     """tiktoken's own cache, when it holds a file that passes, serves before the shipped copy."""
-    (fresh / tk._cache_key(LLAMA_URLS["o200k_base"])).write_bytes(llama_cache_bytes("o200k_base"))
+    (fresh / cache_key(LLAMA_URLS["o200k_base"])).write_bytes(llama_cache_bytes("o200k_base"))
     assert resolve_encoding("o200k_base").source == f"tiktoken cache {fresh}"
     assert resolve_encoding("cl100k_base").source == SHIPPED
 
@@ -141,11 +140,8 @@ def test_a_verified_cache_file_comes_first(fresh: Path) -> None:
 def test_a_disabled_tiktoken_cache_still_resolves_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     """TIKTOKEN_CACHE_DIR='' (tiktoken's 'no cache') leaves the shipped copy as the source."""
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
-    tk._resolved.cache_clear()
-    try:
+    with tk.using_registry(tk.EncodingRegistry()):  # the default sources, read from the environment now
         assert resolve_encoding("cl100k_base").source == SHIPPED
-    finally:
-        tk._resolved.cache_clear()
 
 
 def test_doctor_names_the_source(fresh: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -157,22 +153,23 @@ def test_doctor_names_the_source(fresh: Path, capsys: pytest.CaptureFixture[str]
     ]
 
 
-def test_first_use_from_eight_threads_makes_one_instance(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_first_use_from_eight_threads_makes_one_instance(fresh: Path) -> None:
     """Eight threads that first-use an encoding at the same moment get one instance, loaded once."""
     loads: list[str] = []
-    real_load = tk._load
 
-    def counting_load(name: str):
-        loads.append(name)
-        return real_load(name)
+    class Counting(tk.EncodingRegistry):
+        def load(self, encoding: str):
+            loads.append(encoding)
+            return super().load(encoding)
 
-    monkeypatch.setattr(tk, "_load", counting_load)
+    registry = Counting([tk.TiktokenCache(str(fresh)), tk.ShippedCopies()])
     start = threading.Barrier(8)
     got: list[object] = []
 
     def first_use() -> None:
         start.wait()
-        got.append(get_tokenizer("o200k_base"))
+        with tk.using_registry(registry):
+            got.append(get_tokenizer("o200k_base"))
 
     threads = [threading.Thread(target=first_use) for _ in range(8)]
     for thread in threads:

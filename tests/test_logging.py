@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import recallpack.packing.tokenizer as tk
-from recallpack import Candidate, Packer, RecallResult, get_tokenizer, pack, recall
+from recallpack import Candidate, Packer, RecallpackWarning, RecallResult, get_tokenizer, pack, recall
+from recallpack.packing.tokenizers import EncodingRegistry, TiktokenCache, using_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "a withheld candidate's text never reaches a log record"
@@ -90,15 +90,9 @@ def test_pack_logs_one_debug_record(caplog: pytest.LogCaptureFixture) -> None:
 def test_the_fallback_tokenizer_is_a_warning(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                              caplog: pytest.LogCaptureFixture) -> None:
     """A tokenizer that falls back to counting bytes logs one WARNING that says how to fix it."""
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(tk, "_bundled_cache_dir", lambda: None)
-    monkeypatch.setattr(tk, "_fallback_warned", False)
-    tk._resolved.cache_clear()
-    try:
-        with caplog.at_level(logging.WARNING, logger="recallpack"), pytest.warns(tk.RecallpackWarning):
-            assert not get_tokenizer("o200k_base").exact
-    finally:
-        tk._resolved.cache_clear()
+    registry = EncodingRegistry([TiktokenCache(str(tmp_path))])
+    with using_registry(registry), caplog.at_level(logging.WARNING, logger="recallpack"), pytest.warns(RecallpackWarning):
+        assert not get_tokenizer("o200k_base").exact
     (record,) = caplog.records
     assert "o200k_base" in record.getMessage() and "reinstall recallpack" in record.getMessage()
 

@@ -42,9 +42,10 @@ def test_docstring_examples_run() -> None:
     """The >>> examples in the public modules pass."""
     import doctest
 
-    from recallpack.packing import candidate, fusion, limits, packer, result, sizing, tokenizer
+    from recallpack.packing import candidate, fusion, limits, packer, result, sizing, text
+    from recallpack.packing.tokenizers import resolve as tokenizer
 
-    for module in (recallpack, packer, fusion, candidate, result, tokenizer, sizing, limits):
+    for module in (recallpack, packer, fusion, candidate, result, tokenizer, sizing, limits, text):
         outcome = doctest.testmod(module)
         assert outcome.failed == 0 and (outcome.attempted > 0 or module is result), module
 

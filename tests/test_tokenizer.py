@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import recallpack.packing.tokenizer as tk
+import recallpack.packing.encodings as shipped
+import recallpack.packing.tokenizers as tk
 from recallpack import (
     BudgetError,
     RecallpackWarning,
@@ -21,10 +22,12 @@ from recallpack import (
     split_token_windows,
     truncate_to_tokens,
 )
+from recallpack.packing.tokenizers import EncodingRegistry, TiktokenCache, using_registry
+from recallpack.packing.tokenizers.sources import cache_key
 
 from .conftest import make_tokenizer
 
-LLAMA_URLS = {name: tk.shipped.ENCODING_FILES[name][0] for name in ("cl100k_base", "o200k_base")}
+LLAMA_URLS = {name: shipped.ENCODING_FILES[name][0] for name in ("cl100k_base", "o200k_base")}
 
 
 def llama_cache_bytes(name: str) -> bytes:
@@ -32,7 +35,7 @@ def llama_cache_bytes(name: str) -> bytes:
     import llama_index.core
 
     directory = os.path.join(os.path.dirname(llama_index.core.__file__), "_static", "tiktoken_cache")
-    with open(os.path.join(directory, tk._cache_key(LLAMA_URLS[name])), "rb") as handle:
+    with open(os.path.join(directory, cache_key(LLAMA_URLS[name])), "rb") as handle:
         return handle.read()
 
 TEXTS = st.text(
@@ -165,14 +168,10 @@ def test_window_arguments_are_validated(size: int, overlap: int) -> None:
 
 
 @pytest.fixture
-def no_sources(monkeypatch: pytest.MonkeyPatch, tmp_path):
+def no_sources(tmp_path):
     """Neither tiktoken's cache nor recallpack's shipped copies are there."""
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(tk, "_bundled_cache_dir", lambda: None)
-    monkeypatch.setattr(tk, "_fallback_warned", False)
-    tk._resolved.cache_clear()
-    yield
-    tk._resolved.cache_clear()
+    with using_registry(EncodingRegistry([TiktokenCache(str(tmp_path))])):
+        yield
 
 
 def test_fallback_is_the_byte_bound_with_one_warning(no_sources: None) -> None:
@@ -191,26 +190,24 @@ def test_fallback_is_the_byte_bound_with_one_warning(no_sources: None) -> None:
 
 def test_tiktoken_cache_dir_is_honoured(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     """A TIKTOKEN_CACHE_DIR holding the encoding's file is the first source used."""
-    (tmp_path / tk._cache_key(LLAMA_URLS["cl100k_base"])).write_bytes(llama_cache_bytes("cl100k_base"))
+    (tmp_path / cache_key(LLAMA_URLS["cl100k_base"])).write_bytes(llama_cache_bytes("cl100k_base"))
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    tk._resolved.cache_clear()
-    try:
+    with using_registry(EncodingRegistry()):  # the default sources, read from the environment now
         assert resolve_encoding("cl100k_base").source == f"tiktoken cache {tmp_path}"
         assert resolve_encoding("o200k_base").source == "recallpack's shipped copy, SHA-256 verified"
-    finally:
-        tk._resolved.cache_clear()
 
 
 def test_loading_leaves_the_environment_alone(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     """Loading from the shipped copies, from four threads at once, never touches os.environ."""
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     before = dict(os.environ)
-    tk._resolved.cache_clear()
+    registry = EncodingRegistry()
     results: list[str] = []
     seen: list[dict[str, str]] = []
 
     def load() -> None:
-        results.append(resolve_encoding("o200k_base").source)
+        with using_registry(registry):
+            results.append(resolve_encoding("o200k_base").source)
         seen.append(dict(os.environ))
 
     threads = [threading.Thread(target=load) for _ in range(4)]
@@ -218,7 +215,6 @@ def test_loading_leaves_the_environment_alone(monkeypatch: pytest.MonkeyPatch, t
         thread.start()
     for thread in threads:
         thread.join()
-    tk._resolved.cache_clear()
     assert dict(os.environ) == before and all(env == before for env in seen)
     assert results == ["recallpack's shipped copy, SHA-256 verified"] * 4
 
@@ -301,7 +297,7 @@ def test_a_forged_encoding_is_still_unknown_after_pickling() -> None:
 
 def test_count_cache_is_bounded_by_characters(monkeypatch: pytest.MonkeyPatch) -> None:
     """The count cache evicts the least recently used texts once it holds too many characters."""
-    monkeypatch.setattr(tk, "_CACHE_CHARS", 1_000)
+    monkeypatch.setattr(tk.base, "_CACHE_CHARS", 1_000)
     tokenizer = tk.CallableTokenizer(len, name="len")
     texts = [f"{i:03d}" + "x" * 97 for i in range(30)]  # 100 chars each: ten fit
     for text in texts:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import recallpack.packing.tokenizer as tk
+import recallpack.packing.tokenizers as tk
 from recallpack import Candidate, Packer, get_tokenizer, recall, split_token_windows
 
 ANY_TEXT = st.text(max_size=400) | st.sampled_from(
@@ -17,21 +17,17 @@ ANY_TEXT = st.text(max_size=400) | st.sampled_from(
 
 
 @pytest.fixture
-def fallback(monkeypatch: pytest.MonkeyPatch, tmp_path):
+def fallback(tmp_path):
     """No tiktoken cache, no shipped copies: cl100k_base falls back (warning silenced)."""
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(tk, "_bundled_cache_dir", lambda: None)
-    monkeypatch.setattr(tk, "_fallback_warned", True)
-    tk._resolved.cache_clear()
-    with warnings.catch_warnings():
+    registry = tk.EncodingRegistry([tk.TiktokenCache(str(tmp_path))], warn=False)
+    with tk.using_registry(registry), warnings.catch_warnings():
         warnings.simplefilter("error")  # the warning was already given: no second one
         yield get_tokenizer("cl100k_base")
-    tk._resolved.cache_clear()
 
 
 # Resolved once at import, before any test swaps the sources out.
-REAL = tk.TiktokenTokenizer(tk._load("cl100k_base")[0])  # type: ignore[arg-type]
-REAL_O200K = tk.TiktokenTokenizer(tk._load("o200k_base")[0])  # type: ignore[arg-type]
+REAL = tk.TiktokenTokenizer(tk.EncodingRegistry().load("cl100k_base")[0])  # type: ignore[arg-type]
+REAL_O200K = tk.TiktokenTokenizer(tk.EncodingRegistry().load("o200k_base")[0])  # type: ignore[arg-type]
 
 
 def test_fallback_is_labelled_as_a_bound(fallback: tk.Tokenizer) -> None:

@@ -14,8 +14,8 @@ import cloudpickle
 import pytest
 import tiktoken
 
-import recallpack.packing.tokenizer as tk
-from recallpack import get_tokenizer
+import recallpack.packing.tokenizers as tk
+from recallpack import TokenizerError, get_tokenizer
 
 from .test_tokenizer_hosts import hugging_face_tokenizer, langchain_model, word_tokens
 
@@ -111,7 +111,7 @@ def test_a_custom_encoding_travels_whole() -> None:
 
 
 def count_in_worker(tokenizer: tk.Tokenizer) -> tuple[str, list[int], bool]:
-    shared = tokenizer is tk._resolved.peek(tokenizer.name)
+    shared = tokenizer is tk.encoding_registry().peek(tokenizer.name)
     return tokenizer.name, [tokenizer.count(text) for text in SAMPLES], shared
 
 
@@ -132,12 +132,6 @@ def test_unpickling_where_the_encoding_cannot_resolve_is_an_error(
 ) -> None:
     """An exact tokenizer arriving where its encoding only falls back says so, not silently bounds."""
     data = pickle.dumps(get_tokenizer("cl100k_base"))
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(tk, "_bundled_cache_dir", lambda: None)
-    monkeypatch.setattr(tk, "_fallback_warned", True)
-    tk._resolved.cache_clear()
-    try:
-        with pytest.raises(tk.TokenizerError, match="does not resolve exactly"):
-            pickle.loads(data)
-    finally:
-        tk._resolved.cache_clear()
+    registry = tk.EncodingRegistry([tk.TiktokenCache(str(tmp_path))], warn=False)
+    with tk.using_registry(registry), pytest.raises(TokenizerError, match="does not resolve exactly"):
+        pickle.loads(data)

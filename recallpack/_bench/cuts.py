@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from recallpack._bench.corpus import source_paragraphs
 from recallpack._bench.timing import best_time
 from recallpack.packing.cuts import cut_focus, cut_head
-from recallpack.packing.tokenizer import TiktokenTokenizer, get_tokenizer
+from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
 
 if TYPE_CHECKING:
     import tiktoken

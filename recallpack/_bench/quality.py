@@ -38,7 +38,7 @@ from typing import Any
 
 from recallpack.packing.candidate import Candidate, Span
 from recallpack.packing.packer import Packer
-from recallpack.packing.tokenizer import TiktokenTokenizer, get_tokenizer
+from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
 
 __all__ = ["run", "DATA", "load_questions", "Shape", "shapes", "evaluate", "answered"]
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from recallpack._bench.corpus import stdlib_docs
 from recallpack._bench.timing import timed
-from recallpack.packing.tokenizer import TiktokenTokenizer, get_tokenizer
+from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
 from recallpack.packing.windows import token_windows
 
 __all__ = ["run"]

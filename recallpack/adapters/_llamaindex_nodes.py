@@ -20,7 +20,7 @@ from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamEr
 from recallpack.packing.limits import fetch_depth
 from recallpack.packing.packer import Packer
 from recallpack.packing.result import PackReport, RecallResult
-from recallpack.packing.tokenizer import (
+from recallpack.packing.tokenizers import (
     CallableTokenizer,
     Tokenizer,
     TokenizerSpec,

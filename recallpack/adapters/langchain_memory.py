@@ -55,7 +55,7 @@ from recallpack.allowance import (
 )
 from recallpack.packing.errors import ConfigError
 from recallpack.packing.result import RecallResult
-from recallpack.packing.tokenizer import get_tokenizer
+from recallpack.packing.tokenizers import get_tokenizer
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import AgentMiddleware as _AgentMiddlewareBase

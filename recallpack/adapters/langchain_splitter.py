@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 
-from recallpack.packing.tokenizer import Tokenizer, TokenizerSpec, get_tokenizer
+from recallpack.packing.tokenizers import Tokenizer, TokenizerSpec, get_tokenizer
 from recallpack.packing.windows import (
     DEFAULT_OVERLAP_TOKENS,
     DEFAULT_WINDOW_TOKENS,

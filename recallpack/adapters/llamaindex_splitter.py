@@ -36,7 +36,7 @@ from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode
 from llama_index.core.utils import get_tqdm_iterable
 
 from recallpack.adapters._llamaindex_nodes import settings_tokenizer
-from recallpack.packing.tokenizer import Tokenizer, TokenizerSpec, get_tokenizer
+from recallpack.packing.tokenizers import Tokenizer, TokenizerSpec, get_tokenizer
 from recallpack.packing.windows import (
     CHUNK_METADATA_KEYS,
     DEFAULT_OVERLAP_TOKENS,

@@ -12,7 +12,7 @@ and give the same bytes for the same input.
   text's sentences and lines by default, or an embedding the caller passes. It reads the text
   once; only the sentences it considers keeping are counted.
 
->>> from recallpack.packing.tokenizer import get_tokenizer
+>>> from recallpack.packing.tokenizers import get_tokenizer
 >>> tok = get_tokenizer("chars")
 >>> text = "Intro, part one. Intro, part two.\\nThe port is set by PORT. More.\\nOutro line.\\n"
 >>> cut_head(text, 10, tok).text
@@ -36,11 +36,10 @@ from itertools import repeat
 from operator import sub
 from typing import Any, Literal
 
-import regex
-
 from recallpack.packing.errors import BudgetError, ConfigError, RecallpackError
 from recallpack.packing.limits import ELLIPSIS
-from recallpack.packing.tokenizer import Tokenizer
+from recallpack.packing.text import LINE_BREAKS, ceil_boundary, clear_boundary, floor_boundary, is_boundary
+from recallpack.packing.tokenizers import Tokenizer
 
 __all__ = [
     "MARK",
@@ -77,99 +76,9 @@ class Cut:
     kind: CutKind
 
 
-# --- grapheme clusters ------------------------------------------------------------------------
-# A boundary is decided from the two characters around it in all but a few cases (flags, emoji
-# ZWJ sequences, Indic conjuncts, Hangul); only those ask the `regex` module's \X, starting from a
-# nearby position that is certainly a boundary. That keeps every check local and cheap.
-
-_CLUSTER = regex.compile(r"\X")
-_CONTROL = regex.compile(r"[\p{GCB=Control}\p{GCB=CR}\p{GCB=LF}]")
-_NO_BREAK_BEFORE = regex.compile(r"[\p{GCB=Extend}\p{GCB=ZWJ}\p{GCB=SpacingMark}]")
-_PREPEND = regex.compile(r"\p{GCB=Prepend}")
-_HANGUL = regex.compile(r"[\p{GCB=L}\p{GCB=V}\p{GCB=T}\p{GCB=LV}\p{GCB=LVT}]")
-_REGIONAL = regex.compile(r"\p{GCB=Regional_Indicator}")
-_PICTOGRAPHIC = regex.compile(r"\p{Extended_Pictographic}")
-_CONSONANT = regex.compile(r"\p{InCB=Consonant}")
-_CONJUNCT_JOIN = regex.compile(r"[\p{InCB=Extend}\p{InCB=Linker}]")
-
-
-def _pair_break(a: str, b: str) -> bool | None:
-    """Whether a grapheme boundary falls between ``a`` and ``b`` (UAX #29), or None when the
-    characters before ``a`` decide it."""
-    if a < "\x80" and b < "\x80":
-        return not (a == "\r" and b == "\n")
-    if _CONTROL.match(a) or _CONTROL.match(b):
-        return True
-    if _NO_BREAK_BEFORE.match(b):
-        return False
-    if _PREPEND.match(a):
-        return False
-    if _HANGUL.match(b):
-        return None if _HANGUL.match(a) else True
-    if _REGIONAL.match(b):
-        return None if _REGIONAL.match(a) else True
-    if _PICTOGRAPHIC.match(b):
-        return None if a == "\u200d" else True
-    if _CONSONANT.match(b):
-        return None if _CONJUNCT_JOIN.match(a) else True
-    return True
-
-
-def _safe_start(text: str, i: int, floor: int = 0) -> int:
-    """The nearest position at or before ``i`` (and not before ``floor``, a known boundary) that
-    is certainly a grapheme boundary."""
-    while i > floor and _pair_break(text[i - 1], text[i]) is not True:
-        i -= 1
-    return i
-
-
-def _is_boundary(text: str, i: int, floor: int = 0) -> bool:
-    if i <= 0 or i >= len(text):
-        return True
-    decided = _pair_break(text[i - 1], text[i])
-    if decided is not None:
-        return decided
-    # A boundary depends only on what precedes it and the next character: endpos i + 1 suffices.
-    for cluster in _CLUSTER.finditer(text, _safe_start(text, i - 1, floor), i + 1):
-        if cluster.end() >= i:
-            return cluster.end() == i
-    return True  # pragma: no cover - the clusters always reach i
-
-
-def _floor_boundary(text: str, i: int, floor: int = 0) -> int:
-    """The last grapheme boundary at or before ``i`` (``floor`` is a boundary known to be before)."""
-    if _is_boundary(text, i, floor):
-        return i
-    last = start = _safe_start(text, i - 1, floor)
-    for cluster in _CLUSTER.finditer(text, start):
-        if cluster.end() > i:
-            break
-        last = cluster.end()
-    return last
-
-
-def _ceil_boundary(text: str, i: int, floor: int = 0) -> int:
-    """The first grapheme boundary at or after ``i``."""
-    if _is_boundary(text, i, floor):
-        return i
-    for cluster in _CLUSTER.finditer(text, _safe_start(text, i - 1, floor)):
-        if cluster.end() >= i:
-            return cluster.end()
-    return len(text)  # pragma: no cover
-
-
-def _clear_boundary(text: str, start: int, end: int) -> int | None:
-    """The first position in ``[start, end)`` that its two neighbours alone make a boundary."""
-    for i in range(max(start, 1), min(end, len(text))):
-        if _pair_break(text[i - 1], text[i]) is True:
-            return i
-    return None
-
-
 # --- shared pieces ----------------------------------------------------------------------------
 
-_LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines() splits at
-_LB = re.escape(_LINE_BREAKS)
+_LB = re.escape(LINE_BREAKS)
 _TERMINATORS = ".!?…"
 _CJK_TERMINATORS = "。！？"
 _CLOSERS = "\"')]}»”’"
@@ -238,7 +147,7 @@ def _strip_end(text: str, start: int, end: int) -> int:
     while end > start:
         while end > start and text[end - 1].isspace():
             end -= 1
-        floored = max(start, _floor_boundary(text, end, start))
+        floored = max(start, floor_boundary(text, end, start))
         if floored == end:
             return end
         end = floored
@@ -251,8 +160,8 @@ def _last_break(text: str, start: int, end: int) -> int | None:
     for match in _BREAK.finditer(text, start, min(len(text), end + 1)):
         if start < match.end() <= end:
             last = match.end()
-    if last is not None and not _is_boundary(text, last, start):
-        last = _floor_boundary(text, last, start)
+    if last is not None and not is_boundary(text, last, start):
+        last = floor_boundary(text, last, start)
     return last if last is not None and last > start else None
 
 
@@ -265,7 +174,7 @@ def _head_end(
     room = budget = max_tokens - measure(before + MARK)
     while budget > 0:
         cut = start + _truncate(text, start, end, budget, tokenizer)
-        cut = _strip_end(text, start, max(start, _floor_boundary(text, cut, start)))
+        cut = _strip_end(text, start, max(start, floor_boundary(text, cut, start)))
         if cut == start:
             break
         sentence = _last_break(text, start, cut)
@@ -277,7 +186,7 @@ def _head_end(
         if cost <= max_tokens:
             return cut
         budget -= max(1, cost - max_tokens)
-    first = _ceil_boundary(text, start + 1, start)
+    first = ceil_boundary(text, start + 1, start)
     fits = measure(before + text[start:first] + MARK) <= max_tokens
     return first if first <= end and _has_text(text, start, first) and fits else start
 
@@ -390,7 +299,7 @@ def _on_boundaries(text: str, starts: list[int], ends: list[int]) -> tuple[list[
     out_starts: list[int] = []
     out_ends: list[int] = []
     for s, e in zip(starts, ends):
-        s, e = _floor_boundary(text, s), _ceil_boundary(text, e)
+        s, e = floor_boundary(text, s), ceil_boundary(text, e)
         if out_ends and s < out_ends[-1]:
             out_ends[-1] = max(out_ends[-1], e)
         else:
@@ -422,7 +331,7 @@ def _split_point(text: str, s: int, e: int, max_chars: int) -> tuple[int, int] |
     window = s + max_chars
     space = text.rfind(" ", s + max_chars // 2, window)
     if space < 0:
-        cut = _clear_boundary(text, window, min(e, window + _BOUNDARY_SEARCH))
+        cut = clear_boundary(text, window, min(e, window + _BOUNDARY_SEARCH))
         if cut is not None:
             return cut, cut
         space = text.find(" ", window, e)
@@ -431,7 +340,7 @@ def _split_point(text: str, s: int, e: int, max_chars: int) -> tuple[int, int] |
         while after < e and text[after] == " ":
             after += 1
         end = _strip_end(text, s, space)
-        if end > s and after < e and _is_boundary(text, after, s):
+        if end > s and after < e and is_boundary(text, after, s):
             return end, after
         space = text.find(" ", after, e)
     return None
@@ -585,11 +494,11 @@ class _Units:
             lead = self.starts[i]
             while lead > floor and self.text[lead - 1] in " \t":
                 lead -= 1
-            if lead > floor and self.text[lead - 1] in _LINE_BREAKS:
+            if lead > floor and self.text[lead - 1] in LINE_BREAKS:
                 lead -= 1
                 if lead > floor and self.text[lead - 1 : lead + 1] == "\r\n":
                     lead -= 1
-            if not _is_boundary(self.text, lead):
+            if not is_boundary(self.text, lead):
                 lead = self.starts[i]
             self._lead[i] = lead
         return lead

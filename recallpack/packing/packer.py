@@ -75,7 +75,7 @@ from recallpack.packing.result import (
     Scope,
     Trace,
 )
-from recallpack.packing.tokenizer import Tokenizer, get_tokenizer
+from recallpack.packing.tokenizers import Tokenizer, get_tokenizer
 from recallpack.packing.walk import (
     BlockCost,
     CostModel,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from recallpack.packing.errors import ConfigError, TokenizerError
-from recallpack.packing.tokenizer import Tokenizer, TokenizerSpec, get_tokenizer
+from recallpack.packing.tokenizers import Tokenizer, TokenizerSpec, get_tokenizer
 
 __all__ = ["budget_for", "DEFAULT_RESERVE_OUTPUT"]
 
@@ -65,7 +65,7 @@ def _prompt_tokenizer(model: object, tokenizer: TokenizerSpec) -> Tokenizer:
     if tokenizer is not None:
         return get_tokenizer(tokenizer)
     if callable(getattr(model, "get_num_tokens", None)):
-        return get_tokenizer(model)  # type: ignore[arg-type]  # a LangChain model counts its own
+        return get_tokenizer(model)  # a LangChain model counts its own
     name = getattr(getattr(model, "metadata", None), "model_name", None)
     if isinstance(name, str) and name:
         try:

@@ -24,7 +24,7 @@ from recallpack.packing.errors import ConfigError, RecallpackError
 from recallpack.packing.limits import Policy
 from recallpack.packing.render import header_text, item_text
 from recallpack.packing.result import PRIVATE, Evidence, Outcome, Reader, Reason, Scope, TraceRecord
-from recallpack.packing.tokenizer import Tokenizer
+from recallpack.packing.tokenizers import Tokenizer
 
 __all__ = ["Walk", "WalkSettings", "CostModel", "BlockCost", "JoinedCost", "CutResult", "Cutter"]
 

@@ -33,7 +33,8 @@ import regex
 
 from recallpack.packing.errors import BudgetError, ConfigError
 from recallpack.packing.render import INDENT, header_text, item_text
-from recallpack.packing.tokenizer import (
+from recallpack.packing.text import PREPEND, ceil_boundary, first_cluster_end, floor_boundary
+from recallpack.packing.tokenizers import (
     TiktokenTokenizer,
     Tokenizer,
     TokenizerSpec,
@@ -72,10 +73,6 @@ CHUNK_METADATA_KEYS = (
 
 # Fixed forever: changing it would change every chunk id ever issued.
 _ID_NAMESPACE = uuid.UUID("6f0d3c1e-2b7a-5e8f-9a41-7c2d5b8e0f13")
-_CLUSTER = regex.compile(r"\X")
-_PREPEND = regex.compile(r"\p{Grapheme_Cluster_Break=Prepend}")
-# Characters before which a cluster boundary always falls (unless a Prepend character precedes).
-_PLAIN = regex.compile(r"[\x20-\x7e\p{Han}]")
 # Where cl100k_base and o200k_base split text so that the counts of the two sides add up: before
 # a space that starts a word, and at the start of a line. A test checks it on random text.
 _WORD_START = regex.compile(r" \p{L}")
@@ -203,48 +200,6 @@ def token_windows(
     ]
 
 
-# --- grapheme clusters -----------------------------------------------------------------------
-
-
-def _plainly_boundary(text: str, p: int) -> bool:
-    """True when ``p`` is certainly a cluster boundary, judged from the two characters around it."""
-    if p <= 0 or p >= len(text):
-        return True
-    before = text[p - 1]
-    if before == "\n" or (before == "\r" and text[p] != "\n"):
-        return True
-    return _PLAIN.match(text, p) is not None and _PREPEND.match(before) is None
-
-
-def _floor_boundary(text: str, x: int, lo: int) -> int:
-    """The last cluster boundary at or before ``x``, given that ``lo <= x`` is a boundary."""
-    if _plainly_boundary(text, x):
-        return x
-    q = x - 1
-    while q > lo and not _plainly_boundary(text, q):
-        q -= 1
-    last = q
-    for match in _CLUSTER.finditer(text, q):
-        if match.end() > x:
-            break
-        last = match.end()
-    return last
-
-
-def _ceil_boundary(text: str, x: int, lo: int) -> int:
-    """The first cluster boundary at or after ``x``, given that ``lo <= x`` is a boundary."""
-    floor = _floor_boundary(text, x, lo)
-    if floor == x:
-        return x
-    match = _CLUSTER.match(text, floor)
-    return match.end() if match else len(text)
-
-
-def _first_cluster_end(text: str, start: int) -> int:
-    match = _CLUSTER.match(text, start)
-    return match.end() if match and match.end() > start else start + 1
-
-
 # --- the cut ------------------------------------------------------------------------------------
 
 
@@ -297,13 +252,13 @@ class _Splitter:
 
     def finish(self, start: int, over: int) -> tuple[int, int, int]:
         """End the window at the last cluster boundary before char position ``over``."""
-        end = _floor_boundary(self.text, over - 1, start)
+        end = floor_boundary(self.text, over - 1, start)
         if end <= start:  # one cluster that alone is over max_tokens: a window of its own
-            end = _first_cluster_end(self.text, start)
+            end = first_cluster_end(self.text, start)
             return start, end, self.window_count(start, end)
         tokens = self.window_count(start, end)
         while tokens > self.max:  # only where a count is not what the search assumed
-            shorter = _floor_boundary(self.text, end - 1, start)
+            shorter = floor_boundary(self.text, end - 1, start)
             if shorter <= start:
                 break
             end, tokens = shorter, self.window_count(start, shorter)
@@ -352,9 +307,9 @@ class _Splitter:
 
     def settle_overlap(self, start: int, back: int, end: int, overlap: int) -> int:
         """Move ``back`` forward to a cluster boundary whose suffix really fits ``overlap``."""
-        back = _ceil_boundary(self.text, back, start)
+        back = ceil_boundary(self.text, back, start)
         while back < end and self.count(back, end) > overlap:
-            back = _ceil_boundary(self.text, back + 1, start)
+            back = ceil_boundary(self.text, back + 1, start)
         return min(back, end)
 
 
@@ -374,8 +329,8 @@ class _TiktokenSplitter(_Splitter):
         line_starts = [m.start() + 1 for m in _LINE_START.finditer(text)]
         breaks += line_starts
         breaks.sort()
-        if not text.isascii() and _PREPEND.search(text):
-            breaks = [b for b in breaks if text[b] != " " or not _PREPEND.match(text, b - 1)]
+        if not text.isascii() and PREPEND.search(text):
+            breaks = [b for b in breaks if text[b] != " " or not PREPEND.match(text, b - 1)]
         if breaks and breaks[0] == 0:
             del breaks[0]
         n = len(text)

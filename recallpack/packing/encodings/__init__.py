@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import gzip
-import hashlib
 import types
 import zlib
 from collections.abc import Callable, Mapping
@@ -84,7 +83,10 @@ def shipped_encodings() -> frozenset[str]:
 
 
 def sha256_matches(data: bytes, expected: str) -> bool:
-    return hashlib.sha256(data).hexdigest() == expected
+    """The check tiktoken itself makes of a file before it uses it."""
+    from tiktoken.load import check_hash
+
+    return bool(check_hash(data, expected))
 
 
 def data_dir() -> Traversable:
@@ -92,14 +94,15 @@ def data_dir() -> Traversable:
     return resources.files(__name__)
 
 
-def read_shipped(url: str) -> bytes:
-    """The decompressed shipped file for ``url``, unchecked. ``SourceUnavailable`` when this
-    package does not ship it; ``ValueError`` when it does not decompress."""
+def read_shipped(url: str, directory: Traversable | None = None) -> bytes:
+    """The decompressed shipped file for ``url``, unchecked, from this package (or from
+    ``directory``, a copy of its data). ``SourceUnavailable`` when it is not shipped or not
+    there; ``ValueError`` when it does not decompress."""
     shipped = SHIPPED_FILES.get(url)
     if shipped is None:
         raise SourceUnavailable(url)
     try:
-        packed = data_dir().joinpath(shipped.resource).read_bytes()
+        packed = (directory or data_dir()).joinpath(shipped.resource).read_bytes()
     except OSError as exc:  # a partial install: the package is there, the data file is not
         raise SourceUnavailable(f"{shipped.resource} is missing from this install ({exc})") from None
     try:
