@@ -47,10 +47,9 @@ from recallpack.packing.tokenizers.resolve import (
     get_tokenizer,
     register_reader,
     resolve_encoding,
-    split_token_windows,
     truncate_to_tokens,
 )
-from recallpack.packing.windows import Window, chunk_size_for, token_windows
+from recallpack.packing.windows import Window, chunk_size_for, split_token_windows, token_windows
 
 __version__ = "0.1.0"
 

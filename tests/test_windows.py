@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from recallpack import BudgetError, Candidate, ConfigError, count_tokens, get_tokenizer, recall
 from recallpack._bench.corpus import stdlib_docs
+from recallpack.packing import windowing
 from recallpack.packing import windows as windows_module
 from recallpack.packing.windows import CHUNK_METADATA_KEYS, Window, chunk_size_for, token_windows
 
@@ -113,7 +114,7 @@ def test_windows_follow_the_documented_rule(spec: str, text: str, size: int) -> 
 def test_windows_of_real_text_fit_exactly() -> None:
     """On all the standard library's docstrings (long enough to be encoded in pieces), windows fit exactly and are full."""
     text = "\n\n".join(doc for _, doc in stdlib_docs())
-    assert len(text) > 2 * windows_module._ENCODE_CHARS
+    assert len(text) > 2 * windowing._ENCODE_CHARS
     for spec in ("cl100k_base", "o200k_base"):
         windows = token_windows(text, 200, 20, spec)
         assert all(w.token_count == count_tokens(w.text, spec) <= 200 for w in windows)
@@ -126,7 +127,7 @@ def test_windows_of_real_text_fit_exactly() -> None:
 def test_encoding_in_pieces_changes_nothing(spec: str, text: str, size: int) -> None:
     """A long text is encoded in pieces cut at word starts; tiny pieces give the very same windows."""
     whole = spans(token_windows(text, size, size // 3, spec))
-    with mock.patch.object(windows_module, "_ENCODE_CHARS", 3):
+    with mock.patch.object(windowing, "_ENCODE_CHARS", 3):
         assert spans(token_windows(text, size, size // 3, spec)) == whole
 
 

@@ -15,11 +15,12 @@ _MOVED = {
         [
             "Tokenizer", "TiktokenTokenizer", "HeuristicTokenizer", "ByteTokenizer", "CallableTokenizer",
             "TokenizerSpec", "Resolution", "get_tokenizer", "resolve_encoding", "count_tokens",
-            "truncate_to_tokens", "split_token_windows", "DEFAULT_ENCODING", "fallback_advice",
+            "truncate_to_tokens", "DEFAULT_ENCODING", "fallback_advice",
             "is_known_encoding",
         ],
         "recallpack.packing.tokenizers",
     ),
+    "split_token_windows": "recallpack.packing.windows",
     "CountsTokens": "recallpack.adapters.tokenizers",
     "EncodesText": "recallpack.adapters.tokenizers",
 }  # fmt: skip

@@ -20,7 +20,6 @@ from recallpack.packing.tokenizers.resolve import (
     is_known_encoding,
     register_reader,
     resolve_encoding,
-    split_token_windows,
     truncate_to_tokens,
     using_registry,
 )
@@ -55,7 +54,6 @@ __all__ = [
     "is_known_encoding",
     "register_reader",
     "resolve_encoding",
-    "split_token_windows",
     "truncate_to_tokens",
     "using_registry",
 ]

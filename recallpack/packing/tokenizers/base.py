@@ -113,37 +113,20 @@ class Tokenizer(ABC):
         """The longest prefix of ``text`` on token boundaries that counts at most ``max_tokens``."""
 
     def split_windows(self, text: str, max_tokens: int, overlap_tokens: int) -> list[str]:
-        """Consecutive windows of at most ``max_tokens``, each sharing ``overlap_tokens`` with
-        the one before. Generic version for tokenizers without token offsets."""
-        windows: list[str] = []
-        start = 0
-        span = self._window_chars(max_tokens)
-        while start < len(text):
-            rest = text[start:] if span is None else text[start : start + span]
-            # A character that alone needs more than max_tokens still has to go somewhere.
-            window = self.truncate(rest, max_tokens) or text[start : start + 1]
-            windows.append(window)
-            end = start + len(window)
-            if end >= len(text):
-                break
-            back = self._suffix_chars(window, overlap_tokens) if overlap_tokens else 0
-            start = max(end - back, start + 1)
-        return windows
+        """Deprecated: ``recallpack.split_token_windows(text, max_tokens, overlap_tokens, self)``,
+        which cuts with the same engine and checks its arguments first."""
+        import warnings
 
-    def _window_chars(self, max_tokens: int) -> int | None:
-        """An upper bound on the chars a window of ``max_tokens`` can hold, if one is known."""
-        return None
+        from recallpack.packing.windowing import window_spans
 
-    def _suffix_chars(self, text: str, tokens: int) -> int:
-        """Length in chars of the longest suffix of ``text`` counting at most ``tokens``."""
-        lo, hi = 0, len(text)
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.count(text[len(text) - mid :]) <= tokens:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
+        warnings.warn(
+            "Tokenizer.split_windows is deprecated: call recallpack.split_token_windows(text, "
+            "max_tokens, overlap_tokens, tokenizer) (the method goes in the next release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        spans = window_spans(text, max_tokens, overlap_tokens, self, oversize="char")
+        return [text[start:end] for start, end, _ in spans]
 
     def __getstate__(self) -> dict[str, Any]:
         # The count cache holds a lock and can hold megabytes: a copy starts with an empty one.

@@ -58,7 +58,6 @@ __all__ = [
     "register_reader",
     "resolve_encoding",
     "shared_tiktoken",
-    "split_token_windows",
     "truncate_to_tokens",
     "using_registry",
 ]
@@ -377,18 +376,3 @@ def truncate_to_tokens(text: str, max_tokens: int, tokenizer: TokenizerSpec = No
     """The longest prefix of ``text`` on token boundaries that counts at most ``max_tokens``."""
     _check_limit(max_tokens, "max_tokens", minimum=0)
     return get_tokenizer(tokenizer).truncate(_check_text(text), max_tokens)
-
-
-def split_token_windows(
-    text: str, max_tokens: int, overlap_tokens: int = 0, tokenizer: TokenizerSpec = None
-) -> list[str]:
-    """Split ``text`` into windows of at most ``max_tokens``, consecutive windows sharing
-    ``overlap_tokens`` (token-window chunking; :func:`recallpack.token_windows` gives each window
-    its offsets, count and a stable id)."""
-    _check_limit(max_tokens, "max_tokens")
-    _check_limit(overlap_tokens, "overlap_tokens", minimum=0)
-    if overlap_tokens >= max_tokens:
-        raise BudgetError(
-            f"overlap_tokens={overlap_tokens} must be less than max_tokens={max_tokens}"
-        )
-    return get_tokenizer(tokenizer).split_windows(_check_text(text), max_tokens, overlap_tokens)

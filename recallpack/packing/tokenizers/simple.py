@@ -35,13 +35,6 @@ class HeuristicTokenizer(Tokenizer):
     def truncate(self, text: str, max_tokens: int) -> str:
         return text[: max_tokens * 4]
 
-    def split_windows(self, text: str, max_tokens: int, overlap_tokens: int) -> list[str]:
-        size, step = max_tokens * 4, (max_tokens - overlap_tokens) * 4
-        if len(text) <= size:
-            return [text] if text else []
-        starts = range(0, len(text) - overlap_tokens * 4, step)
-        return [text[i : i + size] for i in starts]
-
 
 class ByteTokenizer(Tokenizer):
     """UTF-8 bytes: never fewer than the tokens of a byte-level BPE such as cl100k_base or
@@ -79,9 +72,6 @@ class ByteTokenizer(Tokenizer):
         while cut and self._count(head[:cut]) > max_tokens:
             cut -= 1
         return text[: floor_boundary(text, cut)]
-
-    def _window_chars(self, max_tokens: int) -> int | None:
-        return max_tokens
 
 
 class CallableTokenizer(Tokenizer):

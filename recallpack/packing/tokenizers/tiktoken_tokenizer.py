@@ -102,9 +102,6 @@ class TiktokenTokenizer(Tokenizer):
             chars *= 2
         return self.encoding.encode_ordinary(text)
 
-    def _window_chars(self, max_tokens: int) -> int | None:
-        return max_tokens * self.max_token_bytes
-
     def __reduce__(self) -> tuple[Any, ...]:
         # An encoding known by name is sent as its name and re-resolved on arrival, to that
         # process's shared instance, not as megabytes of ranks. An Encoding the caller built
