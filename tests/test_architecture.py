@@ -205,3 +205,64 @@ def test_adapter_fields_are_generated_from_the_packer() -> None:
         assert PackSettings.model_fields[name].default == adapters_own.get(name, info.default), name
     assert "join" not in PackSettings.model_fields
     assert inspect.isclass(PackSettings)
+
+
+# -- the tokenizers and the windowing engine (issue 24, target shape item 3) -------------------------
+
+#: The modules that count, cut text and window it: the tokenizers package along tiktoken's seams,
+#: the text module, the windowing engine and its front, and the reader of the hosts' tokenizers.
+TOKENIZING = [
+    *sorted((PACKAGE / "packing" / "tokenizers").glob("*.py")),
+    PACKAGE / "packing" / "encodings" / "__init__.py",
+    PACKAGE / "packing" / "text.py",
+    PACKAGE / "packing" / "windowing.py",
+    PACKAGE / "packing" / "windows.py",
+    PACKAGE / "adapters" / "tokenizers.py",
+]
+#: What the hosts' tokenizers are asked for: LangChain models' counter, Hugging Face's encode
+#: keyword and name attribute. Only the adapters may name them.
+HOST_TOKENIZER_NAMES = {"get_num_tokens", "add_special_tokens", "name_or_path", "custom_get_token_ids"}
+
+
+def test_tokenizing_modules_stay_under_500_lines() -> None:
+    """No module of the tokenizers package, the text module or the windowing engine is over 500 lines."""
+    long = {p.name: n for p in TOKENIZING if (n := len(p.read_text().splitlines())) > 500}
+    assert long == {}
+
+
+def _names_in(tree: ast.AST) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.add(node.value)
+        elif isinstance(node, ast.keyword) and node.arg:
+            found.add(node.arg)
+    return found
+
+
+def test_the_core_tokenizers_name_no_host_method() -> None:
+    """The core's tokenizers, text and windowing modules name no method of a host's tokenizer
+    (the adapters' reader does, and hands the core a Tokenizer)."""
+    core = [p for p in TOKENIZING if "adapters" not in p.parts]
+    named = {p.name: sorted(_names_in(ast.parse(p.read_text())) & HOST_TOKENIZER_NAMES) for p in core}
+    assert {name: hosts for name, hosts in named.items() if hosts} == {}
+    assert _names_in(ast.parse((PACKAGE / "adapters" / "tokenizers.py").read_text())) & HOST_TOKENIZER_NAMES
+
+
+def test_no_underscore_name_crosses_into_or_out_of_the_tokenizing_modules() -> None:
+    """No module imports an underscore name from the tokenizing modules, and they import none."""
+    modules = _modules()
+    ours = {name for name, path in modules.items() if path in TOKENIZING}
+    crossings = []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("recallpack")):
+                continue
+            private = [a.name for a in node.names if a.name.startswith("_")]
+            if private and (name in ours or node.module in ours):
+                crossings.append((name, node.module, private))
+    assert crossings == []
