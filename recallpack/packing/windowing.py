@@ -14,7 +14,7 @@ from bisect import bisect_left, bisect_right
 from functools import lru_cache
 from itertools import accumulate, repeat
 from operator import add, sub
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import regex
 
@@ -23,9 +23,7 @@ from recallpack.packing.text import PREPEND, ceil_boundary, first_cluster_end, f
 if TYPE_CHECKING:
     import tiktoken
 
-    from recallpack.packing.tokenizers import TiktokenTokenizer, Tokenizer
-
-__all__ = ["Oversize", "window_spans"]
+__all__ = ["Counter", "Oversize", "window_spans"]
 
 Oversize = Literal["cluster", "char"]
 
@@ -38,8 +36,22 @@ _ENCODE_CHARS = 1 << 16
 _BREAKING_ENCODINGS = frozenset({"cl100k_base", "o200k_base", "o200k_harmony"})
 
 
+class Counter(Protocol):
+    """What the engine asks of a tokenizer (any ``recallpack.packing.tokenizers.Tokenizer``): it
+    imports none, so the tokenizers can cut with it too."""
+
+    name: str
+    splits_at_line_starts: bool
+
+    def count(self, text: str) -> int: ...
+
+
+class _EncodedCounter(Counter, Protocol):
+    encoding: tiktoken.Encoding
+
+
 def window_spans(
-    text: str, max_tokens: int, overlap_tokens: int, tok: Tokenizer, *, oversize: Oversize = "cluster"
+    text: str, max_tokens: int, overlap_tokens: int, tok: Counter, *, oversize: Oversize = "cluster"
 ) -> list[tuple[int, int, int]]:
     """``(start, end, tokens)`` of each window of ``text``; the settings are already checked.
 
@@ -58,18 +70,17 @@ class _Splitter:
 
     split_clusters = False
 
-    def __init__(self, text: str, max_tokens: int, tok: Tokenizer) -> None:
+    def __init__(self, text: str, max_tokens: int, tok: Counter) -> None:
         self.text = text
         self.max = max_tokens
         self.tok = tok
 
     @staticmethod
-    def for_text(text: str, max_tokens: int, tok: Tokenizer) -> _Splitter:
+    def for_text(text: str, max_tokens: int, tok: Counter) -> _Splitter:
         import tiktoken
 
         # A tiktoken tokenizer whose split pattern recallpack vouches for (TiktokenTokenizer's
-        # splits_at_line_starts), told by its shape: this module imports no tokenizer class,
-        # so the tokenizers can cut with it too.
+        # splits_at_line_starts), told by its shape: this module imports no tokenizer class.
         encoding = getattr(tok, "encoding", None)
         vouched = tok.splits_at_line_starts and isinstance(encoding, tiktoken.Encoding)
         if vouched and tok.name in _BREAKING_ENCODINGS:
@@ -180,9 +191,9 @@ class _TiktokenSplitter(_Splitter):
     starts (``_WORD_START``, ``_LINE_START``), so a window's count is the sum of its words'
     counts from that one encoding, and only the words where it fills up are counted again."""
 
-    tok: TiktokenTokenizer
+    tok: _EncodedCounter
 
-    def __init__(self, text: str, max_tokens: int, tok: TiktokenTokenizer) -> None:
+    def __init__(self, text: str, max_tokens: int, tok: _EncodedCounter) -> None:
         super().__init__(text, max_tokens, tok)
         self.encoding = tok.encoding
         self.lengths = _token_lengths(self.encoding)
