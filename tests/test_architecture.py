@@ -123,6 +123,44 @@ def test_the_core_imports_no_host_framework() -> None:
             assert not hosts, path
 
 
+# -- one host-neutral pipeline ------------------------------------------------------------------
+
+MAX_HOST_ADAPTER_LINES = 300
+#: Adapter modules of the redesign's other parts (the MCP server, the LangChain memory tools),
+#: held to 450 above until those parts land; every LangChain and LlamaIndex adapter is held here.
+OTHER_PARTS = {"langchain_memory.py", "mcp.py"}
+#: What the core pipeline does once for every host (recallpack/packing/pipeline.py): no adapter
+#: fuses, sizes a fetch, checks lane weights or makes a Candidate itself.
+PIPELINE_NAMES = {"fuse", "fetch_depth", "candidate_from", "Candidate", "with_fetch", "selected_ranks"}
+
+
+def test_host_adapter_modules_stay_under_300_lines() -> None:
+    """Each LangChain and LlamaIndex adapter module is at most 300 lines: it only translates."""
+    long = {
+        p.name: n
+        for p in (PACKAGE / "adapters").glob("*.py")
+        if p.name not in OTHER_PARTS and (n := len(p.read_text().splitlines())) > MAX_HOST_ADAPTER_LINES
+    }
+    assert long == {}
+
+
+def test_no_adapter_repeats_what_the_core_pipeline_does() -> None:
+    """No LangChain or LlamaIndex adapter module names fusion, the fetch depth, the Candidate
+    maker or the map-back: the pipeline does each once, for both hosts. (The MCP server's own
+    document source makes its Candidates from its files: it is not a host's translator.)"""
+    named = {}
+    for path in (PACKAGE / "adapters").glob("*.py"):
+        if path.name.startswith("mcp"):
+            continue
+        tree = ast.parse(path.read_text())
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        used |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        used |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        if found := used & PIPELINE_NAMES:
+            named[path.name] = sorted(found)
+    assert named == {}
+
+
 # -- one settings definition ----------------------------------------------------------------------
 
 #: A valid value other than the default, for each Packer setting (a new setting must add one

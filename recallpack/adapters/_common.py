@@ -14,17 +14,17 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import PrivateAttr, ValidationError, field_validator, model_validator
 
-from recallpack.packing.candidate import Candidate, LaneKind, Span, coerce_lane
+from recallpack.packing.candidate import LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackError
 from recallpack.packing.limits import Policy, check_max_items
 from recallpack.packing.packer import Packer, PackerSettings, recallpack_error, refuse_unknown
-from recallpack.packing.translate import UnknownLane, candidate_from, check_on_unknown_lane
+from recallpack.packing.pipeline import ITEM_SETTINGS, ItemSettings
+from recallpack.packing.translate import UnknownLane, check_on_unknown_lane
 
 __all__ = [
     "PackSettings",
     "PackerComponent",
     "HOST_DECIDES",
-    "ITEM_SETTINGS",
     "check_query",
     "check_recall_settings",
     "takes_config_of",
@@ -69,17 +69,13 @@ class PackSettings(PackerSettings):
         return check_on_unknown_lane(value)
 
 
-#: How an upstream item becomes a Candidate: the same three settings in both hosts.
-ITEM_SETTINGS = ("lane", "lane_key", "on_unknown_lane")
-
-
 class PackerComponent(PackSettings):
     """The settings fields plus what every adapter component does with them: build one Packer
     at construction (every check runs there, before any query), refuse unknown keywords, and
-    turn upstream items into Candidates."""
+    hold the item settings its :class:`~recallpack.packing.pipeline.Pipeline` reads items by."""
 
     _packer: Packer = PrivateAttr()
-    _lane: LaneKind | None = PrivateAttr(default=None)
+    _items: ItemSettings = PrivateAttr(default=ItemSettings())
 
     @classmethod
     def _precheck(cls, data: dict[str, Any]) -> None:
@@ -102,7 +98,7 @@ class PackerComponent(PackSettings):
             if name not in host:
                 self.__dict__[name] = getattr(self._packer, name)
         # The same checks as for components that are not pydantic models (lane_key="" too).
-        self._lane, _, _ = item_settings({name: getattr(self, name) for name in ITEM_SETTINGS})
+        self._items = ItemSettings.checked({name: getattr(self, name) for name in ITEM_SETTINGS})
         return self
 
     def _host_settings(self) -> dict[str, Any]:
@@ -122,37 +118,6 @@ class PackerComponent(PackSettings):
                 "and cannot be set per call"
             )
         return self._packer.replace(**overrides)
-
-    def _candidate_maker(self) -> Callable[..., Candidate]:
-        """``make(text, metadata, position, *, lane=None, score=None, modality="text", span=None)``: an
-        upstream item as a Candidate, by this component's item settings. They are read once per
-        call, not per item: each read of a pydantic private attribute costs about a microsecond."""
-        default_lane = self._lane
-        lane_key, on_unknown_lane = getattr(self, "lane_key"), getattr(self, "on_unknown_lane")  # noqa: B009
-
-        def make(text: str, metadata: Mapping[str, Any], position: int, *, lane: LaneKind | None = None,
-                 score: float | None = None, modality: str = "text", content: str | None = None,
-                 span: Span | None = None) -> Candidate:
-            return candidate_from(
-                text, metadata, position=position, lane=lane if lane is not None else default_lane,
-                lane_key=lane_key, on_unknown_lane=on_unknown_lane, score=score, modality=modality,
-                content=content, span=span,
-            )
-
-        return make
-
-
-def item_settings(values: Mapping[str, Any]) -> tuple[LaneKind | None, str, UnknownLane]:
-    """The three item settings, checked, for components that are not pydantic models."""
-    lane = values.get("lane")
-    lane_key = values.get("lane_key", "lane")
-    if not isinstance(lane_key, str) or not lane_key:
-        raise ConfigError(f"lane_key={lane_key!r} must be a non-empty str (the metadata key of the lane)")
-    return (
-        None if lane is None else coerce_lane(lane),
-        lane_key,
-        check_on_unknown_lane(values.get("on_unknown_lane", "raise")),
-    )
 
 
 def keywords_of(
