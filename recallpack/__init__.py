@@ -11,6 +11,7 @@ provenance and scopes, rendered as a Markdown block that says it is evidence, no
 
 import logging
 
+from recallpack.adapters._embeddings import accept_host_embeddings as _accept_host_embeddings
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.errors import (
     BudgetError,
@@ -58,6 +59,10 @@ __version__ = "0.1.0"
 # whatever handlers the application configures, and nowhere else. The fallback tokenizer is
 # also a RecallpackWarning, which Python shows once by default.
 logging.getLogger("recallpack").addHandler(logging.NullHandler())
+
+# The core never names a host's methods; the adapters' duck-typing of LangChain and LlamaIndex
+# embeddings (no framework import) is what lets ``embed=`` take their objects everywhere.
+_accept_host_embeddings()
 
 #: Names that moved to :mod:`recallpack.allowance`; importing them from here still works for
 #: one release, with a DeprecationWarning that names the new home.

@@ -161,6 +161,39 @@ def test_no_adapter_repeats_what_the_core_pipeline_does() -> None:
     assert named == {}
 
 
+def _code_names(tree: ast.AST) -> set[str]:
+    """Every identifier, attribute and string constant of ``tree``'s code (docstrings are prose)."""
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            names.update(node.value.split())
+    return names
+
+
+def test_the_core_names_no_method_of_a_host_embedding() -> None:
+    """No module under recallpack/packing names a LangChain or LlamaIndex embedding method: the
+    adapters' duck-typing (adapters/_embeddings.py) hands the core a similarity function."""
+    from recallpack.adapters._embeddings import HOST_EMBEDDINGS
+
+    methods = {name for pairs in HOST_EMBEDDINGS.values() for pair in pairs for name in pair}
+    assert "embed_documents" in methods and "get_text_embedding_batch" in methods
+    named = {}
+    for path in (PACKAGE / "packing").rglob("*.py"):
+        if found := _code_names(ast.parse(path.read_text())) & methods:
+            named[path.name] = sorted(found)
+    assert named == {}
+
+
 # -- one settings definition ----------------------------------------------------------------------
 
 #: A valid value other than the default, for each Packer setting (a new setting must add one

@@ -14,6 +14,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import PrivateAttr, ValidationError, field_validator, model_validator
 
+from recallpack.adapters._embeddings import as_embed_fn
 from recallpack.packing.candidate import LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackError
 from recallpack.packing.limits import Policy, check_max_items
@@ -25,6 +26,8 @@ __all__ = [
     "PackSettings",
     "PackerComponent",
     "HOST_DECIDES",
+    "HOST_OBJECTS",
+    "host_settings",
     "check_query",
     "check_recall_settings",
     "takes_config_of",
@@ -38,6 +41,9 @@ P = ParamSpec("P")
 
 #: Packer settings a host decides itself, because they describe what its model is shown.
 HOST_DECIDES = frozenset({"join"})
+#: Settings a component holds as the caller gave them, while its Packer holds what the core
+#: made of them (:func:`host_settings`).
+HOST_OBJECTS = frozenset({"embed"})
 
 
 class PackSettings(PackerSettings):
@@ -93,9 +99,9 @@ class PackerComponent(PackSettings):
     def _build_packer(self) -> PackerComponent:
         names = [n for n in Packer.settings_names() if n not in HOST_DECIDES]
         host = self._host_settings()
-        self._packer = Packer(**{**{n: getattr(self, n) for n in names}, **host})
+        self._packer = Packer(**host_settings({**{n: getattr(self, n) for n in names}, **host}))
         for name in names:  # hold the values as validated (a Reader from its dict form, say)
-            if name not in host:
+            if name not in host and name not in HOST_OBJECTS:
                 self.__dict__[name] = getattr(self._packer, name)
         # The same checks as for components that are not pydantic models (lane_key="" too).
         self._items = ItemSettings.checked({name: getattr(self, name) for name in ITEM_SETTINGS})
@@ -117,7 +123,16 @@ class PackerComponent(PackSettings):
                 f"{name}= is decided by {type(self).__name__} (it is what its host shows the model) "
                 "and cannot be set per call"
             )
-        return self._packer.replace(**overrides)
+        return self._packer.replace(**host_settings(overrides))
+
+
+def host_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` with what only an adapter reads turned into what the core takes: a host's
+    embedding object (``embed=``) as the core's similarity function."""
+    settings = dict(settings)
+    if settings.get("embed") is not None:
+        settings["embed"] = as_embed_fn(settings["embed"])
+    return settings
 
 
 def keywords_of(

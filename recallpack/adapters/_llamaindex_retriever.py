@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +21,14 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, QueryType
 from llama_index.core.settings import Settings
 
-from recallpack.adapters._common import HOST_DECIDES, PackSettings, check_query, gather_or_cancel, keywords_of
+from recallpack.adapters._common import (
+    HOST_DECIDES,
+    PackSettings,
+    check_query,
+    gather_or_cancel,
+    host_settings,
+    keywords_of,
+)
 from recallpack.adapters._llamaindex_events import packed
 from recallpack.adapters._llamaindex_nodes import (
     MALFORMED,
@@ -43,6 +51,9 @@ from recallpack.packing.pipeline import ITEM_SETTINGS, ItemSettings, Outcome, Pi
 from recallpack.packing.result import RecallResult
 
 __all__ = ["BudgetedRetriever", "EvidenceQueryEngine"]
+
+#: The kept node copies and the RecallResult of one packing.
+Packed = tuple[list[NodeWithScore], RecallResult]
 
 # Re-exported without __all__, hence the ignore; this is how LlamaIndex's own modules get it.
 dispatcher = instrument.get_dispatcher(__name__)  # type: ignore[attr-defined]
@@ -85,7 +96,7 @@ class BudgetedRetriever(BaseRetriever):
         if "tokenizer" not in settings and settings_tokenizer() is not None:
             settings["tokenizer"] = settings_tokenizer()
         settings.setdefault("policy", PackSettings.model_fields["policy"].default)  # the adapters' own
-        self.packer = Packer(**settings)
+        self.packer = Packer(**host_settings(settings))
         source = source_of(retriever, self.fetch_k, "retriever")
         self._upstreams: list[BaseRetriever] = [retriever]
         self._pipeline = Pipeline([source], translate=node_reader(self.metadata_mode), items=self._items,
@@ -147,14 +158,13 @@ class BudgetedRetriever(BaseRetriever):
     def _per_call(self, overrides: Mapping[str, Any]) -> Packer:
         """The Packer of one call's settings, checked as at construction."""
         refuse_unknown(type(self).__name__, overrides, self._SETTINGS)
-        return self.packer.replace(**overrides)
+        return self.packer.replace(**host_settings(overrides))
 
-    def _call(self, query: object, overrides: Mapping[str, Any]) -> tuple[QueryBundle, Packer, int | None]:
+    def _call(self, query: QueryType, overrides: Mapping[str, Any]) -> tuple[QueryBundle, Packer, int | None]:
         check_query(query, overrides, bundle=QueryBundle)
         settings = dict(overrides)
         fetch_k = check_max_items(settings.pop("fetch_k", None), "fetch_k")
         bundle = QueryBundle(query) if isinstance(query, str) else query
-        assert isinstance(bundle, QueryBundle)
         return bundle, self._per_call(settings), fetch_k
 
     # -- fetching and packing ---------------------------------------------------------------------
@@ -179,29 +189,19 @@ class BudgetedRetriever(BaseRetriever):
             raise malformed(where, exc) from exc
         return [nodes_of(nodes) for nodes in results]
 
-    def _finish(
-        self, bundle: QueryBundle, outcome: Outcome[NodeWithScore]
-    ) -> tuple[list[NodeWithScore], RecallResult]:
+    def _finish(self, bundle: QueryBundle, outcome: Outcome[NodeWithScore]) -> Packed:
         result = packed(type(self).__name__, bundle.query_str or None, outcome.result)
         return kept_nodes(outcome.kept, result), result
 
-    def _packed(
-        self, query: QueryType, overrides: Mapping[str, Any]
-    ) -> tuple[list[NodeWithScore], RecallResult]:
+    def _packed(self, query: QueryType, overrides: Mapping[str, Any]) -> Packed:
         bundle, packer, fetch_k = self._call(query, overrides)
-        outcome = self._pipeline.recall(
-            packer, bundle.query_str or None, lambda depths: self._fetch(bundle, depths), fetch_k=fetch_k
-        )
+        fetch = functools.partial(self._fetch, bundle)
+        outcome = self._pipeline.recall(packer, bundle.query_str or None, fetch, fetch_k=fetch_k)
         return self._finish(bundle, outcome)
 
-    async def _apacked(
-        self, query: QueryType, overrides: Mapping[str, Any]
-    ) -> tuple[list[NodeWithScore], RecallResult]:
+    async def _apacked(self, query: QueryType, overrides: Mapping[str, Any]) -> Packed:
         bundle, packer, fetch_k = self._call(query, overrides)
-
-        async def fetch(depths: list[int | None]) -> list[list[NodeWithScore]]:
-            return await self._afetch(bundle, depths)
-
+        fetch = functools.partial(self._afetch, bundle)
         outcome = await self._pipeline.arecall(packer, bundle.query_str or None, fetch, fetch_k=fetch_k)
         return self._finish(bundle, outcome)
 
@@ -220,17 +220,13 @@ class BudgetedRetriever(BaseRetriever):
         return await super().aretrieve(str_or_query_bundle)
 
     @dispatcher.span
-    def retrieve_with_result(
-        self, query: QueryType, **overrides: Any
-    ) -> tuple[list[NodeWithScore], RecallResult]:
+    def retrieve_with_result(self, query: QueryType, **overrides: Any) -> Packed:
         """The kept nodes and the RecallResult of one packing (what EvidenceQueryEngine uses);
         ``overrides`` are this call's settings (``max_tokens``, ``fetch_k``, ...)."""
         return self._packed(query, overrides)
 
     @dispatcher.span
-    async def aretrieve_with_result(
-        self, query: QueryType, **overrides: Any
-    ) -> tuple[list[NodeWithScore], RecallResult]:
+    async def aretrieve_with_result(self, query: QueryType, **overrides: Any) -> Packed:
         return await self._apacked(query, overrides)
 
     def recall(self, query: QueryType, **overrides: Any) -> RecallResult:
