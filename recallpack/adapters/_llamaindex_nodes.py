@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import llama_index.core
@@ -34,7 +35,7 @@ __all__ = [
     "deepened",
     "settings_tokenizer",
     "nodes_of",
-    "node_reader",
+    "NodeReader",
     "kept_nodes",
     "node_span",
     "EveryModeView",
@@ -158,11 +159,16 @@ def nodes_of(nodes: object) -> list[NodeWithScore]:
     return list(nodes)
 
 
-def node_reader(metadata_mode: MetadataMode) -> Callable[[NodeWithScore, int], Item]:
-    """``read(node, position)``: one NodeWithScore as an Item, its text in ``metadata_mode``;
-    anything that is not a NodeWithScore is named."""
+@dataclass(frozen=True)
+class NodeReader:
+    """``NodeReader(mode)(node, position)``: one NodeWithScore as an Item, its text in ``metadata_mode``;
+    anything that is not a NodeWithScore is named. A value, not a closure: a retriever that
+    holds one pickles for workers."""
 
-    def read(item: NodeWithScore, position: int) -> Item:
+    metadata_mode: MetadataMode
+
+    def __call__(self, item: NodeWithScore, position: int) -> Item:
+        metadata_mode = self.metadata_mode
         if not isinstance(item, NodeWithScore):
             raise UpstreamError(
                 f"upstream item {position} is a {type(item).__name__}, not a NodeWithScore; "
@@ -180,8 +186,6 @@ def node_reader(metadata_mode: MetadataMode) -> Callable[[NodeWithScore, int], I
         own = None if metadata_mode == MetadataMode.NONE else item.node.get_content(MetadataMode.NONE)
         span = node_span(item.node, text) if modality == "text" else None
         return Item(text, item.node.metadata, item.score, modality, own if own != text else None, span)
-
-    return read
 
 
 def node_span(node: BaseNode, text: str) -> Span | None:

@@ -32,12 +32,12 @@ from recallpack.adapters._common import (
 from recallpack.adapters._llamaindex_events import packed
 from recallpack.adapters._llamaindex_nodes import (
     MALFORMED,
+    NodeReader,
     callback_manager_of,
     deepened,
     kept_nodes,
     malformed,
     metadata_mode_of,
-    node_reader,
     nodes_of,
     settings_tokenizer,
     source_of,
@@ -99,7 +99,7 @@ class BudgetedRetriever(BaseRetriever):
         self.packer = Packer(**host_settings(settings))
         source = source_of(retriever, self.fetch_k, "retriever")
         self._upstreams: list[BaseRetriever] = [retriever]
-        self._pipeline = Pipeline([source], translate=node_reader(self.metadata_mode), items=self._items,
+        self._pipeline = Pipeline([source], translate=NodeReader(self.metadata_mode), items=self._items,
                                   fetch_k=self.fetch_k)  # fmt: skip
         super().__init__(callback_manager=callback_manager_of(own.get("callback_manager")))
 
@@ -136,7 +136,7 @@ class BudgetedRetriever(BaseRetriever):
         built = cls(next(iter(given.values())), **settings)
         sources = [source_of(r, built.fetch_k, f"lanes[{kind.value!r}]", kind) for kind, r in given.items()]
         built._upstreams = list(given.values())
-        read = node_reader(built.metadata_mode)
+        read = NodeReader(built.metadata_mode)
         built._pipeline = Pipeline(
             sources, translate=read, items=built._items, weights=dict(weights or {}), rrf_k=rrf_k,
             fetch_k=built.fetch_k,

@@ -44,8 +44,8 @@ from recallpack.adapters._llamaindex_events import RecallPackedEvent, packed
 from recallpack.adapters._llamaindex_nodes import (
     REPORT_KEY,
     EveryModeView,
+    NodeReader,
     kept_nodes,
-    node_reader,
     nodes_of,
     report_of,
     settings_tokenizer,
@@ -178,7 +178,7 @@ class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
 
     def _handed(self) -> Pipeline[NodeWithScore]:
         # A postprocessor cannot fetch more than it is handed: the engine's similarity_top_k can.
-        return Pipeline([Source()], translate=node_reader(self.metadata_mode), items=self._items,
+        return Pipeline([Source()], translate=NodeReader(self.metadata_mode), items=self._items,
                         knob="similarity_top_k")  # fmt: skip
 
     def _finish(
