@@ -130,7 +130,7 @@ MAX_HOST_ADAPTER_LINES = 300
 #: held to 450 above until those parts land; every LangChain and LlamaIndex adapter is held here.
 OTHER_PARTS = {"langchain_memory.py", "mcp.py"}
 #: What the core pipeline does once for every host (recallpack/packing/pipeline.py): no adapter
-#: fuses, sizes a fetch, checks lane weights or makes a Candidate itself.
+#: fuses, sizes a fetch, makes a Candidate, notes the depth or maps evidence back by rank itself.
 PIPELINE_NAMES = {"fuse", "fetch_depth", "candidate_from", "Candidate", "with_fetch", "selected_ranks"}
 
 

@@ -160,8 +160,8 @@ class BudgetedRetriever(LangChainComponent, BaseRetriever):
 
         Each lane's retriever is called (concurrently under ``ainvoke``), the ranked lists are
         fused by reciprocal rank fusion (``weights`` scales a lane's votes), and each document
-        is tagged with its lane. A document found by two lanes (same text and scope ids) counts
-        once, under the lane that ranked it best.
+        is tagged with its lane. A document found by two lanes (same content and scope ids)
+        counts once, under the lane that ranked it best.
         """
         return cls(lanes=dict(lanes), weights=weights, **kwargs)
 
