@@ -11,6 +11,7 @@ provenance and scopes, rendered as a Markdown block that says it is evidence, no
 
 import logging
 
+from recallpack.adapters._embeddings import accept_host_embeddings as _accept_host_embeddings
 from recallpack.adapters.tokenizers import read_host_tokenizer
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.errors import (
@@ -63,6 +64,9 @@ logging.getLogger("recallpack").addHandler(logging.NullHandler())
 # The core resolves names, Encodings and callables; a LangChain model or a Hugging Face
 # tokenizer is read by the adapters' reader, handed to it here, whatever is imported first.
 register_reader(read_host_tokenizer)
+# The core never names a host's methods; the adapters' duck-typing of LangChain and LlamaIndex
+# embeddings (no framework import) is what lets ``embed=`` take their objects everywhere.
+_accept_host_embeddings()
 
 #: Names that moved to :mod:`recallpack.allowance`; importing them from here still works for
 #: one release, with a DeprecationWarning that names the new home.

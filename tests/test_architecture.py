@@ -123,6 +123,77 @@ def test_the_core_imports_no_host_framework() -> None:
             assert not hosts, path
 
 
+# -- one host-neutral pipeline ------------------------------------------------------------------
+
+MAX_HOST_ADAPTER_LINES = 300
+#: Adapter modules of the redesign's other parts (the MCP server, the LangChain memory tools),
+#: held to 450 above until those parts land; every LangChain and LlamaIndex adapter is held here.
+OTHER_PARTS = {"langchain_memory.py", "mcp.py"}
+#: What the core pipeline does once for every host (recallpack/packing/pipeline.py): no adapter
+#: fuses, sizes a fetch, makes a Candidate, notes the depth or maps evidence back by rank itself.
+PIPELINE_NAMES = {"fuse", "fetch_depth", "candidate_from", "Candidate", "with_fetch", "selected_ranks"}
+
+
+def test_host_adapter_modules_stay_under_300_lines() -> None:
+    """Each LangChain and LlamaIndex adapter module is at most 300 lines: it only translates."""
+    long = {
+        p.name: n
+        for p in (PACKAGE / "adapters").glob("*.py")
+        if p.name not in OTHER_PARTS and (n := len(p.read_text().splitlines())) > MAX_HOST_ADAPTER_LINES
+    }
+    assert long == {}
+
+
+def test_no_adapter_repeats_what_the_core_pipeline_does() -> None:
+    """No LangChain or LlamaIndex adapter module names fusion, the fetch depth, the Candidate
+    maker or the map-back: the pipeline does each once, for both hosts. (The MCP server's own
+    document source makes its Candidates from its files: it is not a host's translator.)"""
+    named = {}
+    for path in (PACKAGE / "adapters").glob("*.py"):
+        if path.name.startswith("mcp"):
+            continue
+        tree = ast.parse(path.read_text())
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        used |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        used |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        if found := used & PIPELINE_NAMES:
+            named[path.name] = sorted(found)
+    assert named == {}
+
+
+def _code_names(tree: ast.AST) -> set[str]:
+    """Every identifier, attribute and string constant of ``tree``'s code (docstrings are prose)."""
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            names.update(node.value.split())
+    return names
+
+
+def test_the_core_names_no_method_of_a_host_embedding() -> None:
+    """No module under recallpack/packing names a LangChain or LlamaIndex embedding method: the
+    adapters' duck-typing (adapters/_embeddings.py) hands the core a similarity function."""
+    from recallpack.adapters._embeddings import HOST_EMBEDDINGS
+
+    methods = {name for pairs in HOST_EMBEDDINGS.values() for pair in pairs for name in pair}
+    assert "embed_documents" in methods and "get_text_embedding_batch" in methods
+    named = {}
+    for path in (PACKAGE / "packing").rglob("*.py"):
+        if found := _code_names(ast.parse(path.read_text())) & methods:
+            named[path.name] = sorted(found)
+    assert named == {}
+
+
 # -- one settings definition ----------------------------------------------------------------------
 
 #: A valid value other than the default, for each Packer setting (a new setting must add one

@@ -18,8 +18,8 @@ from recallpack.packing.cuts import (
     _query_terms,
     cut_focus,
     cut_head,
-    embed_function,
 )
+from recallpack.packing.embedding import embed_function
 from recallpack.packing.errors import BudgetError, ConfigError
 from recallpack.packing.tokenizers import TiktokenTokenizer, Tokenizer, get_tokenizer
 
@@ -611,6 +611,32 @@ def test_embed_function_is_idempotent() -> None:
     """Adapting an adapted embedding returns it unchanged."""
     embed = embed_function(lambda texts: [[1.0] for _ in texts])
     assert embed_function(embed) is embed
+
+
+def test_embed_function_from_its_old_home_warns_and_still_works() -> None:
+    """recallpack.packing.cuts.embed_function (moved to packing.embedding) warns, naming the new place."""
+    from recallpack.packing import cuts, embedding
+
+    with pytest.warns(DeprecationWarning, match=r"recallpack\.packing\.embedding\.embed_function"):
+        moved = cuts.embed_function
+    assert moved is embedding.embed_function
+    with pytest.raises(AttributeError):
+        cuts.no_such_name  # noqa: B018
+
+
+def test_an_adapter_hands_the_core_a_similarity_not_the_host_embedding() -> None:
+    """A LangChain component given a host embedding keeps it as given; its Packer holds the
+    similarity the adapters made of it, which the core calls without naming a host method."""
+    pytest.importorskip("langchain_core")
+    from recallpack.adapters.langchain import BudgetCompressor
+    from recallpack.packing.embedding import Similarity
+    from recallpack.testing import HashingEmbeddings
+
+    model = HashingEmbeddings()
+    compressor = BudgetCompressor(embed=model)
+    assert compressor.embed is model
+    assert isinstance(compressor.packer.embed, Similarity) and compressor.packer.embed.source is model
+    assert compressor.packer.embed("a car", ["a car", "a loan"])[0] == pytest.approx(1.0)
 
 
 def test_docstring_examples_run() -> None:

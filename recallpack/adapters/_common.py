@@ -14,17 +14,20 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import PrivateAttr, ValidationError, field_validator, model_validator
 
-from recallpack.packing.candidate import Candidate, LaneKind, Span, coerce_lane
+from recallpack.adapters._embeddings import as_embed_fn
+from recallpack.packing.candidate import LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackError
 from recallpack.packing.limits import Policy, check_max_items
 from recallpack.packing.packer import Packer, PackerSettings, recallpack_error, refuse_unknown
-from recallpack.packing.translate import UnknownLane, candidate_from, check_on_unknown_lane
+from recallpack.packing.pipeline import ITEM_SETTINGS, ItemSettings
+from recallpack.packing.translate import UnknownLane, check_on_unknown_lane
 
 __all__ = [
     "PackSettings",
     "PackerComponent",
     "HOST_DECIDES",
-    "ITEM_SETTINGS",
+    "HOST_OBJECTS",
+    "host_settings",
     "check_query",
     "check_recall_settings",
     "takes_config_of",
@@ -38,6 +41,9 @@ P = ParamSpec("P")
 
 #: Packer settings a host decides itself, because they describe what its model is shown.
 HOST_DECIDES = frozenset({"join"})
+#: Settings a component holds as the caller gave them, while its Packer holds what the core
+#: made of them (:func:`host_settings`).
+HOST_OBJECTS = frozenset({"embed"})
 
 
 class PackSettings(PackerSettings):
@@ -69,17 +75,13 @@ class PackSettings(PackerSettings):
         return check_on_unknown_lane(value)
 
 
-#: How an upstream item becomes a Candidate: the same three settings in both hosts.
-ITEM_SETTINGS = ("lane", "lane_key", "on_unknown_lane")
-
-
 class PackerComponent(PackSettings):
     """The settings fields plus what every adapter component does with them: build one Packer
     at construction (every check runs there, before any query), refuse unknown keywords, and
-    turn upstream items into Candidates."""
+    hold the item settings its :class:`~recallpack.packing.pipeline.Pipeline` reads items by."""
 
     _packer: Packer = PrivateAttr()
-    _lane: LaneKind | None = PrivateAttr(default=None)
+    _items: ItemSettings = PrivateAttr(default=ItemSettings())
 
     @classmethod
     def _precheck(cls, data: dict[str, Any]) -> None:
@@ -97,12 +99,12 @@ class PackerComponent(PackSettings):
     def _build_packer(self) -> PackerComponent:
         names = [n for n in Packer.settings_names() if n not in HOST_DECIDES]
         host = self._host_settings()
-        self._packer = Packer(**{**{n: getattr(self, n) for n in names}, **host})
+        self._packer = Packer(**host_settings({**{n: getattr(self, n) for n in names}, **host}))
         for name in names:  # hold the values as validated (a Reader from its dict form, say)
-            if name not in host:
+            if name not in host and name not in HOST_OBJECTS:
                 self.__dict__[name] = getattr(self._packer, name)
         # The same checks as for components that are not pydantic models (lane_key="" too).
-        self._lane, _, _ = item_settings({name: getattr(self, name) for name in ITEM_SETTINGS})
+        self._items = ItemSettings.checked({name: getattr(self, name) for name in ITEM_SETTINGS})
         return self
 
     def _host_settings(self) -> dict[str, Any]:
@@ -121,38 +123,16 @@ class PackerComponent(PackSettings):
                 f"{name}= is decided by {type(self).__name__} (it is what its host shows the model) "
                 "and cannot be set per call"
             )
-        return self._packer.replace(**overrides)
-
-    def _candidate_maker(self) -> Callable[..., Candidate]:
-        """``make(text, metadata, position, *, lane=None, score=None, modality="text", span=None)``: an
-        upstream item as a Candidate, by this component's item settings. They are read once per
-        call, not per item: each read of a pydantic private attribute costs about a microsecond."""
-        default_lane = self._lane
-        lane_key, on_unknown_lane = getattr(self, "lane_key"), getattr(self, "on_unknown_lane")  # noqa: B009
-
-        def make(text: str, metadata: Mapping[str, Any], position: int, *, lane: LaneKind | None = None,
-                 score: float | None = None, modality: str = "text", content: str | None = None,
-                 span: Span | None = None) -> Candidate:
-            return candidate_from(
-                text, metadata, position=position, lane=lane if lane is not None else default_lane,
-                lane_key=lane_key, on_unknown_lane=on_unknown_lane, score=score, modality=modality,
-                content=content, span=span,
-            )
-
-        return make
+        return self._packer.replace(**host_settings(overrides))
 
 
-def item_settings(values: Mapping[str, Any]) -> tuple[LaneKind | None, str, UnknownLane]:
-    """The three item settings, checked, for components that are not pydantic models."""
-    lane = values.get("lane")
-    lane_key = values.get("lane_key", "lane")
-    if not isinstance(lane_key, str) or not lane_key:
-        raise ConfigError(f"lane_key={lane_key!r} must be a non-empty str (the metadata key of the lane)")
-    return (
-        None if lane is None else coerce_lane(lane),
-        lane_key,
-        check_on_unknown_lane(values.get("on_unknown_lane", "raise")),
-    )
+def host_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` with what only an adapter reads turned into what the core takes: a host's
+    embedding object (``embed=``) as the core's similarity function."""
+    settings = dict(settings)
+    if settings.get("embed") is not None:
+        settings["embed"] = as_embed_fn(settings["embed"])
+    return settings
 
 
 def keywords_of(

@@ -3,7 +3,7 @@
 Shared by both adapters, and duck-typed, so it imports no host framework: a LangChain
 ``VectorStoreRetriever`` says its depth in ``search_kwargs["k"]``, LangChain's ``BM25Retriever``
 in its ``k`` field, a LlamaIndex retriever (vector index, BM25) in ``similarity_top_k``. How much
-to ask for is the core's rule, :func:`recallpack.packing.limits.fetch_depth`.
+to ask for is the core's pipeline's (:meth:`recallpack.packing.pipeline.Pipeline.depths`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,7 @@ import copy
 import inspect
 from typing import Any, Literal, TypeVar
 
-from recallpack.packing.limits import fetch_depth
-
-__all__ = ["Forward", "forwarding", "depth_for", "own_depth", "search_kwargs_for", "with_top_k"]
+__all__ = ["Forward", "forwarding", "own_depth", "search_kwargs_for", "corpus_size", "with_top_k"]
 
 #: How a depth reaches a LangChain retriever: a per-call ``k=``, a copy with its ``k`` set, or not.
 Forward = Literal["kwarg", "copy", "none"]
@@ -59,18 +57,6 @@ def forwarding(retriever: object) -> Forward:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return "kwarg"
     return "none"
-
-
-def depth_for(
-    forward: Forward, own: int | None, fetch_k: int | None, max_tokens: int, max_items: int | None
-) -> int | None:
-    """How many results to ask one upstream for: ``fetch_k`` when given; else, for an upstream
-    that says its own depth, enough to fill the budget (``fetch_depth``); else None (its own)."""
-    if forward == "none":
-        return None
-    if fetch_k is not None:
-        return fetch_k
-    return None if own is None else fetch_depth(max_tokens, max_items, own)
 
 
 def search_kwargs_for(upstream: object, depth: int) -> dict[str, Any]:

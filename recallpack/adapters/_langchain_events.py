@@ -1,5 +1,5 @@
-"""What a LangChain user's tracing sees of a packing: the report as a custom event, and the
-retriever's LangSmith parameters.
+"""What a LangChain user's tracing sees of a packing: the report as a custom event, the
+retriever's LangSmith parameters, and the retriever run a ``recall`` opens as ``invoke`` does.
 
 Each packing dispatches :data:`REPORT_EVENT` with ``RecallResult.to_event()`` (counts, reasons,
 tokens, tokenizer, policy, the reached candidates' trace rows and cut spans, never an item's
@@ -9,11 +9,16 @@ LangSmith records it on that run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from langchain_core.callbacks import (
+    AsyncCallbackManager,
+    AsyncCallbackManagerForRetrieverRun,
     BaseCallbackManager,
+    CallbackManager,
+    CallbackManagerForRetrieverRun,
     Callbacks,
     adispatch_custom_event,
     dispatch_custom_event,
@@ -28,7 +33,7 @@ from langchain_core.runnables.config import (
 
 from recallpack.packing.result import RecallResult
 
-__all__ = ["REPORT_EVENT", "report", "areport", "retriever_ls_params"]
+__all__ = ["REPORT_EVENT", "report", "areport", "retriever_ls_params", "retriever_run", "aretriever_run"]
 
 #: The name of the custom event each packing dispatches.
 REPORT_EVENT = "recallpack_report"
@@ -81,3 +86,55 @@ def retriever_ls_params(retriever: Any, **kwargs: Any) -> LangSmithRetrieverPara
     params["ls_max_tokens"] = kwargs.get("max_tokens", retriever.packer.max_tokens)
     params["ls_policy"] = kwargs.get("policy", retriever.packer.policy)
     return params  # type: ignore[return-value]  # LangSmith keeps ls_ keys it does not declare
+
+
+def _configure(
+    manager: type[CallbackManager] | type[AsyncCallbackManager],
+    retriever: BaseRetriever,
+    config: RunnableConfig | None,
+    kwargs: dict[str, Any],
+) -> tuple[Any, dict[str, Any]]:
+    """The callback manager ``BaseRetriever.invoke`` configures for a call, and the arguments of
+    its ``on_retriever_start``: a ``recall`` is traced as the same retriever run."""
+    config = ensure_config(config)
+    metadata = {**(config.get("metadata") or {}), **retriever._get_ls_params(**kwargs)}
+    configured = manager.configure(
+        config.get("callbacks"),
+        None,
+        verbose=kwargs.get("verbose", False),
+        inheritable_tags=config.get("tags"),
+        local_tags=retriever.tags,
+        inheritable_metadata=metadata,
+        local_metadata=retriever.metadata,
+    )
+    start = {"name": config.get("run_name") or retriever.get_name(), "run_id": kwargs.pop("run_id", None)}
+    return configured, start
+
+
+@contextmanager
+def retriever_run(
+    retriever: BaseRetriever, query: str, config: RunnableConfig | None, kwargs: dict[str, Any]
+) -> Iterator[CallbackManagerForRetrieverRun]:
+    """The retriever run of one call, opened as ``invoke`` opens it; an error ends it as one.
+    The caller ends it with ``on_retriever_end(documents)``."""
+    manager, start = _configure(CallbackManager, retriever, config, kwargs)
+    run: CallbackManagerForRetrieverRun = manager.on_retriever_start(None, query, **start)
+    try:
+        yield run
+    except Exception as exc:
+        run.on_retriever_error(exc)
+        raise
+
+
+@asynccontextmanager
+async def aretriever_run(
+    retriever: BaseRetriever, query: str, config: RunnableConfig | None, kwargs: dict[str, Any]
+) -> AsyncIterator[AsyncCallbackManagerForRetrieverRun]:
+    """:func:`retriever_run` for ``ainvoke``'s run, whose handlers are awaited."""
+    manager, start = _configure(AsyncCallbackManager, retriever, config, kwargs)
+    run: AsyncCallbackManagerForRetrieverRun = await manager.on_retriever_start(None, query, **start)
+    try:
+        yield run
+    except Exception as exc:
+        await run.on_retriever_error(exc)
+        raise

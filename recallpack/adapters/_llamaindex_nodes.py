@@ -1,24 +1,25 @@
-"""LlamaIndex nodes to Candidates and back, the tokenizer a user set in Settings, and the checks
-of what LlamaIndex hands the adapters (a metadata mode, a callback manager, an upstream's nodes)."""
+"""LlamaIndex nodes read as Items and copied back, how deep a LlamaIndex retriever searches, the
+tokenizer a user set in Settings, and the checks of what LlamaIndex hands the adapters (a
+metadata mode, a callback manager, an upstream's nodes)."""
 
 from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import llama_index.core
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeWithScore
 from pydantic import ValidationError
 
-from recallpack.adapters._depth import own_depth, with_top_k
-from recallpack.packing.candidate import Candidate, LaneKind, Span
+from recallpack.adapters._depth import corpus_size, own_depth, with_top_k
+from recallpack.packing.candidate import LaneKind, Span
 from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError
-from recallpack.packing.limits import fetch_depth
-from recallpack.packing.packer import Packer
+from recallpack.packing.pipeline import Item, Kept, Source
 from recallpack.packing.result import PackReport, RecallResult
 from recallpack.packing.tokenizers import (
     CallableTokenizer,
@@ -30,12 +31,11 @@ from recallpack.packing.tokenizers import (
 from recallpack.packing.translate import EVIDENCE_METADATA_KEYS, evidence_metadata
 
 __all__ = [
-    "deprecated_response_mode",
-    "query_str",
-    "fetch_noted",
-    "retriever_with_depth",
+    "source_of",
+    "deepened",
     "settings_tokenizer",
-    "node_candidates",
+    "nodes_of",
+    "NodeReader",
     "kept_nodes",
     "node_span",
     "EveryModeView",
@@ -152,15 +152,23 @@ def _modality(node: BaseNode) -> str:
     return "none"
 
 
-def node_candidates(
-    nodes: Sequence[object], metadata_mode: MetadataMode, make: Callable[..., Candidate],
-    lanes: Sequence[LaneKind] | None = None,
-) -> list[Candidate]:
-    """One Candidate per node, in order; anything that is not a NodeWithScore is named."""
+def nodes_of(nodes: object) -> list[NodeWithScore]:
+    """``nodes`` as a list, or an UpstreamError; each item is checked as it is read."""
     if not isinstance(nodes, (list, tuple)):
         raise UpstreamError(f"nodes must be a list of NodeWithScore, got {type(nodes).__name__}")
-    candidates = []
-    for position, item in enumerate(nodes):
+    return list(nodes)
+
+
+@dataclass(frozen=True)
+class NodeReader:
+    """``NodeReader(mode)(node, position)``: one NodeWithScore as an Item, its text in ``metadata_mode``;
+    anything that is not a NodeWithScore is named. A value, not a closure: a retriever that
+    holds one pickles for workers."""
+
+    metadata_mode: MetadataMode
+
+    def __call__(self, item: NodeWithScore, position: int) -> Item:
+        metadata_mode = self.metadata_mode
         if not isinstance(item, NodeWithScore):
             raise UpstreamError(
                 f"upstream item {position} is a {type(item).__name__}, not a NodeWithScore; "
@@ -176,12 +184,8 @@ def node_candidates(
             ) from exc
         # Shown with its metadata lines, a node is a duplicate by its own content alone.
         own = None if metadata_mode == MetadataMode.NONE else item.node.get_content(MetadataMode.NONE)
-        lane = None if lanes is None else lanes[position]
         span = node_span(item.node, text) if modality == "text" else None
-        made = make(text, item.node.metadata, position, lane=lane, score=item.score, modality=modality,
-                    content=own if own != text else None, span=span)
-        candidates.append(made)
-    return candidates
+        return Item(text, item.node.metadata, item.score, modality, own if own != text else None, span)
 
 
 def node_span(node: BaseNode, text: str) -> Span | None:
@@ -221,18 +225,18 @@ def report_of(response: object) -> PackReport | None:
     return None
 
 
-def kept_nodes(nodes: Sequence[NodeWithScore], result: RecallResult) -> list[NodeWithScore]:
-    """Copies of the kept nodes, in evidence order, carrying the evidence fields.
+def kept_nodes(kept: Sequence[Kept[NodeWithScore]], result: RecallResult) -> list[NodeWithScore]:
+    """Copies of the kept nodes, in evidence order, carrying the evidence fields (and the fused
+    score, for fused lanes).
 
     The fields, and the report of this packing (:data:`REPORT_KEY`), go in metadata excluded from
     both the LLM and the embedding views, so nothing the budget counted changes. A cut node
     shows its cut text, and only that, in every view.
     """
-    kept = []
+    copies = []
     report = result.report.model_dump(mode="json")
-    for rank, evidence in zip(result.selected_ranks, result.evidence):
-        original = nodes[rank]
-        node = original.node
+    for item in kept:
+        node, evidence = item.original.node, item.evidence
         update: dict[str, Any] = {
             "metadata": {**node.metadata, **evidence_metadata(evidence), REPORT_KEY: report},
             "excluded_llm_metadata_keys": _hidden(node.excluded_llm_metadata_keys),
@@ -245,61 +249,32 @@ def kept_nodes(nodes: Sequence[NodeWithScore], result: RecallResult) -> list[Nod
         copied = node.model_copy(update=update)
         if evidence.truncated:
             copied.set_content(evidence.text)
-        kept.append(NodeWithScore(node=copied, score=original.score))
-    return kept
+        score = item.original.score if item.score is None else item.score
+        copies.append(NodeWithScore(node=copied, score=score))
+    return copies
 
 
-def retriever_with_depth(
-    retriever: BaseRetriever, fetch_k: int | None, where: str, packer: Packer
-) -> BaseRetriever:
-    """``retriever``, or a shallow copy of it asking for ``fetch_k`` results, or, without
-    ``fetch_k``, for enough to fill the budget when it says its own ``similarity_top_k`` (the
-    caller's retriever keeps its own top-k; the copy shares the index, store and callbacks)."""
+def source_of(retriever: object, fetch_k: int | None, where: str, lane: LaneKind | None = None) -> Source:
+    """A LlamaIndex retriever as a pipeline source: its own ``similarity_top_k``, whether a depth
+    reaches it (it has one), and how many nodes it holds (a BM25 retriever refuses more)."""
     if not isinstance(retriever, BaseRetriever):
         raise ConfigError(
             f"{where}={retriever!r} must be a LlamaIndex BaseRetriever (for example index.as_retriever())"
         )
-    if fetch_k is None:
-        own = own_depth(retriever)
-        wanted = None if own is None else fetch_depth(packer.max_tokens, packer.max_items, own)
-        return retriever if wanted is None or wanted == own else with_top_k(retriever, wanted)
-    if not hasattr(retriever, "similarity_top_k"):
+    forwards = hasattr(retriever, "similarity_top_k")
+    if fetch_k is not None and not forwards:
         warnings.warn(
             f"fetch_k={fetch_k} cannot be forwarded to {where} ({type(retriever).__name__}): it has no "
             "similarity_top_k; it returns its own number of results",
             RecallpackWarning,
             stacklevel=4,
         )
+    return Source(lane, own_depth(retriever), forwards, corpus_size(retriever))
+
+
+def deepened(retriever: BaseRetriever, depth: int | None) -> BaseRetriever:
+    """``retriever``, or a shallow copy of it asking for ``depth`` results: the caller's keeps its
+    own top-k, and the copy shares the index, store and callbacks."""
+    if depth is None or depth == own_depth(retriever):
         return retriever
-    return with_top_k(retriever, fetch_k)
-
-
-def query_str(query_bundle: QueryBundle | str | None) -> str | None:
-    """A postprocessor's query: a str is taken as the query, as LlamaIndex retrievers take one."""
-    return query_bundle if isinstance(query_bundle, str) else getattr(query_bundle, "query_str", None)
-
-
-def fetch_noted(result: RecallResult, searched: Sequence[BaseRetriever]) -> RecallResult:
-    """``result``, saying how deep the ``searched`` upstreams were asked to search."""
-    depths = [own_depth(r) for r in searched]
-    if not any(depths):
-        return result
-    return result.with_fetch(None if None in depths else sum(d or 0 for d in depths), "fetch_k")
-
-
-def deprecated_response_mode(mode: object, modes: Sequence[str]) -> str | None:
-    """``BudgetPostprocessor(response_mode=...)``, checked and warned about: it changes nothing."""
-    if mode is None:
-        return None
-    if str(getattr(mode, "value", mode)) not in modes:
-        raise ConfigError(
-            f"response_mode={mode!r} is not a response mode; use one of: {', '.join(modes)} "
-            "(or leave it out: the budget holds in every mode)"
-        )
-    warnings.warn(
-        "BudgetPostprocessor(response_mode=...) is deprecated and changes nothing: the budget "
-        "now holds in every response mode; leave it out",
-        DeprecationWarning,
-        stacklevel=5,
-    )
-    return str(getattr(mode, "value", mode))
+    return with_top_k(retriever, depth)

@@ -23,20 +23,20 @@ and give the same bytes for the same input.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import math
 import re
+import warnings
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import repeat
 from operator import sub
-from typing import Any, Literal
+from typing import Literal
 
-from recallpack.packing.errors import BudgetError, ConfigError, RecallpackError
+from recallpack.packing import embedding
+from recallpack.packing.embedding import EmbedFn
+from recallpack.packing.errors import BudgetError, ConfigError
 from recallpack.packing.limits import ELLIPSIS
 from recallpack.packing.text import LINE_BREAKS, ceil_boundary, clear_boundary, floor_boundary, is_boundary
 from recallpack.packing.tokenizers import Tokenizer
@@ -51,14 +51,26 @@ __all__ = [
     "Measure",
     "cut_head",
     "cut_focus",
-    "embed_function",
-    "CALLER_LOOP",
 ]
+
+#: Names that moved to :mod:`recallpack.packing.embedding`; importing them from here still works
+#: for one release, with a DeprecationWarning naming the new home.
+_MOVED_TO_EMBEDDING = frozenset({"embed_function", "CALLER_LOOP"})
+
+
+def __getattr__(name: str) -> object:
+    if name in _MOVED_TO_EMBEDDING:
+        warnings.warn(
+            f"recallpack.packing.cuts.{name} moved to recallpack.packing.embedding.{name}; "
+            "import it from there (this alias goes in the next release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(embedding, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 MARK = ELLIPSIS  # the walk's mark for text cut out of an item, one definition
 CutKind = Literal["head", "focus", "passages"]
-#: ``(query, texts) -> one similarity per text``; higher means closer to the query.
-EmbedFn = Callable[[str, Sequence[str]], Sequence[float]]
 #: What a cut's text costs where it is spent (inside its rendered item, say), in tokens.
 Measure = Callable[[str], int]
 
@@ -701,8 +713,8 @@ def cut_focus(
     stays line by line). Each is scored against the query: BM25 over the text's units by default
     (the query's first :data:`MAX_QUERY_TERMS` distinct words, case folded: the query is often
     end-user input, and the work stays linear in the text whatever it holds), or
-    ``embed(query, units)`` when given (see :func:`embed_function`; it is called once, with
-    every sentence of this one text). The best unit is kept with its neighbours (the
+    ``embed(query, units)`` when given (see :func:`recallpack.packing.embedding.embed_function`;
+    it is called once, with every sentence of this one text). The best unit is kept with its neighbours (the
     better-matching side first) up to a third of the room, then the next best that scores at
     least 30% of the best, and the room left widens them. Every elision is marked "…"; a passage
     that starts a line keeps the line break after the mark. When no query word occurs in the
@@ -749,117 +761,3 @@ def _similarities(embed: EmbedFn, query: str, units: list[str]) -> dict[int, flo
             raise ConfigError(f"embed returned {value!r} as a similarity; it must return numbers") from None
         scores[i] = score if score == score else -math.inf  # NaN ranks last, not anywhere
     return scores
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = math.fsum(x * y for x, y in zip(a, b))
-    norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
-    return dot / norm if norm else 0.0
-
-
-#: The event loop of an async call (``Packer.arecall``) whose packing runs in a worker thread;
-#: set only in that worker's context. An embedding with async methods is awaited there.
-CALLER_LOOP: ContextVar[asyncio.AbstractEventLoop | None] = ContextVar("recallpack_caller_loop", default=None)
-#: The async methods of each kind of embedding: (the query's, the texts').
-_ASYNC_METHODS = {
-    "langchain": ("aembed_query", "aembed_documents"),
-    "llamaindex": ("aget_query_embedding", "aget_text_embedding_batch"),
-}
-
-
-@dataclass(frozen=True)
-class _Similarity:
-    """Cosine similarity of the query's embedding with each text's, from a host's embedding.
-
-    It holds the embedding object itself (no closures), so it pickles whenever that does.
-    Called in the worker thread of an async call, it awaits the embedding's async methods on
-    the caller's loop when the embedding has them."""
-
-    source: Any
-    kind: Literal["langchain", "llamaindex", "callable"]
-
-    def __call__(self, query: str, texts: Sequence[str]) -> list[float]:
-        if not texts:
-            return []
-        loop = CALLER_LOOP.get()
-        try:
-            if loop is not None and self._async_methods() is not None:
-                target, vectors = asyncio.run_coroutine_threadsafe(self._aembed(query, texts), loop).result()
-            else:
-                target, vectors = self._embed(query, texts)
-        except RecallpackError:
-            raise
-        except Exception as exc:  # the caller's code (a client, a model): keep what it raised
-            raise ConfigError(
-                f"embed ({type(self.source).__name__}) raised {type(exc).__name__} embedding the "
-                f"query and {len(texts)} sentences: {exc}"
-            ) from exc
-        return self._cosines(target, vectors, len(texts))
-
-    def _async_methods(self) -> tuple[Callable[..., Any], Callable[..., Any]] | None:
-        names = _ASYNC_METHODS.get(self.kind)
-        if names is None:
-            return None
-        of_query, of_texts = (getattr(self.source, name, None) for name in names)
-        if inspect.iscoroutinefunction(of_query) and inspect.iscoroutinefunction(of_texts):
-            return of_query, of_texts
-        return None
-
-    async def _aembed(self, query: str, texts: Sequence[str]) -> tuple[Any, list[Any]]:
-        methods = self._async_methods()
-        assert methods is not None
-        return await methods[0](query), list(await methods[1](list(texts)))
-
-    def _cosines(self, target: Any, vectors: list[Any], expected: int) -> list[float]:
-        if len(vectors) != expected:
-            raise ConfigError(
-                f"embed ({type(self.source).__name__}) returned {len(vectors)} vectors for "
-                f"{expected} texts; it must return one per text"
-            )
-        try:
-            if any(len(vector) != len(target) for vector in vectors):
-                raise TypeError("vectors of different lengths")
-            return [_cosine(target, vector) for vector in vectors]
-        except TypeError as exc:  # strings, None, ragged rows: zip() would quietly truncate those
-            raise ConfigError(
-                f"embed ({type(self.source).__name__}) returned vectors that are not lists of "
-                f"numbers of one length ({exc})"
-            ) from None
-
-    def _embed(self, query: str, texts: Sequence[str]) -> tuple[Any, list[Any]]:
-        """The query's vector and the texts', as the host's embedding returns them (lists, or a
-        NumPy array: sentence-transformers returns one, whose rows iterate as vectors)."""
-        if self.kind == "langchain":
-            return self.source.embed_query(query), list(self.source.embed_documents(list(texts)))
-        if self.kind == "llamaindex":
-            target = self.source.get_query_embedding(query)
-            return target, list(self.source.get_text_embedding_batch(list(texts)))
-        rows = self.source([query, *texts])  # one call for the query and the texts together
-        listed = [] if rows is None else list(rows)
-        return (listed[0], listed[1:]) if listed else ([], [])
-
-
-def embed_function(obj: object) -> EmbedFn:
-    """An :data:`EmbedFn` from a LangChain ``Embeddings`` (``embed_query`` + ``embed_documents``),
-    a LlamaIndex ``BaseEmbedding`` (``get_query_embedding`` + ``get_text_embedding_batch``), or a
-    callable ``list[str] -> list[list[float]]``: cosine similarity of the query to each text.
-
-    >>> similarity = embed_function(lambda texts: [[len(t), 1.0] for t in texts])
-    >>> [round(s, 3) for s in similarity("abc", ["xyz", "a"])]
-    [1.0, 0.894]
-    """
-    if isinstance(obj, _Similarity):
-        return obj
-    if callable(getattr(obj, "embed_query", None)) and callable(getattr(obj, "embed_documents", None)):
-        return _Similarity(obj, "langchain")
-    if callable(getattr(obj, "get_query_embedding", None)) and callable(
-        getattr(obj, "get_text_embedding_batch", None)
-    ):
-        return _Similarity(obj, "llamaindex")
-    if callable(obj):
-        return _Similarity(obj, "callable")
-    raise ConfigError(
-        f"embed={obj!r} is not an embedding recallpack can use; pass a LangChain Embeddings "
-        "(embed_query and embed_documents), a LlamaIndex BaseEmbedding (get_query_embedding and "
-        "get_text_embedding_batch), or a callable list[str] -> list[list[float]]"
-    )

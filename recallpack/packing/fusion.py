@@ -9,7 +9,7 @@ from typing import Any
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane, finite_score
 from recallpack.packing.errors import ConfigError
 
-__all__ = ["Fused", "fuse", "check_weights", "DEFAULT_RRF_K"]
+__all__ = ["Fused", "fuse", "check_weights", "check_rrf_k", "DEFAULT_RRF_K"]
 
 #: The usual constant of reciprocal rank fusion: it damps the weight of the very top ranks.
 DEFAULT_RRF_K = 60
@@ -71,8 +71,9 @@ def fuse(
 ) -> list[Fused]:
     """Fuse ranked lists: each item scores ``sum(weight / (k + rank))`` over the lanes that found it.
 
-    An item found by several lanes (the same text and scope ids, what the packer dedupes on)
-    counts once, under the lane that gave it the largest vote; ties keep lane order, then rank.
+    An item found by several lanes (the same content and scope ids, what the packer dedupes on:
+    its ``content`` when the host wrapped it, else its text) counts once, under the lane that
+    gave it the largest vote; ties keep lane order, then rank.
     Each fused candidate takes that lane and the fused score.
 
     >>> a, b = Candidate(text="a"), Candidate(text="b")
@@ -85,7 +86,7 @@ def fuse(
     for lane_order, (lane, items) in enumerate(ranked.items()):
         weight = weights.get(lane, 1.0)
         for index, item in enumerate(items):
-            ident = (item.text, item.scope_ids)
+            ident = (item.text if item.content is None else item.content, item.scope_ids)
             vote = weight / (k + index + 1)
             scores[ident] = scores.get(ident, 0.0) + vote
             if ident not in best or vote > best[ident][0]:

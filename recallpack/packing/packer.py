@@ -33,7 +33,8 @@ from pydantic import (
 
 from recallpack.packing import batch
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
-from recallpack.packing.cuts import CALLER_LOOP, EmbedFn, cut_focus, cut_head, embed_function
+from recallpack.packing.cuts import EmbedFn, cut_focus, cut_head
+from recallpack.packing.embedding import CALLER_LOOP, embed_function
 from recallpack.packing.errors import (
     BudgetError,
     CandidateError,

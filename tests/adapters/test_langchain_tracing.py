@@ -188,3 +188,38 @@ def test_ls_params_of_a_plain_runnable_upstream() -> None:
     retriever = BudgetedRetriever(retriever=RunnableLambda(lambda q: docs()), max_tokens=99)
     params = retriever._get_ls_params()
     assert params["ls_max_tokens"] == 99 and "ls_vector_store_provider" not in params
+
+
+class Runs(BaseCallbackHandler):
+    """Records each retriever run: its name and metadata at the start, its documents at the end."""
+
+    def __init__(self) -> None:
+        self.runs: dict[UUID, dict[str, Any]] = {}
+
+    def on_retriever_start(self, serialized: Any, query: str, *, run_id: UUID, parent_run_id: UUID | None = None,
+                           name: str | None = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        self.runs[run_id] = {"name": name, "parent": parent_run_id, "metadata": dict(metadata or {})}
+
+    def on_retriever_end(self, documents: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self.runs[run_id]["documents"] = [d.page_content for d in documents]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_recall_is_traced_as_the_same_retriever_run_as_invoke(mode: str) -> None:
+    """recall()/arecall() open the retriever run invoke() opens: same name, LangSmith metadata,
+    tags, kept documents and report event, with the upstream's run nested under it."""
+    retriever = BudgetedRetriever(retriever=bm25(), max_tokens=300, tags=["mine"])
+    query = "parse command line arguments"
+    via_invoke, via_recall = Runs(), Runs()
+    if mode == "sync":
+        kept = retriever.invoke(query, config={"callbacks": [via_invoke], "run_name": "memory"})
+        result = retriever.recall(query, {"callbacks": [via_recall], "run_name": "memory"})
+    else:
+        kept = await retriever.ainvoke(query, config={"callbacks": [via_invoke], "run_name": "memory"})
+        result = await retriever.arecall(query, {"callbacks": [via_recall], "run_name": "memory"})
+    for runs in (via_invoke, via_recall):
+        (outer,) = [run for run in runs.runs.values() if run["parent"] is None]
+        assert outer["name"] == "memory" and outer["metadata"]["ls_max_tokens"] == 300
+        assert outer["documents"] == [d.page_content for d in kept]
+        assert len(runs.runs) == 2  # the BM25 upstream's run, nested under it
+    assert [e.text for e in result.evidence] == [d.page_content for d in kept]

@@ -368,3 +368,38 @@ async def test_a_failing_lane_cancels_the_others_and_its_error_reaches_the_calle
         await asyncio.wait_for(budgeted.aretrieve("q"), timeout=10)
     assert raised.value is error
     assert cancelled.is_set()
+
+
+# -- per-call settings, and automatic recall within an allowance -------------------------------
+
+
+def test_recall_takes_per_call_settings_and_leaves_the_retriever_as_built(index: VectorStoreIndex) -> None:
+    """recall(query, max_tokens=..., fetch_k=...) packs that call to them; the next call is as built."""
+    budgeted = BudgetedRetriever(index.as_retriever(similarity_top_k=5), max_tokens=1024)
+    small = budgeted.recall(QUERY, max_tokens=120, fetch_k=7)
+    assert small.report.max_tokens == 120 and small.report.candidates == 7
+    assert count_tokens(small.to_markdown()) <= 120
+    assert budgeted.recall(QUERY).report.max_tokens == 1024
+
+
+def test_recall_refuses_a_misspelled_or_host_decided_setting_before_searching() -> None:
+    """A typo names the closest setting, join= is refused, and the upstream is never called."""
+    upstream = Fixed([node("Paris is the capital of France.")])
+    budgeted = BudgetedRetriever(upstream)
+    with pytest.raises(Exception, match="did you mean 'max_tokens'"):
+        budgeted.recall("where?", max_token=10)
+    with pytest.raises(Exception, match="join"):
+        budgeted.recall("where?", join="\n".join)
+    assert upstream.calls == 0
+
+
+def test_recall_remaining_caps_a_llamaindex_retriever_to_what_is_left(index: VectorStoreIndex) -> None:
+    """allowance.recall_remaining works with the LlamaIndex retriever: the room left caps its budget."""
+    from recallpack.allowance import Allowance, arecall_remaining, recall_remaining
+
+    budgeted = BudgetedRetriever(index.as_retriever(), max_tokens=600)
+    capped = recall_remaining(budgeted, QUERY, Allowance(max_tokens=150, max_items=3))
+    assert capped is not None and capped.report.max_tokens == 150 and capped.report.items_selected <= 3
+    assert count_tokens(capped.to_markdown()) <= 150
+    own = asyncio.run(arecall_remaining(budgeted, QUERY, Allowance()))
+    assert own is not None and own.report.max_tokens == 600  # its own, smaller than the allowance's

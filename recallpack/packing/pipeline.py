@@ -1,0 +1,260 @@
+"""One pack from a host's upstreams, written once for every host: depth, lanes, fusion, map-back.
+
+An adapter is a small transport (as httpx's ``Client`` owns its send loop and plugs in a
+transport): it fetches from its upstreams, reads each of its items as an :class:`Item` (text,
+metadata, score, modality) and copies the kept evidence back onto its own objects. Everything
+in between is here, host-neutral: how deep each upstream is asked to search (the fetch depth),
+one lane per upstream or lanes read from metadata, weights and reciprocal rank fusion, the
+Candidates, the packing itself, the report's note of the depth asked, and which of the host's
+own objects each kept evidence stands for.
+
+>>> pipeline = Pipeline([Source()], translate=lambda text, position: Item(text, {}))
+>>> outcome = pipeline.recall(Packer(max_tokens=64), "where?", lambda depths: [["Paris is in France."]])
+>>> [(kept.original, kept.evidence.label) for kept in outcome.kept]
+[('Paris is in France.', 'Source excerpt')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, NamedTuple, TypeVar
+
+from recallpack.packing.candidate import Candidate, LaneKind, Span, coerce_lane
+from recallpack.packing.errors import ConfigError
+from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse
+from recallpack.packing.limits import check_max_items, fetch_depth
+from recallpack.packing.packer import Packer
+from recallpack.packing.result import Evidence, RecallResult
+from recallpack.packing.translate import UnknownLane, candidate_from, check_on_unknown_lane
+
+__all__ = ["Item", "ItemSettings", "Source", "Kept", "Outcome", "Pipeline", "ITEM_SETTINGS"]
+
+T = TypeVar("T")
+
+#: How an upstream item becomes a Candidate: the same three settings in every host.
+ITEM_SETTINGS = ("lane", "lane_key", "on_unknown_lane")
+
+
+class Item(NamedTuple):
+    """A host's item as the core reads it: all an adapter translates."""
+
+    text: str
+    metadata: Mapping[str, Any]
+    score: float | None = None
+    #: "text", or what the item holds instead ("image"): the walk drops it with reason no_text.
+    modality: str = "text"
+    #: The item's own content when ``text`` wraps it in what the host adds for the model.
+    content: str | None = None
+    #: Where the text sits in its document, when the host knows it better than its metadata says.
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class ItemSettings:
+    """How every item of a component becomes a Candidate (see :func:`candidate_from`)."""
+
+    lane: LaneKind | None = None
+    lane_key: str = "lane"
+    on_unknown_lane: UnknownLane = "raise"
+
+    @classmethod
+    def checked(cls, values: Mapping[str, Any]) -> ItemSettings:
+        """The three item settings from ``values`` (absent ones at their defaults), checked."""
+        lane_key = values.get("lane_key", "lane")
+        if not isinstance(lane_key, str) or not lane_key:
+            raise ConfigError(f"lane_key={lane_key!r} must be a non-empty str (the metadata key of the lane)")
+        lane = values.get("lane")
+        return cls(
+            lane=None if lane is None else coerce_lane(lane),
+            lane_key=lane_key,
+            on_unknown_lane=check_on_unknown_lane(values.get("on_unknown_lane", "raise")),
+        )
+
+    def candidates(self, items: Sequence[Item], lane: LaneKind | None = None) -> list[Candidate]:
+        """One Candidate per item, in order: in ``lane`` when given, else by these settings."""
+        lane = lane if lane is not None else self.lane
+        lane_key, on_unknown_lane = self.lane_key, self.on_unknown_lane
+        return [
+            candidate_from(
+                item.text, item.metadata, position=position, lane=lane, lane_key=lane_key,
+                on_unknown_lane=on_unknown_lane, score=item.score, modality=item.modality,
+                content=item.content, span=item.span,
+            )
+            for position, item in enumerate(items)
+        ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Source:
+    """One upstream as the pipeline sees it: the lane it answers for (None: each item's lane is
+    read from its metadata), how many results it returns by its own settings when it says, whether
+    the adapter can ask it for another number, and the most it can return (a small corpus)."""
+
+    lane: LaneKind | None = None
+    own_depth: int | None = None
+    forwards: bool = False
+    most: int | None = None
+
+
+@dataclass(frozen=True)
+class Kept(Generic[T]):
+    """One kept item: the host's own object it came from and its evidence. ``score`` is the
+    fused score when lanes were fused (None otherwise: the object keeps its own)."""
+
+    original: T
+    evidence: Evidence
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class Outcome(Generic[T]):
+    """What one pack gives its adapter: the result, and the kept items with their originals."""
+
+    result: RecallResult
+    kept: list[Kept[T]]
+
+
+#: Per source, in order: the host objects it returned.
+Fetched = Sequence[Sequence[T]]
+
+
+class Pipeline(Generic[T]):
+    """Between an adapter's fetch and its map-back, for one component: built once, checked then.
+
+    ``sources`` are its upstreams, in order: one with no lane (items take their lane from their
+    metadata, or ``items.lane``), or one per lane, whose results are fused by reciprocal rank
+    fusion (``weights`` scale a lane's votes; ``rrf_k`` damps the top ranks). ``translate(obj,
+    position)`` reads one host object as an :class:`Item`. ``knob`` is the host setting that asks
+    for more candidates, named in a report whose budget was left unused (None: none is named).
+    """
+
+    def __init__(
+        self,
+        sources: Sequence[Source],
+        *,
+        translate: Callable[[T, int], Item],
+        items: ItemSettings = ItemSettings(),  # noqa: B008  # frozen: one shared default is safe
+        weights: Mapping[Any, Any] | None = None,
+        rrf_k: object = DEFAULT_RRF_K,
+        fetch_k: object = None,
+        knob: str | None = "fetch_k",
+    ) -> None:
+        lanes = [s.lane for s in sources]
+        self.fused = any(lane is not None for lane in lanes)
+        if self.fused and (None in lanes or len(set(lanes)) != len(lanes)):
+            raise ConfigError("each lane names one upstream; a lane is given twice or without its kind")
+        if self.fused and items.lane is not None:
+            raise ConfigError("lane=... and lanes=... conflict: each lane names its own kind")
+        if not self.fused and weights:
+            raise ConfigError("weights=... only applies with lanes=... (from_lanes)")
+        self.sources = tuple(sources)
+        self.translate = translate
+        self.items = items
+        self.weights = check_weights(weights, [s.lane for s in sources if s.lane is not None])
+        self.rrf_k = check_rrf_k(rrf_k)
+        self.fetch_k = check_max_items(fetch_k, "fetch_k")
+        self.knob = knob
+
+    # -- the steps, in order ----------------------------------------------------------------------
+
+    def depths(self, packer: Packer, fetch_k: object = None) -> list[int | None]:
+        """How many results to ask each source for: ``fetch_k`` (this call's, else the
+        component's) when given; else, for a source that says its own depth, enough to fill
+        the budget (:func:`~recallpack.packing.limits.fetch_depth`); else None (its own). Never
+        more than a source holds; None for a source that cannot be asked."""
+        fetch_k = self.fetch_k if fetch_k is None else check_max_items(fetch_k, "fetch_k")
+        depths: list[int | None] = []
+        for source in self.sources:
+            depth = None
+            if source.forwards:
+                if fetch_k is not None:
+                    depth = fetch_k
+                elif source.own_depth is not None:
+                    depth = fetch_depth(packer.max_tokens, packer.max_items, source.own_depth)
+            if depth is not None and source.most is not None:
+                depth = min(depth, source.most)
+            depths.append(depth)
+        return depths
+
+    def rank(self, fetched: Fetched[T]) -> tuple[list[T], list[Candidate]]:
+        """The host objects in packing order (fused, for lanes) and their Candidates."""
+        if len(fetched) != len(self.sources):
+            raise ConfigError(f"fetched {len(fetched)} result lists for {len(self.sources)} sources")
+        translate = self.translate
+        per_source = [[translate(obj, i) for i, obj in enumerate(objs)] for objs in fetched]
+        if not self.fused:
+            return list(fetched[0]), self.items.candidates(per_source[0])
+        index = {source.lane: n for n, source in enumerate(self.sources)}
+        ranked = {
+            source.lane: self.items.candidates(items, source.lane)
+            for source, items in zip(self.sources, per_source, strict=True)
+            if source.lane is not None
+        }
+        merged = fuse(ranked, weights=self.weights, k=self.rrf_k)
+        return [fetched[index[f.lane]][f.index] for f in merged], [f.candidate for f in merged]
+
+    def noted(self, result: RecallResult, depths: Sequence[int | None] | None) -> RecallResult:
+        """``result``, its report saying how deep the sources were asked to search (``depths``;
+        None: the items were handed over, not fetched), so a budget left unused names the knob."""
+        if self.knob is None:
+            return result
+        if depths is None:
+            return result.with_fetch(None, self.knob)
+        if all(depth is None for depth in depths):
+            return result
+        total = None if None in depths else sum(d for d in depths if d is not None)
+        return result.with_fetch(total, self.knob)
+
+    def outcome(
+        self, result: RecallResult, ordered: Sequence[T], candidates: Sequence[Candidate]
+    ) -> Outcome[T]:
+        """The kept items paired with the host objects they came from, in evidence order."""
+        kept = [
+            Kept(ordered[rank], evidence, candidates[rank].score if self.fused else None)
+            for rank, evidence in zip(result.selected_ranks, result.evidence, strict=True)
+        ]
+        return Outcome(result, kept)
+
+    # -- one pack, end to end ----------------------------------------------------------------------
+
+    def recall(
+        self,
+        packer: Packer,
+        query: str | None,
+        fetch: Callable[[list[int | None]], Fetched[T]],
+        *,
+        fetch_k: object = None,
+    ) -> Outcome[T]:
+        """Fetch (``fetch(depths)``: per source, the host objects it returned), rank, pack, note."""
+        depths = self.depths(packer, fetch_k)
+        ordered, candidates = self.rank(fetch(depths))
+        result = self.noted(packer.recall(candidates, query=query), depths)
+        return self.outcome(result, ordered, candidates)
+
+    async def arecall(
+        self,
+        packer: Packer,
+        query: str | None,
+        fetch: Callable[[list[int | None]], Awaitable[Fetched[T]]],
+        *,
+        fetch_k: object = None,
+    ) -> Outcome[T]:
+        """:meth:`recall` with an async fetch, packed by ``Packer.arecall`` (an ``embed`` model
+        never runs on the event loop)."""
+        depths = self.depths(packer, fetch_k)
+        ordered, candidates = self.rank(await fetch(depths))
+        result = self.noted(await packer.arecall(candidates, query=query), depths)
+        return self.outcome(result, ordered, candidates)
+
+    def pack(self, packer: Packer, query: str | None, objects: Sequence[T]) -> Outcome[T]:
+        """The same for items handed over rather than fetched (a compressor, a postprocessor)."""
+        ordered, candidates = self.rank([objects])
+        result = self.noted(packer.recall(candidates, query=query), None)
+        return self.outcome(result, ordered, candidates)
+
+    async def apack(self, packer: Packer, query: str | None, objects: Sequence[T]) -> Outcome[T]:
+        """:meth:`pack` for async code, packed by ``Packer.arecall``."""
+        ordered, candidates = self.rank([objects])
+        result = self.noted(await packer.arecall(candidates, query=query), None)
+        return self.outcome(result, ordered, candidates)
