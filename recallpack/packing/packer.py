@@ -66,7 +66,6 @@ from recallpack.packing.render import (
 )
 from recallpack.packing.result import (
     DEFAULT_RESOURCE_URI_TEMPLATE,
-    RESULT_BUILDERS,
     Evidence,
     PackReport,
     Reader,
@@ -363,9 +362,8 @@ class Packer(PackerSettings):
         *,
         query: str | None = None,
         allowance: Allowance | Remaining | None = None,
-        unbounded: bool = False,
     ) -> RecallResult:
-        return _pack_once(self, candidates, query=query, allowance=allowance, unbounded=unbounded)
+        return _pack_once(self, candidates, query=query, allowance=allowance)
 
 
 def _log_pack(walk: Walk, listed: Sequence[Any]) -> None:
@@ -397,10 +395,9 @@ def _pack_once(
     *,
     query: str | None = None,
     allowance: Allowance | Remaining | None = None,
-    unbounded: bool = False,
 ) -> RecallResult:
     listed = _as_list(candidates)
-    walk, used, block, max_tokens = _fitted_walk(packer, listed, query, allowance, unbounded)
+    walk, used, block, max_tokens = _fitted_walk(packer, listed, query, allowance)
     result = _result(packer, walk, listed, used, block, max_tokens)
     _log(result)
     return result
@@ -447,11 +444,10 @@ def _fitted_walk(
     listed: Sequence[Any],
     query: str | None = None,
     allowance: Allowance | Remaining | None = None,
-    unbounded: bool = False,
 ) -> tuple[Walk, int, str | None, int | None]:
     """The walk over ``listed``, made to fit: its exact count, the rendered block (None when
     the model is shown the joined texts) and the budget it fits."""
-    max_tokens: int | None = None if unbounded else packer.max_tokens
+    max_tokens: int | None = packer.max_tokens
     max_items = packer.max_items
     if allowance is not None:
         # Both bounds hold at once. What is left may be zero, which no caller may pass as
@@ -858,10 +854,3 @@ def recall_many(
     return _packer(settings).recall_many(
         candidate_lists, queries=queries, workers=workers, fork_callables=fork_callables
     )
-
-
-def _unbounded(candidates: Sequence[Candidate | Mapping[str, Any]], **settings: Any) -> RecallResult:
-    return _packer(settings)._recall(candidates, unbounded=True)
-
-
-RESULT_BUILDERS.append(_unbounded)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import copy
 import difflib
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, overload
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
-from recallpack.packing.candidate import Candidate, Provenance, ValueEnum, clean_text
+from recallpack.packing.candidate import Provenance, ValueEnum, clean_text
 from recallpack.packing.errors import ConfigError, RecallpackError, TemplateError
 from recallpack.packing.limits import CheckedModel
 from recallpack.packing.render import header_text, inert_markdown, item_text
@@ -410,11 +409,6 @@ class PackReport(BaseModel):
         )
 
 
-#: Set by recallpack.packing.packer when it is imported: the deprecated
-#: RecallResult.from_candidates builds through the Packer without importing it (no cycle).
-RESULT_BUILDERS: list[Callable[..., RecallResult]] = []
-
-
 class RecallResult:
     """The evidence a caller sees, the rendered block, the report, and the trace of every candidate.
 
@@ -438,27 +432,6 @@ class RecallResult:
         self.trace = trace
         self._markdown = markdown
         self._selected_ranks = tuple(selected_ranks)
-
-    @classmethod
-    def from_candidates(
-        cls,
-        candidates: Sequence[Candidate | Mapping[str, Any]],
-        reader: Reader | None = None,
-        *,
-        tokenizer: Any = None,
-        resource_uri_template: str | None = None,
-    ) -> RecallResult:
-        """Deprecated: use ``recallpack.recall(candidates, max_tokens=..., reader=...)``."""
-        warnings.warn(
-            "RecallResult.from_candidates is deprecated; use recallpack.recall(candidates, "
-            "reader=...) or Packer(...).recall(candidates), which apply a budget",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        settings: dict[str, Any] = {"reader": reader, "tokenizer": tokenizer}
-        if resource_uri_template is not None:
-            settings["resource_uri_template"] = resource_uri_template
-        return RESULT_BUILDERS[0](candidates, **settings)
 
     def with_fetch(self, depth: int | None, knob: str) -> RecallResult:
         """This result, its report saying how many candidates the upstream was asked for
