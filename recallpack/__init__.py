@@ -32,13 +32,12 @@ from recallpack.packing.result import (
     Evidence,
     Outcome,
     PackReport,
-    Reader,
     Reason,
     RecallResult,
-    Scope,
     Trace,
     TraceEntry,
 )
+from recallpack.packing.scopes import Reader, Scope
 from recallpack.packing.sizing import budget_for
 from recallpack.packing.tokenizer import (
     Tokenizer,

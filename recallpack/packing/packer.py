@@ -68,12 +68,11 @@ from recallpack.packing.result import (
     DEFAULT_RESOURCE_URI_TEMPLATE,
     Evidence,
     PackReport,
-    Reader,
     Reason,
     RecallResult,
-    Scope,
     Trace,
 )
+from recallpack.packing.scopes import Reader, Scope
 from recallpack.packing.tokenizer import Tokenizer, get_tokenizer
 from recallpack.packing.walk import (
     BlockCost,
