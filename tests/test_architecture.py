@@ -217,3 +217,38 @@ def test_adapter_fields_are_generated_from_the_packer() -> None:
         assert PackSettings.model_fields[name].default == adapters_own.get(name, info.default), name
     assert "join" not in PackSettings.model_fields
     assert inspect.isclass(PackSettings)
+
+
+def _private_imports() -> list[tuple[str, str, str]]:
+    found = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("recallpack"):
+                found += [
+                    (name, node.module, alias.name)
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                ]
+    return found
+
+
+def test_no_module_imports_an_underscore_name_of_another() -> None:
+    """What one module takes from another is public there: no ``from x import _name`` (the
+    allowance's helpers that the LangChain memory needs are public in recallpack.allowance).
+    packing/passages.py is left out while its speed is tuned: it still takes cuts' word helpers."""
+    found = [entry for entry in _private_imports() if entry[0] != "recallpack.packing.passages"]
+    assert found == []
+
+
+def test_the_allowance_is_a_package_of_its_four_parts() -> None:
+    """recallpack.allowance is budget, receipts, assembly and recall, and re-exports each part's
+    public names; the core's limits no longer define the allowance's values."""
+    import recallpack.allowance as allowance
+
+    parts = {p.stem for p in (PACKAGE / "allowance").glob("*.py")} - {"__init__"}
+    assert parts == {"budget", "receipts", "assembly", "recall"}
+    for part in parts:
+        module = __import__(f"recallpack.allowance.{part}", fromlist=["__all__"])
+        assert set(module.__all__) <= set(allowance.__all__), part
+    limits = ast.parse((PACKAGE / "packing" / "limits.py").read_text())
+    assert not {"Allowance", "Remaining"} & {n.name for n in limits.body if isinstance(n, ast.ClassDef)}

@@ -39,14 +39,14 @@ from recallpack.allowance import (
     ReceiptContext,
     ReceiptKey,
     Remaining,
-    _allowance,
-    _arecall,
-    _capped,
-    _context_for,
-    _recaller,
-    _receipt_settings,
+    arecall_of,
     arecall_remaining,
+    as_allowance,
+    as_recaller,
     assemble,
+    capped_overrides,
+    check_receipt_settings,
+    context_for,
     issue_receipt,
     looks_like_receipt,
     omission_texts,
@@ -123,14 +123,14 @@ def memory_search_tool(
             raise ConfigError(f"{field}={value!r} must be a non-empty str")
     if not isinstance(correction, bool):
         raise ConfigError(f"correction={correction!r} must be True or False")
-    context = _receipt_settings(key, context, per_call=True)
-    check_recall_settings(_recaller(retriever), recall_overrides)
-    overrides = _capped(retriever, dict(recall_overrides), _allowance(allowance).full())
+    context = check_receipt_settings(key, context, per_call=True)
+    check_recall_settings(as_recaller(retriever), recall_overrides)
+    overrides = capped_overrides(retriever, dict(recall_overrides), as_allowance(allowance).full())
     takes_config = takes_config_of(retriever)
     tok = get_tokenizer(getattr(retriever, "tokenizer", None))
 
     def finish(result: RecallResult, config: RunnableConfig) -> tuple[str, Receipt]:
-        ctx = _context_for(context, config)
+        ctx = context_for(context, config)
         text, receipt = receipt_for(result, correction=correction, context=ctx, key=key)
         # Counted with the retriever's own tokenizer, like its blocks, so the allowance adds
         # like with like.
@@ -147,7 +147,7 @@ def memory_search_tool(
         return finish(retriever.recall(query, **kwargs(config)), config)
 
     async def asearch(query: str, config: RunnableConfig) -> tuple[str, Receipt]:
-        return finish(await _arecall(retriever, query, kwargs(config)), config)
+        return finish(await arecall_of(retriever, query, kwargs(config)), config)
 
     # Types, not names: LangChain finds config by its type, and a cloudpickled closure has no globals.
     search.__annotations__ = asearch.__annotations__ = {"query": str, "config": RunnableConfig}
@@ -222,10 +222,10 @@ class _Rules:
             raise ConfigError(
                 f"marker={marker!r} must be a str with no fields but {{reason}} and {{code}}"
             ) from None
-        context = _receipt_settings(key, context, per_call)
-        recaller = None if retriever is None else _recaller(retriever)
+        context = check_receipt_settings(key, context, per_call=per_call)
+        recaller = None if retriever is None else as_recaller(retriever)
         check_recall_settings(recaller, overrides or {})
-        return cls(_allowance(allowance), names, marker, key, context, recaller)  # type: ignore[arg-type]
+        return cls(as_allowance(allowance), names, marker, key, context, recaller)  # type: ignore[arg-type]
 
     def view(self, messages: object, query: object, source: object) -> tuple[AssembledMessages, str]:
         """The assembled messages (no automatic recall yet) and the query for automatic recall."""
@@ -233,7 +233,7 @@ class _Rules:
             raise ConfigError(f"query={query!r} must be a str (or None for the last human message)")
         listed = _as_messages(messages)
         blocks, positions = _evidence_blocks(listed, self.tool_names)
-        assembly = assemble(blocks, self.allowance, key=self.key, context=_context_for(self.context, source))
+        assembly = assemble(blocks, self.allowance, key=self.key, context=context_for(self.context, source))
         count = get_tokenizer(getattr(self.retriever, "tokenizer", None)).count  # as blocks are
         texts, left = omission_texts(assembly, self.marker, count)
         shown = list(listed)  # a new list: the caller's list and messages stay as they were

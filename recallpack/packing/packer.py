@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from recallpack.allowance.budget import Allowance, Remaining, as_remaining
 from recallpack.packing import batch
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.cuts import CALLER_LOOP, EmbedFn, cut_focus, cut_head, embed_function
@@ -48,11 +49,8 @@ from recallpack.packing.limits import (
     DEFAULT_MAX_TOKENS,
     ELLIPSIS,
     MAX_TOKENS_CEILING,
-    Allowance,
     CheckedModel,
     Policy,
-    Remaining,
-    as_remaining,
     check_max_tokens,
     check_policy,
 )

@@ -1,23 +1,12 @@
-"""One evidence allowance per model request, and receipts that bind counts to bytes.
-
-In an agent, automatic recall and every deliberate memory search each pack within their own
-budget, so the evidence a single model request carries has no bound of its own. An
-:class:`Allowance` is that bound: every evidence block retained in one request, plus the
-automatic recall for the new turn, shares it.
+"""Receipts that bind a block's counts to its exact bytes.
 
 Each rendered block carries a :class:`Receipt`: its item and token counts, the correction flag,
 the tokenizer, the owner/session/run it was issued for, and a digest over all of them and the
-SHA-256 of the block's exact bytes, never its content. :func:`assemble` charges a block by its
-receipt, and only when the receipt verifies against the bytes the model would see, so a block
-that was edited, excerpted, pasted under another block's receipt, or whose receipt was edited,
-cannot pass for counted evidence.
+SHA-256 of the block's exact bytes, never its content.
 
 With a key (``key=``, or the ``RECALLPACK_RECEIPT_KEY`` environment variable shared by the
 processes that share checkpoints) the digest is an HMAC-SHA256, so code without the key cannot
 mint a receipt. Without a key it is an integrity check only: anyone can compute it.
-
-The module is pure: it imports no host framework. Adapters turn their messages into
-:class:`Block` values and map the :class:`Assembly` back.
 """
 
 from __future__ import annotations
@@ -27,27 +16,19 @@ import hashlib
 import hmac
 import json
 import os
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from recallpack.packing.candidate import ValueEnum
-from recallpack.packing.errors import BudgetError, ConfigError, RecallpackError, ReceiptError
-from recallpack.packing.limits import Allowance, CheckedModel, Remaining, as_remaining
-from recallpack.packing.packer import Packer
+from recallpack.packing.errors import ConfigError, RecallpackError, ReceiptError
+from recallpack.packing.limits import CheckedModel
 from recallpack.packing.result import RecallResult
 from recallpack.packing.tokenizer import TokenizerSpec, get_tokenizer
 
 __all__ = [
-    "Allowance",
-    "Remaining",
     "Receipt",
-    "Block",
-    "Withheld",
-    "WithheldReason",
-    "Assembly",
     "RECEIPT_KIND",
     "KEY_ENV",
     "CONTEXT_FIELDS",
@@ -62,12 +43,10 @@ __all__ = [
     "looks_like_receipt",
     "resolve_key",
     "resolve_context",
-    "as_remaining",
-    "assemble",
-    "omission_texts",
-    "Recaller",
-    "recall_remaining",
-    "arecall_remaining",
+    "check_receipt_settings",
+    "context_for",
+    "check_receipt",
+    "WithheldReason",
 ]
 
 #: Marks a receipt once it has been turned into a plain mapping (a checkpoint, JSON), so an
@@ -148,8 +127,10 @@ def resolve_context(context: object) -> dict[str, str]:
 ContextSource = Mapping[str, str] | Callable[[Any], Mapping[str, str] | None] | None
 
 
-def _receipt_settings(key: object, context: object, per_call: bool) -> ContextSource:
-    """Checks ``key`` (or ``$RECALLPACK_RECEIPT_KEY``) and ``context`` where they are given."""
+def check_receipt_settings(key: object, context: object, *, per_call: bool) -> ContextSource:
+    """``context`` once ``key`` (or ``$RECALLPACK_RECEIPT_KEY``) and it are checked: what an
+    adapter keeps at construction. ``per_call`` allows a function of the host's call (a
+    LangChain RunnableConfig) in place of a mapping; :func:`context_for` applies it."""
     resolve_key(key)
     if callable(context) and not isinstance(context, Mapping):
         if not per_call:
@@ -159,7 +140,8 @@ def _receipt_settings(key: object, context: object, per_call: bool) -> ContextSo
     return context  # type: ignore[return-value]
 
 
-def _context_for(context: ContextSource, source: object) -> Mapping[str, str] | None:
+def context_for(context: ContextSource, source: object) -> Mapping[str, str] | None:
+    """The context for one call: ``context`` itself, or what it returns for ``source``."""
     return context(source) if callable(context) and not isinstance(context, Mapping) else context
 
 
@@ -394,10 +376,11 @@ _REASON_TEXT: Final = {
 }
 
 
-def _check(
+def check_receipt(
     text: object, value: object, key: bytes | None, context: Mapping[str, str]
 ) -> tuple[Receipt, str] | WithheldReason:
-    """The receipt and the SHA-256 of ``text`` when ``value`` verifies, else why not."""
+    """The receipt and the SHA-256 of ``text`` when ``value`` verifies (with ``key``, for
+    ``context``), else why the block cannot be shown: what :func:`verify` and an assembly ask."""
     if value is None:
         return WithheldReason.NO_RECEIPT
     if _is_legacy(value):
@@ -440,283 +423,4 @@ def verify(
     (True, False)
     """
     checked = coerce_receipt(receipt)
-    return isinstance(_check(block_text, checked, resolve_key(key), resolve_context(context)), tuple)
-
-
-@dataclass(frozen=True)
-class Block:
-    """One evidence block already in a conversation: the text a model would see, the receipt
-    that came with it (``None`` for a legacy result, or any raw artifact), and a ``key`` the
-    caller uses to find it again (a message id, a tool call id, a position).
-
-    ``failed`` marks a recall whose tool reported an error, and ``foreign`` a result that
-    presents a receipt but did not come from a recall tool the application made: both are
-    withheld whatever their receipt says.
-    """
-
-    text: object
-    receipt: object = None
-    key: Hashable = None
-    failed: bool = False
-    foreign: bool = False
-
-
-class Withheld(BaseModel):
-    """One withheld block: its position in the input, its key, and why."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    index: int
-    key: Any = None
-    reason: WithheldReason
-
-
-class Assembly(BaseModel):
-    """What one request may show: kept blocks, withheld blocks with reasons, what is left.
-
-    Positions are into the input, ascending (conversation order). ``kept`` includes the
-    corrections; ``corrections`` lists those among them, which the totals do not charge.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    kept: tuple[int, ...]
-    corrections: tuple[int, ...] = ()
-    withheld: tuple[Withheld, ...] = ()
-    items_used: int
-    tokens_used: int
-    blocks_used: int
-    allowance: Allowance
-    remaining: Remaining
-
-    def reason(self, index: int) -> WithheldReason | None:
-        """Why block ``index`` is withheld, or None when it is kept."""
-        for entry in self.withheld:
-            if entry.index == index:
-                return entry.reason
-        return None
-
-
-def _allowance(allowance: object) -> Allowance:
-    if allowance is not None and not isinstance(allowance, Allowance):
-        raise BudgetError(f"allowance={allowance!r} must be a recallpack.allowance.Allowance (or None)")
-    return allowance or Allowance()
-
-
-def _blocks(blocks: object) -> Sequence[Block]:
-    if isinstance(blocks, (str, bytes)) or not isinstance(blocks, Iterable):
-        raise ConfigError(f"blocks must be a list of recallpack Blocks, got {type(blocks).__name__}")
-    items = blocks if isinstance(blocks, Sequence) else list(blocks)
-    for index, block in enumerate(items):
-        if not isinstance(block, Block):
-            raise ConfigError(
-                f"blocks[{index}] is a {type(block).__name__}; wrap each text and its receipt "
-                "in recallpack.allowance.Block(text, receipt)"
-            )
-        if not isinstance(block.failed, bool) or not isinstance(block.foreign, bool):
-            raise ConfigError(f"blocks[{index}].failed and .foreign must be True or False")
-    return items
-
-
-def assemble(
-    blocks: Iterable[Block],
-    allowance: Allowance | None = None,
-    *,
-    key: ReceiptKey | None = None,
-    context: ReceiptContext | None = None,
-) -> Assembly:
-    """Decide which of a conversation's evidence blocks (oldest first) one request may show.
-
-    Newest first, because the latest search is the one the model is acting on: a block is kept
-    whole when its receipt verifies (with ``key``, default ``$RECALLPACK_RECEIPT_KEY``), it was
-    issued for ``context`` when one is given, its bytes are not a repeat of a newer kept block,
-    and its counts fit what is left of ``allowance``; otherwise it is withheld whole, with a
-    reason, and older blocks still get their chance (a smaller one may fit). A block is never
-    cut: a cut block would no longer match its receipt. Verified correction blocks are always
-    kept and never charged. Same input, same output.
-
-    >>> a = "- **Derived memory**\\n\\n    Alice moved to Berlin.\\n"
-    >>> b = "- **Derived memory**\\n\\n    Alice lives in Paris.\\n"
-    >>> blocks = [Block(t, issue_receipt(t, items=1, tokenizer="chars")) for t in (a, b, b)]
-    >>> result = assemble(blocks, Allowance(max_items=1))
-    >>> result.kept, [(w.index, w.reason.value) for w in result.withheld]
-    ((2,), [(0, 'over_items'), (1, 'duplicate')])
-    """
-    allowance = _allowance(allowance)
-    items = _blocks(blocks)
-    secret, expected = resolve_key(key), resolve_context(context)
-    kept: list[int] = []
-    corrections: list[int] = []
-    withheld: list[Withheld] = []
-    seen: set[str] = set()  # SHA-256 of the bytes kept: a repeat is the same bytes, any receipt
-
-    def withhold(index: int, reason: WithheldReason) -> None:
-        withheld.append(Withheld(index=index, key=items[index].key, reason=reason))
-
-    # First every receipt is checked, and corrections are kept: they are read whatever the
-    # allowance, so an optional block repeating a correction's bytes is the repeat.
-    optional: list[tuple[int, Receipt, str]] = []
-    for index in range(len(items) - 1, -1, -1):
-        block = items[index]
-        if block.failed or block.foreign:
-            withhold(index, WithheldReason.FAILED if block.failed else WithheldReason.FOREIGN)
-            continue
-        checked = _check(block.text, block.receipt, secret, expected)
-        if isinstance(checked, WithheldReason):
-            withhold(index, checked)
-            continue
-        receipt, content = checked
-        if not receipt.correction:
-            optional.append((index, receipt, content))
-        elif content in seen:
-            withhold(index, WithheldReason.DUPLICATE)
-        else:
-            seen.add(content)
-            kept.append(index)
-            corrections.append(index)
-
-    used_blocks, used_items, used_tokens = _charge(optional, allowance, seen, kept, withhold)
-    return Assembly(
-        kept=tuple(sorted(kept)),
-        corrections=tuple(sorted(corrections)),
-        withheld=tuple(sorted(withheld, key=lambda w: w.index)),
-        items_used=used_items,
-        tokens_used=used_tokens,
-        blocks_used=used_blocks,
-        allowance=allowance,
-        remaining=Remaining(
-            items=allowance.max_items - used_items,
-            tokens=allowance.max_tokens - used_tokens,
-            blocks=allowance.max_blocks - used_blocks,
-        ),
-    )
-
-
-def _charge(
-    optional: Sequence[tuple[int, Receipt, str]],
-    allowance: Allowance,
-    seen: set[str],
-    kept: list[int],
-    withhold: Callable[[int, WithheldReason], None],
-) -> tuple[int, int, int]:
-    """Keep the optional blocks (newest first) that fit what is left; return blocks, items, tokens."""
-    used_blocks = used_items = used_tokens = 0
-    for index, receipt, content in optional:
-        if content in seen:
-            withhold(index, WithheldReason.DUPLICATE)
-        elif used_blocks >= allowance.max_blocks:
-            withhold(index, WithheldReason.OVER_BLOCKS)
-        elif used_items + receipt.items > allowance.max_items:
-            withhold(index, WithheldReason.OVER_ITEMS)
-        elif used_tokens + receipt.tokens > allowance.max_tokens:
-            withhold(index, WithheldReason.OVER_TOKENS)
-        else:
-            seen.add(content)
-            kept.append(index)
-            used_blocks += 1
-            used_items += receipt.items
-            used_tokens += receipt.tokens
-    return used_blocks, used_items, used_tokens
-
-
-# -- what the model sees instead of a withheld block --------------------------------------------
-
-
-def omission_texts(
-    assembly: Assembly, marker: str, count: Callable[[str], int]
-) -> tuple[dict[int, str], Remaining]:
-    """What each withheld block's place shows, and what the allowance has left after that.
-
-    A marker (``marker`` with ``{reason}`` and ``{code}`` filled in, counted with ``count``) costs
-    tokens like any evidence, so the markers are charged to what the kept blocks left, newest
-    first: a block gets its marker while one fits, the newest withheld block gets its marker even
-    when none does, and the rest are left empty. So kept blocks and markers stay within the
-    allowance plus one marker, however many blocks were withheld (200 withheld search results put
-    over 3,000 tokens of markers into a request whose allowance was 400)."""
-    left = assembly.remaining.tokens
-    texts: dict[int, str] = {}
-    for entry in sorted(assembly.withheld, key=lambda w: w.index, reverse=True):
-        text = marker.format(reason=entry.reason.text, code=entry.reason.value)
-        cost = count(text)
-        if cost <= left:
-            left -= cost
-        elif not texts:  # the newest: the one marker the allowance need not hold
-            left = 0
-        else:
-            text = ""
-        texts[entry.index] = text
-    room = assembly.remaining
-    return texts, Remaining(items=room.items, tokens=left, blocks=room.blocks)
-
-
-# -- automatic recall within what is left ------------------------------------------------------
-
-
-class Recaller(Protocol):
-    """Anything that recalls for a query: an adapter's retriever (``BudgetedRetriever``), or any
-    object with ``recall(query, **overrides) -> RecallResult`` (and, optionally, ``arecall``)."""
-
-    def recall(self, query: str, **kwargs: Any) -> RecallResult: ...
-
-
-def _recaller(retriever: object) -> Recaller:
-    if not callable(getattr(retriever, "recall", None)):
-        raise ConfigError(
-            f"retriever={type(retriever).__name__} has no recall(query) -> RecallResult; wrap it in "
-            "a recallpack adapter (recallpack.adapters.langchain.BudgetedRetriever for LangChain)"
-        )
-    return retriever  # type: ignore[return-value]
-
-
-def _capped(retriever: object, overrides: dict[str, Any], room: Remaining) -> dict[str, Any]:
-    """``overrides`` with max_tokens/max_items lowered to ``room`` where the retriever's own
-    (or the overridden) values are larger. ``k`` is LangChain's name for max_items."""
-    if "k" in overrides:
-        overrides["max_items"] = overrides.pop("k")
-    for field, room_left in (("max_tokens", room.tokens), ("max_items", room.items)):
-        own = overrides.get(field, getattr(retriever, field, None))
-        overrides[field] = room_left if own is None else min(own, room_left)
-    return overrides
-
-
-async def _arecall(retriever: Recaller, query: str, kwargs: Mapping[str, Any]) -> RecallResult:
-    arecall = getattr(retriever, "arecall", None)
-    if arecall is None:
-        return retriever.recall(query, **kwargs)
-    result: RecallResult = await arecall(query, **kwargs)
-    return result
-
-
-def _room(retriever: object, query: object, remaining: object) -> Remaining | None:
-    _recaller(retriever)
-    if not isinstance(query, str):
-        raise ConfigError(f"query={query!r} must be a str")
-    room = as_remaining(remaining)  # type: ignore[arg-type]
-    # Below what one item needs (the block's header and label), nothing found could be shown.
-    packer = getattr(retriever, "packer", None)
-    least = packer.least_tokens if isinstance(packer, Packer) else 1
-    return None if room.exhausted or room.tokens < least else room
-
-
-def recall_remaining(
-    retriever: Recaller | None, query: str, remaining: Remaining | Allowance, **overrides: Any
-) -> RecallResult | None:
-    """Automatic recall for ``query`` within the retriever's own budget and ``remaining``.
-
-    ``None`` when the allowance has nothing left: the retriever is not even called, since
-    nothing it found could be shown.
-    """
-    room = _room(retriever, query, remaining)
-    if room is None or retriever is None:
-        return None
-    return retriever.recall(query, **_capped(retriever, dict(overrides), room))
-
-
-async def arecall_remaining(
-    retriever: Recaller | None, query: str, remaining: Remaining | Allowance, **overrides: Any
-) -> RecallResult | None:
-    """:func:`recall_remaining` through the retriever's ``arecall`` when it has one."""
-    room = _room(retriever, query, remaining)
-    if room is None or retriever is None:
-        return None
-    return await _arecall(retriever, query, _capped(retriever, dict(overrides), room))
+    return isinstance(check_receipt(block_text, checked, resolve_key(key), resolve_context(context)), tuple)
