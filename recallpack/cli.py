@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import codecs
-import difflib
 import json
 import logging
 import os
@@ -39,6 +38,7 @@ from recallpack import (
 )
 from recallpack.allowance import resolve_key
 from recallpack.packing.tokenizer import DEFAULT_ENCODING, fallback_advice
+from recallpack.packing.validation import did_you_mean
 
 __all__ = ["main"]
 
@@ -91,17 +91,17 @@ def _suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     choice = re.match(r"argument .*: invalid choice: '([^']*)' \(choose from (.*)\)", message)
     if choice:
         wanted, names = choice.group(1), re.findall(r"'([^']*)'", choice.group(2))
-        close = difflib.get_close_matches(wanted, names, n=1, cutoff=0.7)
-        return f"; did you mean {close[0]}?" if close else ""
+        close = did_you_mean(wanted, names, cutoff=0.7)
+        return f"; did you mean {close}?" if close else ""
     if not message.startswith("unrecognized arguments:"):
         return ""
     flags = {flag.lstrip("-"): flag for flag in _flags(parser)}
     given = [word for word in message.split(":", 1)[1].split() if word.startswith("--")]
     hints = []
     for word in given:
-        close = difflib.get_close_matches(word.split("=", 1)[0].lstrip("-"), flags, n=1, cutoff=0.7)
+        close = did_you_mean(word.split("=", 1)[0].lstrip("-"), flags, cutoff=0.7)
         if close:
-            hints.append(flags[close[0]] if len(given) == 1 else f"{flags[close[0]]} for {word}")
+            hints.append(flags[close] if len(given) == 1 else f"{flags[close]} for {word}")
     return f"; did you mean {', '.join(hints)}?" if hints else ""
 
 
@@ -245,8 +245,8 @@ def _parse_lines(name: str, data: bytes) -> list[_Line]:
 def _check_fields(where: str, fields: dict[str, Any]) -> None:
     for key in fields:
         if key not in FIELDS:
-            close = difflib.get_close_matches(key, FIELDS, n=1)
-            hint = f'did you mean "{close[0]}"? ' if close else ""
+            close = did_you_mean(key, FIELDS)
+            hint = f'did you mean "{close}"? ' if close else ""
             raise UsageError(f'{where}: unknown field "{key}"; {hint}the fields are: {", ".join(FIELDS)}')
     if "text" not in fields:
         raise UsageError(
@@ -288,7 +288,7 @@ def _candidates(name: str, lines: list[_Line]) -> list[Candidate]:
         try:
             out.append(Candidate(**line.fields))
         except (RecallpackError, ValueError) as exc:  # a check the core has and this module lacks
-            raise UsageError(f"{where}: {_shell_words(str(exc), name, lines)}") from None
+            raise UsageError(f"{where}: {_shell_words(exc, name, lines)}") from None
     return out
 
 
@@ -303,20 +303,22 @@ _FLAG_OF = {
 }
 
 
-def _shell_words(message: str, name: str, lines: Sequence[_Line]) -> str:
-    """Rewrite a core message for a shell user: flags for keywords, file lines for indexes."""
-
-    def line_of(match: re.Match[str]) -> str:
-        index = int(match.group(1))
-        return f"{name}:{lines[index].number}" if index < len(lines) else match.group(0)
-
-    message = re.sub(r"candidates\[(\d+)\]", line_of, message)
-    message = message.replace("invalid Candidate: ", "")
-    message = re.sub(r",? (or )?a callable str -> int", "", message)
+def _shell_words(error: Exception, name: str, lines: Sequence[_Line]) -> str:
+    """A core error in a shell user's words: the file line for the candidate it names (its
+    ``index``), flags for the settings it names (its ``field``, and the fix it suggests)."""
+    message = str(error).replace("invalid Candidate: ", "")
+    index, field = getattr(error, "index", None), getattr(error, "field", None)
+    if index is not None and index < len(lines):
+        where, said = f"{name}:{lines[index].number}", f"candidates[{index}]"
+        said_where = message.startswith(said)
+        message = where + message.removeprefix(said) if said_where else f"{where}: {message}"
+    for spec in (", or a callable str -> int", " or a callable str -> int", " a callable str -> int"):
+        message = message.replace(spec, "")  # the shell has --encoding, never a callable
     message = message.replace("must be None (no cap) or an int", "must be a whole number")
-    for keyword, flag in _FLAG_OF.items():
-        message = re.sub(rf"\bpass {keyword}=", f"add {flag} ", message)
-        message = re.sub(rf"\b{keyword}=", f"{flag} ", message)
+    # The field first, then any other setting the fix names (a budget's ceiling, a tokenizer).
+    for keyword in sorted(_FLAG_OF, key=lambda setting: (setting != field, -len(setting))):
+        flag = _FLAG_OF[keyword]
+        message = message.replace(f"pass {keyword}=", f"add {flag} ").replace(f"{keyword}=", f"{flag} ")
     return message
 
 
@@ -375,7 +377,7 @@ def _pack(args: argparse.Namespace) -> int:
             reader=Reader.everyone() if args.show_scoped else None,
         )
     except RecallpackError as exc:
-        raise UsageError(_shell_words(str(exc), name, lines)) from None
+        raise UsageError(_shell_words(exc, name, lines)) from None
     if args.format == "json":
         # The block is what tokens_used counts: the same bytes the markdown format prints.
         output = {**result.to_dict(), "markdown": result.to_markdown()}
@@ -719,7 +721,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"recallpack: error: {exc}", file=sys.stderr)
         return 2
     except RecallpackError as exc:
-        print(f"recallpack: error: {_shell_words(str(exc), '<input>', [])}", file=sys.stderr)
+        print(f"recallpack: error: {_shell_words(exc, '<input>', [])}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         _silence_stdout()

@@ -16,9 +16,10 @@ from pydantic import PrivateAttr, ValidationError, field_validator, model_valida
 
 from recallpack.packing.candidate import Candidate, LaneKind, Span, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackError
-from recallpack.packing.limits import Policy, check_max_items
-from recallpack.packing.packer import Packer, PackerSettings, recallpack_error, refuse_unknown
+from recallpack.packing.limits import Policy
+from recallpack.packing.packer import Packer, PackerSettings
 from recallpack.packing.translate import UnknownLane, candidate_from, check_on_unknown_lane
+from recallpack.packing.validation import check_max_items, recallpack_error, refuse_unknown
 
 __all__ = [
     "PackSettings",

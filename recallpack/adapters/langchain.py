@@ -43,10 +43,10 @@ from recallpack.adapters.langchain_splitter import TokenWindowSplitter
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackWarning
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse
-from recallpack.packing.limits import check_max_items
 from recallpack.packing.packer import Packer
 from recallpack.packing.result import RecallResult
 from recallpack.packing.translate import score_from
+from recallpack.packing.validation import check_max_items
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool

@@ -77,10 +77,10 @@ from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse
-from recallpack.packing.limits import check_max_items
-from recallpack.packing.packer import Packer, PackerSettings, refuse_unknown
+from recallpack.packing.packer import Packer, PackerSettings
 from recallpack.packing.result import RecallResult
 from recallpack.packing.translate import candidate_from
+from recallpack.packing.validation import check_max_items, refuse_unknown
 
 __all__ = [
     "BudgetPostprocessor",

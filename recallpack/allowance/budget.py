@@ -7,10 +7,11 @@ errors, so the packer may take these values without importing receipts or assemb
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 
-from recallpack.packing.errors import BudgetError, RecallpackError
-from recallpack.packing.limits import MAX_TOKENS_CEILING, CheckedModel, check_max_tokens, invalid_setting
+from recallpack.packing.errors import BudgetError
+from recallpack.packing.limits import MAX_TOKENS_CEILING
+from recallpack.packing.validation import CheckedModel, NonNegativeInt, check_count, check_max_tokens
 
 __all__ = ["Allowance", "Remaining", "as_remaining", "as_allowance"]
 
@@ -33,11 +34,7 @@ class Allowance(CheckedModel):
     max_tokens: int = 2000
     max_blocks: int = 4
 
-    @classmethod
-    def _invalid(cls, exc: ValidationError) -> RecallpackError:
-        causes = [e.get("ctx", {}).get("error") for e in exc.errors()]
-        known = next((c for c in causes if isinstance(c, BudgetError)), None)
-        return known if known is not None else invalid_setting(cls, exc, BudgetError)
+    _error = BudgetError
 
     @field_validator("max_tokens_ceiling", mode="before")
     @classmethod
@@ -48,9 +45,7 @@ class Allowance(CheckedModel):
     @classmethod
     def _positive_cap(cls, value: object, info: ValidationInfo) -> int:
         # Unlike a recall's max_items, an allowance's caps have no "None means no cap".
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise BudgetError(f"{info.field_name}={value!r} must be an int of at least 1")
-        return value
+        return check_count(value, str(info.field_name), minimum=1)
 
     @field_validator("max_tokens", mode="before")
     @classmethod
@@ -68,13 +63,11 @@ class Remaining(CheckedModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    items: int = Field(ge=0, strict=True)
-    tokens: int = Field(ge=0, strict=True)
-    blocks: int = Field(ge=0, strict=True)
+    items: NonNegativeInt
+    tokens: NonNegativeInt
+    blocks: NonNegativeInt
 
-    @classmethod
-    def _invalid(cls, exc: ValidationError) -> RecallpackError:
-        return invalid_setting(cls, exc, BudgetError)
+    _error = BudgetError
 
     @property
     def exhausted(self) -> bool:

@@ -11,21 +11,26 @@ mint a receipt. Without a key it is an integrity check only: anyone can compute 
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import hmac
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
 from pydantic import ConfigDict, Field, ValidationError
 
 from recallpack.packing.candidate import ValueEnum
 from recallpack.packing.errors import ConfigError, RecallpackError, ReceiptError
-from recallpack.packing.limits import CheckedModel
 from recallpack.packing.result import RecallResult
 from recallpack.packing.tokenizer import TokenizerSpec, get_tokenizer
+from recallpack.packing.validation import (
+    CheckedModel,
+    NonNegativeInt,
+    check_count,
+    did_you_mean,
+    recallpack_error,
+)
 
 __all__ = [
     "Receipt",
@@ -71,11 +76,6 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def _did_you_mean(name: str, valid: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, valid, n=1)
-    return f"did you mean {close[0]!r}?" if close else f"use one of: {', '.join(valid)}"
-
-
 def resolve_key(key: object = None) -> bytes | None:
     """The key receipts are made and checked with: ``key``, else ``$RECALLPACK_RECEIPT_KEY``,
     else None (unkeyed: an integrity check only). A key is a str or bytes of at least 16 bytes.
@@ -111,7 +111,9 @@ def resolve_context(context: object) -> dict[str, str]:
     checked: dict[str, str] = {}
     for name, value in context.items():
         if name not in CONTEXT_FIELDS:
-            raise ConfigError(f"context key {name!r} is unknown; {_did_you_mean(str(name), CONTEXT_FIELDS)}")
+            close = did_you_mean(str(name), CONTEXT_FIELDS)
+            hint = f"did you mean {close!r}?" if close else f"use one of: {', '.join(CONTEXT_FIELDS)}"
+            raise ConfigError(f"context key {name!r} is unknown; {hint}", field="context")
         if value is None:
             continue
         if not isinstance(value, str) or not value:
@@ -158,9 +160,9 @@ class Receipt(CheckedModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     kind: Literal["recallpack.receipt/v2"] = RECEIPT_KIND
-    items: int = Field(ge=0)
-    tokens: int = Field(ge=0)
-    size: int = Field(ge=0, description="Length of the block in UTF-8 bytes.")
+    items: NonNegativeInt
+    tokens: NonNegativeInt
+    size: NonNegativeInt = Field(description="Length of the block in UTF-8 bytes.")
     digest: str = Field(pattern=r"^[0-9a-f]{64}$")
     tokenizer: str = ""
     correction: bool = False
@@ -171,7 +173,7 @@ class Receipt(CheckedModel):
 
     @classmethod
     def _invalid(cls, exc: ValidationError) -> RecallpackError:
-        return ReceiptError(f"invalid Receipt: {_first_error(exc)}")
+        return _receipt_error(exc, "invalid Receipt")
 
     @property
     def context(self) -> dict[str, str]:
@@ -179,10 +181,10 @@ class Receipt(CheckedModel):
         return {name: value for name in CONTEXT_FIELDS if (value := getattr(self, name)) is not None}
 
 
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(p) for p in error["loc"]) or "receipt"
-    return f"{where}: {error['msg']}"
+def _receipt_error(exc: ValidationError, heading: str) -> RecallpackError:
+    # Every problem is a ReceiptError: a receipt's fields are not settings (its "tokenizer" is
+    # a name it records, not a tokenizer to resolve).
+    return recallpack_error(heading, exc, ReceiptError, {}, Receipt.model_fields)
 
 
 def digest_of(text: str) -> str:
@@ -211,12 +213,6 @@ def _seal(fields: Mapping[str, object], content_sha256: str, key: bytes | None) 
     return hmac.new(key, data, hashlib.sha256).hexdigest()
 
 
-def _check_count(value: object, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ReceiptError(f"{field}={value!r} must be an int of at least 0")
-    return value
-
-
 def _issue(
     data: bytes,
     *,
@@ -231,7 +227,7 @@ def _issue(
         raise ReceiptError(f"correction={correction!r} must be True or False")
     fields: dict[str, Any] = {
         "kind": RECEIPT_KIND,
-        "items": _check_count(items, "items"),
+        "items": check_count(items, "items", error=ReceiptError),
         "tokens": tokens,
         "size": len(data),
         "tokenizer": tokenizer,
@@ -321,7 +317,7 @@ def coerce_receipt(value: object) -> Receipt:
         try:
             return Receipt.model_validate(dict(value))
         except ValidationError as exc:
-            raise ReceiptError(f"malformed receipt: {_first_error(exc)}") from None
+            raise _receipt_error(exc, "malformed receipt") from None
     raise ReceiptError(f"a receipt must be a recallpack.Receipt or its mapping, got {type(value).__name__}")
 
 

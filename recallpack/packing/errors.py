@@ -4,7 +4,19 @@ from __future__ import annotations
 
 
 class RecallpackError(Exception):
-    """Base class of every error recallpack raises on purpose."""
+    """Base class of every error recallpack raises on purpose.
+
+    ``field`` names the setting or input the error is about when it is known (``"max_tokens"``,
+    ``"policy"``, ``"text"``), and ``index`` the candidate's position when it is about one
+    candidate, so a front end can point at them in its own words (a flag, a line of a file)
+    without reading the message.
+    """
+
+    def __init__(self, *args: object, field: str | None = None, index: int | None = None) -> None:
+        super().__init__(*args)
+        # In __dict__, so a pickled error (from a worker process) keeps them.
+        self.field = field
+        self.index = index
 
 
 class ConfigError(RecallpackError, ValueError):

@@ -6,14 +6,13 @@ scope ids an item's reader holds, and the block's header shows the Scopes it res
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
+from pydantic import ConfigDict, Field, StrictStr, ValidationError, field_validator
 
 from recallpack.packing.candidate import clean_text
-from recallpack.packing.errors import ConfigError, RecallpackError
-from recallpack.packing.limits import CheckedModel
+from recallpack.packing.errors import RecallpackError
+from recallpack.packing.validation import CheckedModel, recallpack_error
 
 __all__ = ["Scope", "Reader", "PRIVATE"]
 
@@ -26,7 +25,7 @@ class _Setting(CheckedModel):
 
     @classmethod
     def _invalid(cls, exc: ValidationError) -> RecallpackError:
-        return _config_error(cls, exc)
+        return recallpack_error(cls.__name__, exc, fields=cls.model_fields)
 
 
 class Scope(_Setting):
@@ -92,20 +91,3 @@ class Reader(_Setting):
             scope = self.scope_for(scope_id)
             scopes.append(scope if scope is not None else Scope(name=scope_id))
         return tuple(scopes)
-
-
-def _config_error(model: type[BaseModel], exc: ValidationError) -> ConfigError:
-    """A Reader or Scope's ValidationError as a ConfigError naming each field (and a misspelled
-    one's closest name), like every other bad setting."""
-    parts = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or model.__name__
-        message = error["msg"]
-        if error["type"] == "missing":
-            parts.append(f"{where} is required")
-            continue
-        if error["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(str(error["loc"][-1]), list(model.model_fields), n=1)
-            message = "is not a setting" + (f"; did you mean {close[0]!r}?" if close else "")
-        parts.append(f"{where}={error.get('input')!r:.60} {message}")
-    return ConfigError(f"{model.__name__}: " + "; ".join(parts))
