@@ -282,3 +282,35 @@ def test_the_cli_maps_fields_to_flags_without_regexes() -> None:
     """The CLI says a core error in its own words from the error's field and index: it never
     rewrites the core's messages with re.sub."""
     assert _calls(PACKAGE / "cli.py", "re", "sub") == 0
+
+
+def _documented_modules() -> dict[str, set[str]]:
+    """The files and folders docs/architecture.md's layer list names, by the folder it lists."""
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    block = text.split("## The layers", 1)[1].split("```")[1]
+    named: dict[str, set[str]] = {}
+    folder = ""
+    for line in block.splitlines():
+        if line.startswith("recallpack/"):
+            folder = line.split()[0]
+            named[folder] = set()
+        elif line.startswith("  ") and not line.startswith("   ") and folder:
+            named[folder].add(line.split()[0])
+    return named
+
+
+def test_the_architecture_page_names_the_modules_that_exist() -> None:
+    """Every module docs/architecture.md lists exists, and it lists every module of the core
+    and of the allowance (a new module, or a module gone, updates the page)."""
+    for folder, names in _documented_modules().items():
+        path = PACKAGE.parent / folder
+        for name in names:
+            assert list(path.glob(name.rstrip("/"))), f"{folder}{name} is documented but does not exist"
+    named = _documented_modules()
+    for folder in ("recallpack/packing/", "recallpack/allowance/"):
+        actual = {
+            p.name + ("/" if p.is_dir() else "")
+            for p in (PACKAGE.parent / folder).iterdir()
+            if (p.suffix == ".py" and p.name != "__init__.py") or (p.is_dir() and (p / "__init__.py").exists())
+        }
+        assert actual == named[folder], folder
