@@ -22,71 +22,11 @@ Remaining), ``receipts`` (Receipt, keys, contexts, verify), ``assembly`` (assemb
 markers) and ``recall`` (recall within what is left).
 """
 
-from recallpack.allowance.assembly import Assembly, Block, Withheld, assemble, omission_texts
-from recallpack.allowance.budget import Allowance, Remaining, as_allowance, as_remaining
-from recallpack.allowance.recall import (
-    Recaller,
-    arecall_of,
-    arecall_remaining,
-    as_recaller,
-    capped_overrides,
-    recall_remaining,
-)
-from recallpack.allowance.receipts import (
-    CONTEXT_FIELDS,
-    KEY_ENV,
-    RECEIPT_KIND,
-    ContextSource,
-    Receipt,
-    ReceiptContext,
-    ReceiptKey,
-    WithheldReason,
-    check_receipt,
-    check_receipt_settings,
-    coerce_receipt,
-    context_for,
-    digest_of,
-    issue_receipt,
-    looks_like_receipt,
-    receipt_for,
-    resolve_context,
-    resolve_key,
-    verify,
-)
+from recallpack.allowance import assembly, budget, recall, receipts
+from recallpack.allowance.assembly import *  # noqa: F403
+from recallpack.allowance.budget import *  # noqa: F403
+from recallpack.allowance.recall import *  # noqa: F403
+from recallpack.allowance.receipts import *  # noqa: F403
 
-__all__ = [
-    "Allowance",
-    "Remaining",
-    "Receipt",
-    "Block",
-    "Withheld",
-    "WithheldReason",
-    "Assembly",
-    "RECEIPT_KIND",
-    "KEY_ENV",
-    "CONTEXT_FIELDS",
-    "ReceiptKey",
-    "ReceiptContext",
-    "ContextSource",
-    "digest_of",
-    "issue_receipt",
-    "receipt_for",
-    "verify",
-    "coerce_receipt",
-    "looks_like_receipt",
-    "resolve_key",
-    "resolve_context",
-    "check_receipt",
-    "check_receipt_settings",
-    "context_for",
-    "as_allowance",
-    "as_remaining",
-    "assemble",
-    "omission_texts",
-    "Recaller",
-    "as_recaller",
-    "capped_overrides",
-    "arecall_of",
-    "recall_remaining",
-    "arecall_remaining",
-]
+# Each part lists its public names once, in its own __all__; the package is their union.
+__all__ = [*budget.__all__, *receipts.__all__, *assembly.__all__, *recall.__all__]

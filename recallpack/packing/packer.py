@@ -41,6 +41,7 @@ from recallpack.packing.errors import (
     LaneError,
     RecallpackError,
     TemplateError,
+    moved_names,
 )
 from recallpack.packing.limits import DEFAULT_MAX_TOKENS, ELLIPSIS, MAX_TOKENS_CEILING, Policy
 from recallpack.packing.passages import PassagesWalk
@@ -789,20 +790,9 @@ def recall_many(
     )
 
 
-#: Names that moved to :mod:`recallpack.packing.validation`; importing them from here still
-#: works for one release, with a DeprecationWarning that names the new home.
-_MOVED_TO_VALIDATION = frozenset({"unknown_setting", "refuse_unknown", "recallpack_error"})
-
-
-def __getattr__(name: str) -> object:
-    if name in _MOVED_TO_VALIDATION:
-        import warnings
-
-        warnings.warn(
-            f"recallpack.packing.packer.{name} moved to recallpack.packing.validation.{name}; "
-            "the old name goes in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(validation, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: Names that moved to :mod:`recallpack.packing.validation`: from here they still work for one
+#: release, with a DeprecationWarning that names the new home.
+__getattr__ = moved_names(
+    __name__,
+    dict.fromkeys(("unknown_setting", "refuse_unknown", "recallpack_error"), "recallpack.packing.validation"),
+)

@@ -6,7 +6,6 @@ Who may read what (``Reader``, ``Scope``) is an input, not a result: :mod:`recal
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple, overload
 
@@ -14,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from recallpack.packing import scopes
 from recallpack.packing.candidate import Provenance, ValueEnum
-from recallpack.packing.errors import TemplateError
+from recallpack.packing.errors import TemplateError, moved_names
 from recallpack.packing.render import header_text, inert_markdown, item_text
 from recallpack.packing.report_html import report_html, trace_html
 
@@ -418,18 +417,8 @@ class RecallResult:
         return f"<RecallResult {self.report.summary()}>"
 
 
-#: Names that moved to :mod:`recallpack.packing.scopes`; importing them from here still works
-#: for one release, with a DeprecationWarning that names the new home.
-_MOVED_TO_SCOPES = frozenset({"Scope", "Reader", "PRIVATE"})
-
-
-def __getattr__(name: str) -> object:
-    if name in _MOVED_TO_SCOPES:
-        warnings.warn(
-            f"recallpack.packing.result.{name} moved to recallpack.packing.scopes.{name} "
-            f"(or import it from recallpack); the old name goes in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(scopes, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: Reader and Scope moved to :mod:`recallpack.packing.scopes`: from here they still work for one
+#: release, with a DeprecationWarning that names the new home.
+__getattr__ = moved_names(
+    __name__, dict.fromkeys(("Scope", "Reader", "PRIVATE"), "recallpack.packing.scopes")
+)
