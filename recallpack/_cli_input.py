@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from recallpack import (
+    DEFAULT_MAX_TOKENS,
+    MAX_TOKENS_CEILING,
     Candidate,
     LaneKind,
     RecallpackError,
     get_tokenizer,
 )
-from recallpack.packing.validation import did_you_mean
+from recallpack.packing.validation import did_you_mean, json_type
 
 __all__ = [
     "EXAMPLE_LINE",
@@ -30,7 +32,8 @@ __all__ = [
     "Line",
     "UsageError",
     "check_encoding",
-    "json_type",
+    "check_budget",
+    "add_budget_flags",
     "parse_lines",
     "read_candidates",
     "shell_words",
@@ -97,16 +100,32 @@ def check_encoding(name: str) -> None:
 
 
 
-def json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list) else "an object"
+def check_budget(max_tokens: int, ceiling: int) -> None:
+    """A UsageError when ``--max-tokens`` is over ``--max-tokens-ceiling``, naming both flags."""
+    if max_tokens > ceiling:
+        raise UsageError(
+            f"--max-tokens {max_tokens} is over the ceiling of {ceiling}; add "
+            f"--max-tokens-ceiling {max_tokens} if one request should really take that much"
+        )
+
+
+def add_budget_flags(
+    parser: argparse.ArgumentParser, budget: str, ceiling: tuple[str, ...], limit: str
+) -> None:
+    """``--max-tokens`` (its help: ``budget``), the ceiling (flags ``ceiling``, help ``limit``) and
+    ``--max-items``, which pack and serve share."""
+    parser.add_argument(
+        "--max-tokens", type=whole_number("--max-tokens"), default=DEFAULT_MAX_TOKENS, metavar="N",
+        help=budget,
+    )  # fmt: skip
+    parser.add_argument(
+        *ceiling, dest="max_tokens_ceiling", type=whole_number("--max-tokens-ceiling"),
+        default=MAX_TOKENS_CEILING, metavar="N", help=limit,
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-items", type=whole_number("--max-items"), default=None, metavar="N",
+        help="keep at most N items (default: no cap)",
+    )  # fmt: skip
 
 
 def _whole_file_hint(text: str) -> str:

@@ -11,13 +11,11 @@ import textwrap
 from typing import Any
 
 from recallpack import (
-    DEFAULT_MAX_TOKENS,
-    MAX_TOKENS_CEILING,
     POLICIES,
     Reader,
     Scope,
 )
-from recallpack._cli_input import UsageError, check_encoding, whole_number
+from recallpack._cli_input import UsageError, add_budget_flags, check_budget, check_encoding, whole_number
 from recallpack.allowance import resolve_key
 from recallpack.packing.tokenizer import DEFAULT_ENCODING
 
@@ -53,18 +51,11 @@ with RECALLPACK_RECEIPT_KEY set, every result carries a keyed receipt of its blo
 
 
 def _serve_packing_arguments(serve: argparse.ArgumentParser) -> None:
-    serve.add_argument(
-        "--max-tokens", type=whole_number("--max-tokens"), default=DEFAULT_MAX_TOKENS, metavar="N",
-        help="the budget of a call that gives no max_tokens (default: %(default)s)",
-    )
-    serve.add_argument(
-        "--max-tokens-ceiling", "--ceiling", dest="max_tokens_ceiling", default=MAX_TOKENS_CEILING,
-        type=whole_number("--max-tokens-ceiling"), metavar="N",
-        help="the largest max_tokens a call may ask for (default: %(default)s)",
-    )
-    serve.add_argument(
-        "--max-items", type=whole_number("--max-items"), default=None, metavar="N",
-        help="keep at most N items (default: no cap)",
+    add_budget_flags(
+        serve,
+        "the budget of a call that gives no max_tokens (default: %(default)s)",
+        ("--max-tokens-ceiling", "--ceiling"),
+        "the largest max_tokens a call may ask for (default: %(default)s)",
     )
     serve.add_argument(
         "--policy", choices=POLICIES, default="passages",
@@ -135,11 +126,7 @@ def _serve_reader(args: argparse.Namespace) -> Reader | None:
 
 def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The Packer settings of ``serve``'s flags, checked in the flags' own words."""
-    if args.max_tokens > args.max_tokens_ceiling:
-        raise UsageError(
-            f"--max-tokens {args.max_tokens} is over the ceiling of {args.max_tokens_ceiling}; add "
-            f"--max-tokens-ceiling {args.max_tokens} if one request should really take that much"
-        )
+    check_budget(args.max_tokens, args.max_tokens_ceiling)
     if args.transport != "http" and (args.host is not None or args.port is not None):
         raise UsageError("--host and --port are for --transport http; stdio needs neither")
     docs_only = {"--window-tokens": args.window_tokens, "--overlap-tokens": args.overlap_tokens,

@@ -20,8 +20,6 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from recallpack import (
-    DEFAULT_MAX_TOKENS,
-    MAX_TOKENS_CEILING,
     POLICIES,
     Reader,
     RecallpackError,
@@ -33,11 +31,12 @@ from recallpack._cli_input import (
     EXAMPLE_LINE,
     FIELDS,
     UsageError,
+    add_budget_flags,
+    check_budget,
     check_encoding,
     parse_lines,
     read_candidates,
     shell_words,
-    whole_number,
 )
 from recallpack._cli_serve import serve_parser
 from recallpack.packing.tokenizer import DEFAULT_ENCODING, fallback_advice
@@ -159,11 +158,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _pack(args: argparse.Namespace) -> int:
-    if args.max_tokens > args.max_tokens_ceiling:
-        raise UsageError(
-            f"--max-tokens {args.max_tokens} is over the ceiling of {args.max_tokens_ceiling}; add "
-            f"--max-tokens-ceiling {args.max_tokens} if one request should really take that much"
-        )
+    check_budget(args.max_tokens, args.max_tokens_ceiling)
     check_encoding(args.encoding)
     name, data = _read_bytes(args.file)
     lines = parse_lines(name, data)
@@ -261,17 +256,11 @@ def _pack_arguments(pack: argparse.ArgumentParser) -> None:
     pack.add_argument(
         "file", nargs="?", default="-", help="JSON Lines file of candidates (default: - , stdin)"
     )
-    pack.add_argument(
-        "--max-tokens", type=whole_number("--max-tokens"), default=DEFAULT_MAX_TOKENS, metavar="N",
-        help="the budget: the whole block, header and labels included (default: %(default)s)",
-    )
-    pack.add_argument(
-        "--max-tokens-ceiling", type=whole_number("--max-tokens-ceiling"), default=MAX_TOKENS_CEILING,
-        metavar="N", help="the largest --max-tokens allowed; raise it on purpose (default: %(default)s)",
-    )
-    pack.add_argument(
-        "--max-items", type=whole_number("--max-items"), default=None, metavar="N",
-        help="keep at most N items (default: no cap)",
+    add_budget_flags(
+        pack,
+        "the budget: the whole block, header and labels included (default: %(default)s)",
+        ("--max-tokens-ceiling",),
+        "the largest --max-tokens allowed; raise it on purpose (default: %(default)s)",
     )
     pack.add_argument(
         "--policy", choices=POLICIES, default="prefix",

@@ -39,6 +39,7 @@ __all__ = [
     "check_max_items",
     "check_policy",
     "CheckedModel",
+    "json_type",
 ]
 
 #: An int of at least 1 (a budget, a cap); a bool or a str of digits is refused.
@@ -215,3 +216,16 @@ class CheckedModel(BaseModel):
     @classmethod
     def _invalid(cls, exc: ValidationError) -> RecallpackError:
         return recallpack_error(f"invalid {cls.__name__}", exc, cls._error, fields=cls.model_fields)
+
+
+def json_type(value: object) -> str:
+    """What a JSON value is, in words, for a message about JSON input (``"a string"``, ``"null"``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
