@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from enum import Enum
 from importlib import resources
-from typing import Protocol, overload
+from typing import Protocol
 
 import jinja2
 
@@ -100,18 +100,6 @@ class Entry(Protocol):
     def preview(self) -> str | None: ...
 
 
-class Entries(Protocol):
-    """What the trace's HTML reads of a Trace: its length, the reached count, and slices."""
-
-    @property
-    def reached(self) -> int: ...
-    def __len__(self) -> int: ...
-    @overload
-    def __getitem__(self, index: int) -> Entry: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Entry]: ...
-
-
 @functools.cache
 def _template(name: str) -> jinja2.Template:
     source = (resources.files("recallpack.packing") / "templates" / name).read_text("utf-8")
@@ -156,9 +144,9 @@ def _row(entry: Entry) -> dict[str, object]:
     }
 
 
-def _summaries(trace: Entries, shown: int, max_rows: int) -> list[str]:
+def _summaries(trace: Sequence[Entry], reached: int, shown: int, max_rows: int) -> list[str]:
     """The summary rows: reached rows past ``max_rows``, then the tail the walk never reached."""
-    total, reached = len(trace), trace.reached
+    total = len(trace)
     summaries = []
     if reached > max_rows:
         hidden = trace[shown:reached]
@@ -178,10 +166,12 @@ def _summaries(trace: Entries, shown: int, max_rows: int) -> list[str]:
     return summaries
 
 
-def trace_html(trace: Entries, max_rows: int = MAX_ROWS) -> str:
+def trace_html(trace: Sequence[Entry], max_rows: int = MAX_ROWS) -> str:
     """The trace as HTML: a summary line, then one row per reached candidate, colour-coded by
     outcome, and one row for the unreached tail (and for any reached rows past ``max_rows``)."""
-    total, reached = len(trace), trace.reached
+    # A Trace says how far the walk got; any other sequence of entries was reached whole.
+    total = len(trace)
+    reached: int = getattr(trace, "reached", total)
     shown = trace[: min(reached, max_rows)]
     outcomes = Counter(entry.outcome.value for entry in trace[:reached])
     outcomes["dropped"] += total - reached
@@ -191,6 +181,6 @@ def trace_html(trace: Entries, max_rows: int = MAX_ROWS) -> str:
         counts=", ".join(f"{outcomes[name]} {name}" for name in COLOURS),
         columns=_COLUMNS,
         rows=[_row(entry) for entry in shown],
-        summaries=_summaries(trace, len(shown), max_rows),
+        summaries=_summaries(trace, reached, len(shown), max_rows),
         **_STYLES,
     )
