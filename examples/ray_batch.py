@@ -45,8 +45,8 @@ import ray.cloudpickle
 import ray.data
 from langchain_core.documents import Document
 
-from recallpack._bench.corpus import paragraphs
 from recallpack.adapters.langchain import BudgetedRetriever
+from recallpack.testing import paragraphs
 
 with warnings.catch_warnings():
     # langchain-community warns that it is being sunset; its BM25Retriever still works.

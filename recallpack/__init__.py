@@ -26,6 +26,7 @@ from recallpack.packing.errors import (
     TemplateError,
     TokenizerError,
     UpstreamError,
+    moved_names,
 )
 from recallpack.packing.fusion import Fused, fuse
 from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING, POLICIES, Policy
@@ -34,13 +35,12 @@ from recallpack.packing.result import (
     Evidence,
     Outcome,
     PackReport,
-    Reader,
     Reason,
     RecallResult,
-    Scope,
     Trace,
     TraceEntry,
 )
+from recallpack.packing.scopes import Reader, Scope
 from recallpack.packing.sizing import budget_for
 from recallpack.packing.tokenizers.base import Tokenizer
 from recallpack.packing.tokenizers.resolve import (
@@ -70,37 +70,25 @@ _accept_host_embeddings()
 
 #: Names that moved to :mod:`recallpack.allowance`; importing them from here still works for
 #: one release, with a DeprecationWarning that names the new home.
-_MOVED_TO_ALLOWANCE = frozenset(
-    {
-        "Allowance",
-        "Remaining",
-        "Receipt",
-        "Block",
-        "Assembly",
-        "Withheld",
-        "WithheldReason",
-        "assemble",
-        "verify",
-        "issue_receipt",
-        "receipt_for",
-    }
+__getattr__ = moved_names(
+    "recallpack",
+    dict.fromkeys(
+        (
+            "Allowance",
+            "Remaining",
+            "Receipt",
+            "Block",
+            "Assembly",
+            "Withheld",
+            "WithheldReason",
+            "assemble",
+            "verify",
+            "issue_receipt",
+            "receipt_for",
+        ),
+        "recallpack.allowance",
+    ),
 )
-
-
-def __getattr__(name: str) -> object:
-    if name in _MOVED_TO_ALLOWANCE:
-        import warnings
-
-        import recallpack.allowance
-
-        warnings.warn(
-            f"recallpack.{name} moved to recallpack.allowance.{name}; "
-            f"import it from there (the old name goes in the next release)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(recallpack.allowance, name)
-    raise AttributeError(f"module 'recallpack' has no attribute {name!r}")
 
 __all__ = [
     "Candidate",

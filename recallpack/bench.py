@@ -17,13 +17,13 @@ import importlib
 from collections.abc import Callable, Sequence
 from itertools import accumulate, count
 
-from recallpack._bench.corpus import stdlib_docs
 from recallpack._bench.timing import best_time
 from recallpack.packing.batch import resident_bytes, usable_cores
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.packer import pack, recall, recall_many
 from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
 from recallpack.packing.windows import split_token_windows
+from recallpack.testing import stdlib_docs
 
 MAX_TOKENS = 2048
 SIZES = (100, 1_000, 10_000, 100_000)

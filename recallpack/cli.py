@@ -2,81 +2,50 @@
 
 Whatever goes wrong reaches the user as one line on stderr and exit status 2: a file that
 cannot be read, a line that is not a candidate (named by the file's own line number), a flag
-out of range (named by its flag). The core's error messages are written for Python callers
-(``max_tokens_ceiling=``, ``candidates[1]``), so this module checks what it can itself and
-rewords the rest in the words of the command line.
+out of range (named by its flag). The core's errors are written for Python callers, so what
+``pack`` reads is checked in ``_cli_input`` (which also says a core error in the command line's
+words, from its ``field`` and ``index``), and ``serve`` lives in ``_cli_serve``.
 """
 
 from __future__ import annotations
 
 import argparse
-import codecs
-import difflib
 import json
-import logging
 import os
 import re
 import sys
 import textwrap
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from recallpack import (
-    DEFAULT_MAX_TOKENS,
-    MAX_TOKENS_CEILING,
     POLICIES,
-    Candidate,
-    LaneKind,
     Reader,
     RecallpackError,
     RecallpackWarning,
-    Scope,
-    get_tokenizer,
     recall,
     resolve_encoding,
 )
-from recallpack.allowance import resolve_key
+from recallpack._cli_input import (
+    EXAMPLE_LINE,
+    FIELDS,
+    UsageError,
+    add_budget_flags,
+    check_budget,
+    check_encoding,
+    parse_lines,
+    read_candidates,
+    shell_words,
+)
+from recallpack._cli_serve import serve_parser
 from recallpack.packing.tokenizers import DEFAULT_ENCODING, fallback_advice
+from recallpack.packing.validation import did_you_mean
 
 __all__ = ["main"]
 
 DOCTOR_ENCODINGS = ("cl100k_base", "o200k_base")
-EXAMPLE_LINE = '{"text": "Alice moved to the Berlin office in March.", "lane": "facts", "score": 0.92}'
-LANES = ", ".join(kind.value for kind in LaneKind)
-#: Every field a JSON Lines candidate may have: (JSON type, what it is). pack --help shows these.
-FIELDS: dict[str, tuple[str, str]] = {
-    "text": ("string", "the retrieved text (required)"),
-    "lane": ("string", f"where it was found: {LANES} (default: sources)"),
-    "score": ("number", "the retriever's score, kept in the trace (never rendered)"),
-    "artifact_id": ("string", "the document it came from"),
-    "artifact_content_id": ("string", "which version or chunk of it (with artifact_id: the resource line)"),
-    "citation": ("string", "where it can be found again (a path, a URL), for the resource line"),
-    "scope_ids": (
-        "array of strings",
-        "the scopes (whose memory) it belongs to, at least one (leave it out if none); withheld: no reader",
-    ),
-    "metadata": ("object", "anything else from the retriever, kept as is"),
-    "modality": ("string", 'what the item is (default: "text")'),
-    "content": ("string", "its own content when text adds framing around it: duplicates are found by it"),
-    "span": (
-        "object",
-        'where the text sits in the document it was split from, {"parent": "guide.md", "start": 0, '
-        '"end": 812}: --policy passages shows overlapping pieces of one document once',
-    ),
-}
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
-
-
-class UsageError(Exception):
-    """One line for the user; main() prints it and exits 2."""
-
-
-@dataclass(frozen=True)
-class _Line:
-    number: int
-    fields: dict[str, Any]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,17 +60,17 @@ def _suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     choice = re.match(r"argument .*: invalid choice: '([^']*)' \(choose from (.*)\)", message)
     if choice:
         wanted, names = choice.group(1), re.findall(r"'([^']*)'", choice.group(2))
-        close = difflib.get_close_matches(wanted, names, n=1, cutoff=0.7)
-        return f"; did you mean {close[0]}?" if close else ""
+        close = did_you_mean(wanted, names, cutoff=0.7)
+        return f"; did you mean {close}?" if close else ""
     if not message.startswith("unrecognized arguments:"):
         return ""
     flags = {flag.lstrip("-"): flag for flag in _flags(parser)}
     given = [word for word in message.split(":", 1)[1].split() if word.startswith("--")]
     hints = []
     for word in given:
-        close = difflib.get_close_matches(word.split("=", 1)[0].lstrip("-"), flags, n=1, cutoff=0.7)
+        close = did_you_mean(word.split("=", 1)[0].lstrip("-"), flags, cutoff=0.7)
         if close:
-            hints.append(flags[close[0]] if len(given) == 1 else f"{flags[close[0]]} for {word}")
+            hints.append(flags[close] if len(given) == 1 else f"{flags[close]} for {word}")
     return f"; did you mean {', '.join(hints)}?" if hints else ""
 
 
@@ -125,29 +94,6 @@ def _version() -> str:
         import recallpack
 
         return str(getattr(recallpack, "__version__", "unknown"))
-
-
-def _whole_number(flag: str, minimum: int = 1) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} is too small: {flag} must be at least {minimum}")
-        return value
-
-    return parse
-
-
-def _check_encoding(name: str) -> None:
-    try:
-        get_tokenizer(name)
-    except RecallpackError:
-        raise UsageError(
-            f"--encoding {name!r} is not an encoding or a model name; use cl100k_base, o200k_base, "
-            "a model name such as gpt-4o, or chars (recallpack doctor lists what resolves here)"
-        ) from None
 
 
 # -- reading candidates -------------------------------------------------------------------------
@@ -178,148 +124,6 @@ def _read_bytes(path: str) -> tuple[str, bytes]:
         raise UsageError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list) else "an object"
-
-
-def _whole_file_hint(text: str) -> str:
-    """A more useful message when the file is JSON, just not JSON Lines."""
-    try:
-        whole = json.loads(text)
-    except (ValueError, RecursionError):
-        return ""
-    if isinstance(whole, list):
-        return "the file is one JSON array: write one object per line, for example with jq -c '.[]'"
-    if isinstance(whole, dict):
-        return "the file is one JSON object spread over several lines; write each candidate on one line"
-    return ""
-
-
-def _parse_lines(name: str, data: bytes) -> list[_Line]:
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        raise UsageError(f"{name}: is UTF-16 text; save it as UTF-8")
-    if b"\x00" in data:
-        raise UsageError(f"{name}: is a binary file (it contains NUL bytes), not JSON Lines text")
-    data = data.removeprefix(codecs.BOM_UTF8)
-    lines = []
-    # JSON Lines separates records by "\n" only; a U+2028 inside a string is not a line break.
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise UsageError(
-                f"{name}:{number}: is not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
-                f"{exc.start + 1}); save the file as UTF-8"
-            ) from None
-        if not text.strip():
-            continue
-        try:
-            item = json.loads(text)
-        except json.JSONDecodeError as exc:
-            hint = _whole_file_hint(data.decode("utf-8", "replace"))
-            raise UsageError(
-                f"{name}:{number}: not valid JSON ({exc.msg} at column {exc.colno}); "
-                + (hint or f"each line must be one JSON object, such as {EXAMPLE_LINE}")
-            ) from None
-        except (ValueError, RecursionError) as exc:  # a 5,000-digit number, or [[[[...]]]]
-            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            raise UsageError(f"{name}:{number}: not usable JSON ({reason})") from None
-        if not isinstance(item, dict):
-            hint = _whole_file_hint(data.decode("utf-8", "replace")) if isinstance(item, list) else ""
-            raise UsageError(
-                f"{name}:{number}: a line must be one JSON object, such as {EXAMPLE_LINE}; "
-                f"this one is {_json_type(item)}" + (f" ({hint})" if hint else "")
-            )
-        lines.append(_Line(number, item))
-    return lines
-
-
-def _check_fields(where: str, fields: dict[str, Any]) -> None:
-    for key in fields:
-        if key not in FIELDS:
-            close = difflib.get_close_matches(key, FIELDS, n=1)
-            hint = f'did you mean "{close[0]}"? ' if close else ""
-            raise UsageError(f'{where}: unknown field "{key}"; {hint}the fields are: {", ".join(FIELDS)}')
-    if "text" not in fields:
-        raise UsageError(
-            f'{where}: no "text" field; every line needs the retrieved text, such as {EXAMPLE_LINE}'
-        )
-    expected = {
-        "text": (str,),
-        "lane": (str,),
-        "score": (int, float, type(None)),
-        "artifact_id": (str, type(None)),
-        "artifact_content_id": (str, type(None)),
-        "citation": (str, type(None)),
-        "scope_ids": (list, str),
-        "metadata": (dict,),
-        "modality": (str,),
-        "content": (str, type(None)),
-        "span": (dict, type(None)),
-    }
-    for key, value in fields.items():
-        wrong = not isinstance(value, expected[key]) or (key == "score" and isinstance(value, bool))
-        if key == "scope_ids" and isinstance(value, list):
-            wrong = not all(isinstance(scope, str) for scope in value)
-        if wrong:
-            raise UsageError(f'{where}: "{key}" must be {_article(FIELDS[key][0])}, not {_json_type(value)}')
-    lane = fields.get("lane")
-    if isinstance(lane, str) and lane.strip().lower() not in {kind.value for kind in LaneKind}:
-        raise UsageError(f'{where}: "lane" is {lane!r}, which is not a lane; use one of: {LANES}')
-
-
-def _article(kind: str) -> str:
-    return ("an " if kind[0] in "aeiou" else "a ") + kind
-
-
-def _candidates(name: str, lines: list[_Line]) -> list[Candidate]:
-    out = []
-    for line in lines:
-        where = f"{name}:{line.number}"
-        _check_fields(where, line.fields)
-        try:
-            out.append(Candidate(**line.fields))
-        except (RecallpackError, ValueError) as exc:  # a check the core has and this module lacks
-            raise UsageError(f"{where}: {_shell_words(str(exc), name, lines)}") from None
-    return out
-
-
-# -- the core's messages, in the command line's words -------------------------------------------
-
-_FLAG_OF = {
-    "max_tokens_ceiling": "--max-tokens-ceiling",
-    "max_tokens": "--max-tokens",
-    "max_items": "--max-items",
-    "policy": "--policy",
-    "tokenizer": "--encoding",
-}
-
-
-def _shell_words(message: str, name: str, lines: Sequence[_Line]) -> str:
-    """Rewrite a core message for a shell user: flags for keywords, file lines for indexes."""
-
-    def line_of(match: re.Match[str]) -> str:
-        index = int(match.group(1))
-        return f"{name}:{lines[index].number}" if index < len(lines) else match.group(0)
-
-    message = re.sub(r"candidates\[(\d+)\]", line_of, message)
-    message = message.replace("invalid Candidate: ", "")
-    message = re.sub(r",? (or )?a callable str -> int", "", message)
-    message = message.replace("must be None (no cap) or an int", "must be a whole number")
-    for keyword, flag in _FLAG_OF.items():
-        message = re.sub(rf"\bpass {keyword}=", f"add {flag} ", message)
-        message = re.sub(rf"\b{keyword}=", f"{flag} ", message)
-    return message
-
-
 # -- commands -----------------------------------------------------------------------------------
 
 
@@ -336,7 +140,7 @@ def _doctor(args: argparse.Namespace) -> int:
                 warnings.simplefilter("ignore", RecallpackWarning)
                 resolution = resolve_encoding(name)
         except RecallpackError:
-            _check_encoding(name)  # says it in the flag's words
+            check_encoding(name)  # says it in the flag's words
             raise
         fallback |= not resolution.exact
         status = "exact" if resolution.exact else "FALLBACK"
@@ -354,15 +158,11 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _pack(args: argparse.Namespace) -> int:
-    if args.max_tokens > args.max_tokens_ceiling:
-        raise UsageError(
-            f"--max-tokens {args.max_tokens} is over the ceiling of {args.max_tokens_ceiling}; add "
-            f"--max-tokens-ceiling {args.max_tokens} if one request should really take that much"
-        )
-    _check_encoding(args.encoding)
+    check_budget(args.max_tokens, args.max_tokens_ceiling)
+    check_encoding(args.encoding)
     name, data = _read_bytes(args.file)
-    lines = _parse_lines(name, data)
-    candidates = _candidates(name, lines)
+    lines = parse_lines(name, data)
+    candidates = read_candidates(name, lines)
     try:
         result = recall(
             candidates,
@@ -375,7 +175,7 @@ def _pack(args: argparse.Namespace) -> int:
             reader=Reader.everyone() if args.show_scoped else None,
         )
     except RecallpackError as exc:
-        raise UsageError(_shell_words(str(exc), name, lines)) from None
+        raise UsageError(shell_words(exc, name, lines)) from None
     if args.format == "json":
         # The block is what tokens_used counts: the same bytes the markdown format prints.
         output = {**result.to_dict(), "markdown": result.to_markdown()}
@@ -447,7 +247,7 @@ stderr with the file and line or the flag; 130 interrupted.""",
         "--require-exact", action="store_true", help="exit 1 if any encoding falls back (default: off)"
     )
     doctor.set_defaults(run=_doctor)
-    _serve_parser(commands)
+    serve_parser(commands)
     return parser
 
 
@@ -456,17 +256,11 @@ def _pack_arguments(pack: argparse.ArgumentParser) -> None:
     pack.add_argument(
         "file", nargs="?", default="-", help="JSON Lines file of candidates (default: - , stdin)"
     )
-    pack.add_argument(
-        "--max-tokens", type=_whole_number("--max-tokens"), default=DEFAULT_MAX_TOKENS, metavar="N",
-        help="the budget: the whole block, header and labels included (default: %(default)s)",
-    )
-    pack.add_argument(
-        "--max-tokens-ceiling", type=_whole_number("--max-tokens-ceiling"), default=MAX_TOKENS_CEILING,
-        metavar="N", help="the largest --max-tokens allowed; raise it on purpose (default: %(default)s)",
-    )
-    pack.add_argument(
-        "--max-items", type=_whole_number("--max-items"), default=None, metavar="N",
-        help="keep at most N items (default: no cap)",
+    add_budget_flags(
+        pack,
+        "the budget: the whole block, header and labels included (default: %(default)s)",
+        ("--max-tokens-ceiling",),
+        "the largest --max-tokens allowed; raise it on purpose (default: %(default)s)",
     )
     pack.add_argument(
         "--policy", choices=POLICIES, default="prefix",
@@ -495,193 +289,6 @@ def _pack_arguments(pack: argparse.ArgumentParser) -> None:
         "object (default: %(default)s)",
     )
 
-
-
-# -- recallpack serve ---------------------------------------------------------------------------
-
-
-def _serve_parser(commands: Any) -> None:
-    """``recallpack serve``: the recall tool over MCP (recallpack/adapters/mcp.py does the work)."""
-    serve = commands.add_parser(
-        "serve",
-        help="serve the recall tool over MCP, on a docs folder or your own retriever",
-        description=textwrap.fill(
-            "Serve an MCP server with one tool, recall(query, max_tokens), whose result is an "
-            "evidence block that fits the budget, over the text and Markdown files of --docs DIR "
-            "or the retriever --retriever module:factory returns. Needs the mcp extra.", 88
-        ),
-        epilog="""example MCP client configuration (the command and its arguments):
-  {"command": "recallpack", "args": ["serve", "--docs", "/path/to/docs"]}
-
-with RECALLPACK_RECEIPT_KEY set, every result carries a keyed receipt of its block.""",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    what = serve.add_mutually_exclusive_group(required=True)
-    what.add_argument("--docs", metavar="DIR", help="serve the text and Markdown files under DIR (BM25)")
-    what.add_argument(
-        "--retriever", metavar="MODULE:FACTORY",
-        help="serve the LangChain or LlamaIndex retriever that FACTORY() returns (imported as "
-        "python -m would, from the current folder)",
-    )
-    _serve_packing_arguments(serve)
-    _serve_more_arguments(serve)
-    serve.set_defaults(run=_serve)
-
-
-def _serve_packing_arguments(serve: argparse.ArgumentParser) -> None:
-    serve.add_argument(
-        "--max-tokens", type=_whole_number("--max-tokens"), default=DEFAULT_MAX_TOKENS, metavar="N",
-        help="the budget of a call that gives no max_tokens (default: %(default)s)",
-    )
-    serve.add_argument(
-        "--max-tokens-ceiling", "--ceiling", dest="max_tokens_ceiling", default=MAX_TOKENS_CEILING,
-        type=_whole_number("--max-tokens-ceiling"), metavar="N",
-        help="the largest max_tokens a call may ask for (default: %(default)s)",
-    )
-    serve.add_argument(
-        "--max-items", type=_whole_number("--max-items"), default=None, metavar="N",
-        help="keep at most N items (default: no cap)",
-    )
-    serve.add_argument(
-        "--policy", choices=POLICIES, default="passages",
-        help="passages spends the budget on the passages that best answer each query, across the "
-        "documents; the others as for pack (default: %(default)s)",
-    )
-    serve.add_argument(
-        "--encoding", "--tokenizer", dest="encoding", default=None, metavar="NAME",
-        help=f"what counts tokens: an encoding, a model name, or chars (default: {DEFAULT_ENCODING}; "
-        "a LlamaIndex retriever: Settings.tokenizer when set)",
-    )
-    serve.add_argument("--reader", metavar="ID", help="the reader's own id: items in scope ID are theirs")
-    serve.add_argument(
-        "--scope", action="append", default=[], metavar="ID=NAME[:DESCRIPTION]",
-        help="a scope the reader may read, shown as NAME; repeatable (default: none)",
-    )
-    serve.add_argument(
-        "--show-scoped", action="store_true",
-        help="show every item whatever its scopes, for a corpus that is not per reader "
-        "(default: items with scopes the reader does not hold are withheld)",
-    )
-
-
-def _serve_more_arguments(serve: argparse.ArgumentParser) -> None:
-    docs = serve.add_argument_group("--docs")
-    docs.add_argument(
-        "--window-tokens", type=_whole_number("--window-tokens"), default=None, metavar="N",
-        help="tokens per window the files are cut into (default: 200)",
-    )
-    docs.add_argument(
-        "--overlap-tokens", type=_whole_number("--overlap-tokens", 0), default=None, metavar="N",
-        help="tokens a window repeats of the one before it (default: 20)",
-    )
-    docs.add_argument(
-        "--fetch-k", type=_whole_number("--fetch-k"), default=None, metavar="N",
-        help="pack at most the N best matches (default: every match)",
-    )
-    http = serve.add_argument_group("transport")
-    http.add_argument(
-        "--transport", choices=("stdio", "http"), default="stdio",
-        help="stdio for a client that starts the server; http for MCP's streamable HTTP at "
-        "http://HOST:PORT/mcp (default: %(default)s)",
-    )
-    http.add_argument("--host", default=None, help="with --transport http: the address (default: 127.0.0.1)")
-    http.add_argument(
-        "--port", type=_whole_number("--port"), default=None, help="with --transport http (default: 8000)"
-    )
-
-
-def _serve_reader(args: argparse.Namespace) -> Reader | None:
-    if args.show_scoped:
-        if args.reader or args.scope:
-            raise UsageError("--show-scoped shows every item; it cannot be combined with --reader or --scope")
-        return Reader.everyone()
-    if args.reader is None and not args.scope:
-        return None
-    scopes = {}
-    for given in args.scope:
-        scope_id, named, label = given.partition("=")
-        name, _, description = label.partition(":") if named else (scope_id, "", "")
-        if not scope_id.strip() or not name.strip():
-            raise UsageError(
-                f"--scope {given!r} must be ID, ID=NAME or ID=NAME:DESCRIPTION, such as org-1=book-club"
-            )
-        scopes[scope_id] = Scope(name=name, description=description)
-    return Reader(id=args.reader, scopes=scopes)
-
-
-def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The Packer settings of ``serve``'s flags, checked in the flags' own words."""
-    if args.max_tokens > args.max_tokens_ceiling:
-        raise UsageError(
-            f"--max-tokens {args.max_tokens} is over the ceiling of {args.max_tokens_ceiling}; add "
-            f"--max-tokens-ceiling {args.max_tokens} if one request should really take that much"
-        )
-    if args.transport != "http" and (args.host is not None or args.port is not None):
-        raise UsageError("--host and --port are for --transport http; stdio needs neither")
-    docs_only = {"--window-tokens": args.window_tokens, "--overlap-tokens": args.overlap_tokens,
-                 "--fetch-k": args.fetch_k}  # fmt: skip
-    for flag, value in docs_only.items():
-        if value is not None and args.docs is None:
-            raise UsageError(f"{flag} is for --docs; a --retriever factory sets up its own retriever")
-    settings: dict[str, Any] = {
-        "max_tokens": args.max_tokens,
-        "max_tokens_ceiling": args.max_tokens_ceiling,
-        "max_items": args.max_items,
-        "policy": args.policy,
-        "reader": _serve_reader(args),
-    }
-    if args.encoding is not None:
-        _check_encoding(args.encoding)
-        settings["tokenizer"] = args.encoding
-    return settings
-
-
-def _serve(args: argparse.Namespace) -> int:
-    settings = _serve_settings(args)
-    resolve_key()  # a receipt key that cannot be used fails now, not once the server is up
-    try:
-        from recallpack.adapters import mcp as server
-    except ModuleNotFoundError as exc:
-        if "recallpack[" not in str(exc):
-            raise
-        raise UsageError(f"recallpack serve needs the mcp extra: {exc}") from None
-    if args.docs is not None:
-        window = args.window_tokens or server.DEFAULT_WINDOW_TOKENS
-        overlap = server.DEFAULT_OVERLAP_TOKENS if args.overlap_tokens is None else args.overlap_tokens
-        if overlap >= window:
-            raise UsageError(
-                f"--overlap-tokens {overlap} must be less than --window-tokens {window}: a window "
-                "repeats only part of the one before it"
-            )
-        source = server.docs_source(
-            args.docs, window_tokens=window, overlap_tokens=overlap, fetch_k=args.fetch_k, **settings
-        )
-    else:
-        # As python -m does: the factory's module is found from the current folder.
-        if os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())
-        source = server.retriever_source(server.load_factory(args.retriever), **settings)
-    host, port = args.host or "127.0.0.1", args.port or 8000
-    address = f"[{host}]" if ":" in host else host  # an IPv6 address, as a URL writes it
-    where = f"http://{address}:{port}/mcp" if args.transport == "http" else "stdio"
-    print(f"recallpack serve: {source.summary}; serving recall on {where}", file=sys.stderr)
-    if args.transport == "stdio" and sys.stdin.isatty():
-        print(
-            "recallpack serve: an MCP client starts this command and speaks JSON-RPC on its stdin "
-            "and stdout (see recallpack serve --help); end its input (Ctrl-D) to stop it",
-            file=sys.stderr,
-        )
-    if args.transport == "http" and host not in ("127.0.0.1", "localhost", "::1"):
-        print(
-            f"recallpack: warning: {host} is reachable from other machines and the server has no "
-            "authentication: anyone who can reach it reads what the reader may read",
-            file=sys.stderr,
-        )
-    # A server is an application: its log (a failing retriever's traceback) goes to stderr.
-    # The library itself adds only a NullHandler, so without this nobody would see it.
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    server.serve(source, transport=args.transport, host=host, port=port)
-    return 0
 
 
 def _silence_stdout() -> None:
@@ -719,7 +326,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"recallpack: error: {exc}", file=sys.stderr)
         return 2
     except RecallpackError as exc:
-        print(f"recallpack: error: {_shell_words(str(exc), '<input>', [])}", file=sys.stderr)
+        print(f"recallpack: error: {shell_words(exc, '<input>', [])}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         _silence_stdout()

@@ -161,7 +161,8 @@ def test_core_errors_are_reworded_for_the_shell(monkeypatch, capsys) -> None:
 
     def fail(candidates: list[Candidate], **_settings: object) -> None:
         raise CandidateError(
-            "candidates[1]: too large; pass max_tokens_ceiling=5 or a tokenizer=, or a callable str -> int"
+            "candidates[1]: too large; pass max_tokens_ceiling=5 or a tokenizer=, or a callable str -> int",
+            index=1,
         )
 
     monkeypatch.setattr(cli, "recall", fail)

@@ -15,9 +15,9 @@ from functools import lru_cache
 
 import pytest
 
-from recallpack._bench.corpus import stdlib_docs
 from recallpack.packing.cuts import MARK, cut_focus, cut_head
 from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
+from recallpack.testing import stdlib_docs
 
 rank_bm25 = pytest.importorskip("rank_bm25")
 

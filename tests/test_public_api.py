@@ -42,10 +42,10 @@ def test_docstring_examples_run() -> None:
     """The >>> examples in the public modules pass."""
     import doctest
 
-    from recallpack.packing import candidate, fusion, limits, packer, result, sizing, text
+    from recallpack.packing import candidate, fusion, limits, packer, result, scopes, sizing, text
     from recallpack.packing.tokenizers import resolve as tokenizer
 
-    for module in (recallpack, packer, fusion, candidate, result, tokenizer, sizing, limits, text):
+    for module in (recallpack, packer, fusion, candidate, result, scopes, tokenizer, sizing, limits, text):
         outcome = doctest.testmod(module)
         assert outcome.failed == 0 and (outcome.attempted > 0 or module is result), module
 
@@ -62,3 +62,19 @@ def test_moved_allowance_names_warn_and_still_work() -> None:
     assert "Allowance" not in recallpack.__all__
     with pytest.raises(AttributeError):
         recallpack.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_reader_and_scope_moved_to_scopes_warn_from_result() -> None:
+    """Reader and Scope live in packing.scopes (inputs, not results); the old result path still
+    gives the same classes for one release, with a DeprecationWarning naming the new home."""
+    import pytest
+
+    from recallpack.packing import result, scopes
+
+    for name in ("Reader", "Scope"):
+        with pytest.warns(DeprecationWarning, match=rf"recallpack\.packing\.scopes\.{name}"):
+            moved = getattr(result, name)
+        assert moved is getattr(scopes, name) is getattr(recallpack, name)
+    assert recallpack.Reader.__module__ == "recallpack.packing.scopes"
+    with pytest.raises(AttributeError):
+        result.NoSuchName  # type: ignore[attr-defined]  # noqa: B018

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recallpack import Candidate, LaneError, Reader, Scope, recall
-from recallpack._bench.corpus import stdlib_docs
+from recallpack.testing import stdlib_docs
 
 pytest.importorskip("langchain_core")
 pytest.importorskip("llama_index.core")

@@ -247,16 +247,6 @@ def test_custom_template_is_covered_by_the_budget() -> None:
     assert count_tokens(rendered) <= 400
 
 
-def test_from_candidates_keeps_everything_readable() -> None:
-    """RecallResult.from_candidates applies no budget but still withholds unreadable items."""
-    reader = Reader(id="me")
-    result = RecallResult.from_candidates(
-        [*corpus(200), Candidate(text="hidden", scope_ids=("x",))], reader=reader
-    )
-    assert len(result.evidence) == 200 and result.report.items_withheld == 1
-    assert result.report.max_tokens is None
-
-
 def test_repr_markdown_is_the_block() -> None:
     """Notebooks display the rendered block."""
     result = recall([Candidate(text="hello")])

@@ -15,7 +15,7 @@ import cloudpickle
 import pytest
 
 from recallpack import Candidate, Packer, Reader, Scope, recall, recall_many
-from recallpack._bench.corpus import paragraphs
+from recallpack.testing import paragraphs
 
 pytest.importorskip("langchain_core")
 pytest.importorskip("llama_index.core")

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recallpack import BudgetError, Candidate, ConfigError, count_tokens, get_tokenizer, recall
-from recallpack._bench.corpus import stdlib_docs
 from recallpack.packing import windowing
 from recallpack.packing import windows as windows_module
 from recallpack.packing.windows import CHUNK_METADATA_KEYS, Window, chunk_size_for, token_windows
+from recallpack.testing import stdlib_docs
 
 from .conftest import TOKENIZER_SPECS, make_tokenizer
 

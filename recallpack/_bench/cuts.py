@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from recallpack._bench.corpus import source_paragraphs
 from recallpack._bench.timing import best_time
 from recallpack.packing.cuts import cut_focus, cut_head
 from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
+from recallpack.testing import source_paragraphs
 
 if TYPE_CHECKING:
     import tiktoken

@@ -11,7 +11,6 @@ tokenizer's count cache does not flatter the number.
 
 from __future__ import annotations
 
-import re
 import time
 
 from langchain_core.documents import Document
@@ -28,7 +27,6 @@ FETCH_K = 50
 MAX_TOKENS = 2048
 TARGET = 0.10
 
-_WORD = re.compile(r"[a-z0-9]+")
 
 
 def stdlib_documents(limit: int, min_words: int = 8) -> list[Document]:

@@ -11,7 +11,6 @@ The offline embedding it indexes with, ``HashingEmbedding``, lives in :mod:`reca
 
 from __future__ import annotations
 
-import re
 import time
 
 from llama_index.core import VectorStoreIndex
@@ -24,7 +23,6 @@ from recallpack.testing import HashingEmbedding, source_paragraphs
 
 __all__ = ["HashingEmbedding", "stdlib_paragraphs", "build_index", "run"]
 
-_WORD = re.compile(r"[a-z0-9]+")
 
 NODES = 10_000
 QUERIES = 20

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from recallpack._bench.corpus import stdlib_docs
 from recallpack._bench.timing import timed
 from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
 from recallpack.packing.windows import token_windows
+from recallpack.testing import stdlib_docs
 
 __all__ = ["run"]
 

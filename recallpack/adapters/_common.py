@@ -17,10 +17,11 @@ from pydantic import PrivateAttr, ValidationError, field_validator, model_valida
 from recallpack.adapters._embeddings import as_embed_fn
 from recallpack.packing.candidate import LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackError
-from recallpack.packing.limits import Policy, check_max_items
-from recallpack.packing.packer import Packer, PackerSettings, recallpack_error, refuse_unknown
+from recallpack.packing.limits import Policy
+from recallpack.packing.packer import Packer, PackerSettings
 from recallpack.packing.pipeline import ITEM_SETTINGS, ItemSettings
 from recallpack.packing.translate import UnknownLane, check_on_unknown_lane
+from recallpack.packing.validation import check_max_items, recallpack_error, refuse_unknown
 
 __all__ = [
     "PackSettings",

@@ -11,9 +11,9 @@ from pydantic import model_validator
 
 from recallpack.adapters._common import PackerComponent
 from recallpack.packing.errors import ConfigError, UpstreamError
-from recallpack.packing.limits import check_max_items
 from recallpack.packing.pipeline import Item, Kept, Pipeline, Source
 from recallpack.packing.translate import evidence_metadata, score_from
+from recallpack.packing.validation import check_max_items
 
 __all__ = ["LangChainComponent", "k_or_max_items", "documents_of",
            "listed", "document_item", "kept_documents"]

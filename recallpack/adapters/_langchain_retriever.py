@@ -38,10 +38,10 @@ from recallpack.adapters._langchain_events import (
 from recallpack.packing.candidate import LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackWarning
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights
-from recallpack.packing.limits import check_max_items
 from recallpack.packing.packer import Packer
 from recallpack.packing.pipeline import Outcome, Pipeline, Source
 from recallpack.packing.result import RecallResult
+from recallpack.packing.validation import check_max_items
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool

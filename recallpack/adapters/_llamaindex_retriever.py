@@ -45,10 +45,10 @@ from recallpack.adapters._llamaindex_nodes import (
 from recallpack.packing.candidate import LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError
 from recallpack.packing.fusion import DEFAULT_RRF_K
-from recallpack.packing.limits import check_max_items
-from recallpack.packing.packer import Packer, PackerSettings, refuse_unknown
+from recallpack.packing.packer import Packer, PackerSettings
 from recallpack.packing.pipeline import ITEM_SETTINGS, ItemSettings, Outcome, Pipeline
 from recallpack.packing.result import RecallResult
+from recallpack.packing.validation import check_max_items, refuse_unknown
 
 __all__ = ["BudgetedRetriever", "EvidenceQueryEngine"]
 

@@ -22,7 +22,6 @@ extra; ``import recallpack`` never imports this module.
 
 from __future__ import annotations
 
-import difflib
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -48,6 +47,7 @@ from recallpack.adapters.mcp_sources import (
     retriever_source,
 )
 from recallpack.allowance import receipt_for, resolve_key
+from recallpack.packing.validation import did_you_mean
 
 __all__ = [
     "TOOL_NAME",
@@ -98,20 +98,25 @@ def check_arguments(arguments: Mapping[str, Any] | None, *, default: int, ceilin
     args = dict(arguments or {})
     for name in args:
         if name not in ARGUMENTS:
-            close = difflib.get_close_matches(name, ARGUMENTS, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ConfigError(f"unknown argument {name!r}; {hint}recall takes query and max_tokens")
+            close = did_you_mean(name, ARGUMENTS)
+            hint = f"did you mean {close!r}? " if close else ""
+            raise ConfigError(
+                f"unknown argument {name!r}; {hint}recall takes query and max_tokens", field=name
+            )
     if "query" not in args:
-        raise ConfigError('query is required: the words to search for, such as "how is the budget counted"')
+        raise ConfigError(
+            'query is required: the words to search for, such as "how is the budget counted"', field="query"
+        )
     query = args["query"]
     if not isinstance(query, str):
-        raise ConfigError(f"query must be a string, got {_json_type(query)}")
+        raise ConfigError(f"query must be a string, got {_json_type(query)}", field="query")
     if not query.strip():
-        raise ConfigError("query is empty; give the words to search for")
+        raise ConfigError("query is empty; give the words to search for", field="query")
     if len(query) > MAX_QUERY_CHARS:
         raise ConfigError(
             f"query has {len(query):,} characters, over the limit of {MAX_QUERY_CHARS:,}; "
-            "search with a few words, not a document"
+            "search with a few words, not a document",
+            field="query",
         )
     value = args.get("max_tokens")
     if value is None:
@@ -120,12 +125,14 @@ def check_arguments(arguments: Mapping[str, Any] | None, *, default: int, ceilin
     if isinstance(value, bool) or not whole:
         raise BudgetError(
             f"max_tokens must be a whole number from 1 to {ceiling}, got {_json_type(value)} "
-            f"{value!r:.40}; leave it out for the default of {default}"
+            f"{value!r:.40}; leave it out for the default of {default}",
+            field="max_tokens",
         )
     if not 1 <= value <= ceiling:
         raise BudgetError(
             f"max_tokens={int(value)} is out of range: use a whole number from 1 to {ceiling} "
-            f"(this server's ceiling), or leave it out for the default of {default}"
+            f"(this server's ceiling), or leave it out for the default of {default}",
+            field="max_tokens",
         )
     return query, int(value)
 

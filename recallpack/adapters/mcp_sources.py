@@ -7,7 +7,6 @@ to the configured reader. Imports a host framework only when given one of its re
 
 from __future__ import annotations
 
-import difflib
 import importlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -21,6 +20,7 @@ import anyio.to_thread
 
 from recallpack import ConfigError, Packer, RecallResult
 from recallpack.adapters.mcp_docs import DocsIndex
+from recallpack.packing.validation import did_you_mean
 
 __all__ = [
     "DEFAULT_WINDOW_TOKENS",
@@ -180,8 +180,8 @@ def load_factory(spec: str) -> object:
         ) from exc
     factory = getattr(module, attribute, None)
     if factory is None:
-        close = difflib.get_close_matches(attribute, [n for n in dir(module) if not n.startswith("_")], n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        close = did_you_mean(attribute, [n for n in dir(module) if not n.startswith("_")])
+        hint = f"; did you mean {close!r}?" if close else ""
         raise ConfigError(f"retriever factory {spec!r}: {module_name} has no {attribute!r}{hint}")
     if not callable(factory):
         raise ConfigError(

@@ -14,15 +14,14 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
 )
 
-from recallpack.packing.errors import CandidateError, LaneError, RecallpackError
-from recallpack.packing.limits import CheckedModel
+from recallpack.packing.errors import CandidateError, LaneError
+from recallpack.packing.validation import CheckedModel
 
 __all__ = [
     "ValueEnum",
@@ -133,9 +132,7 @@ class Span(CheckedModel):
     end: int = Field(ge=0, strict=True)
     source: str = "span"
 
-    @classmethod
-    def _invalid(cls, exc: ValidationError) -> RecallpackError:
-        return CandidateError("invalid Span: " + _explain(exc).removeprefix("invalid Candidate: "))
+    _error = CandidateError
 
     @model_validator(mode="after")
     def _ordered(self) -> Span:
@@ -200,11 +197,7 @@ class Candidate(CheckedModel):
             span: Span | None = None,
         ) -> None: ...
 
-    @classmethod
-    def _invalid(cls, exc: ValidationError) -> RecallpackError:
-        causes = [e.get("ctx", {}).get("error") for e in exc.errors()]
-        error_type = LaneError if any(isinstance(c, LaneError) for c in causes) else CandidateError
-        return error_type(_explain(exc))
+    _error = CandidateError
 
     @field_validator("text", mode="before")
     @classmethod
@@ -313,16 +306,6 @@ def finite_score(value: object, field: str = "score") -> float | None:
     return score
 
 
-def _explain(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "candidate"
-        cause = error.get("ctx", {}).get("error")
-        message = str(cause) if cause is not None else error["msg"]
-        parts.append(f"{where}: {message}")
-    return "invalid Candidate: " + "; ".join(parts)
-
-
 def _valid_scope_ids(value: object) -> bool:
     return value == () or isinstance(value, tuple) and all(
         isinstance(s, str) and s.strip() and clean_text(s) is s for s in value
@@ -334,23 +317,26 @@ def coerce_candidate(item: object, position: int) -> Candidate:
     if isinstance(item, Candidate):
         if not isinstance(item.text, str):  # model_construct() skips validation
             raise CandidateError(
-                f"candidates[{position}].text must be a str, got {type(item.text).__name__}"
+                f"candidates[{position}].text must be a str, got {type(item.text).__name__}",
+                field="text",
+                index=position,
             )
         # So does model_copy(update=...): scope_ids="" there would show the item to everyone.
         if not _valid_scope_ids(item.scope_ids):
             raise CandidateError(
                 f"candidates[{position}].scope_ids={item.scope_ids!r:.60} must be a tuple of non-empty "
-                "scope id strings (model_copy and model_construct skip validation; build a Candidate)"
+                "scope id strings (model_copy and model_construct skip validation; build a Candidate)",
+                field="scope_ids",
+                index=position,
             )
         return item
     if isinstance(item, Mapping):
         try:
             return Candidate(**item)
-        except CandidateError as exc:
-            raise CandidateError(f"candidates[{position}]: {exc}") from exc
-        except LaneError as exc:
-            raise LaneError(f"candidates[{position}]: {exc}") from exc
+        except (CandidateError, LaneError) as exc:
+            raise type(exc)(f"candidates[{position}]: {exc}", field=exc.field, index=position) from exc
     raise CandidateError(
         f"candidates[{position}] must be a Candidate or a mapping of its fields, "
-        f"got {type(item).__name__}"
+        f"got {type(item).__name__}",
+        index=position,
     )

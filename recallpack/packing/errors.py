@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+import importlib
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
 
 class RecallpackError(Exception):
-    """Base class of every error recallpack raises on purpose."""
+    """Base class of every error recallpack raises on purpose.
+
+    ``field`` names the setting or input the error is about when it is known (``"max_tokens"``,
+    ``"policy"``, ``"text"``), and ``index`` the candidate's position when it is about one
+    candidate, so a front end can point at them in its own words (a flag, a line of a file)
+    without reading the message.
+    """
+
+    def __init__(self, *args: object, field: str | None = None, index: int | None = None) -> None:
+        super().__init__(*args)
+        # In __dict__, so a pickled error (from a worker process) keeps them.
+        self.field = field
+        self.index = index
 
 
 class ConfigError(RecallpackError, ValueError):
@@ -45,3 +62,23 @@ class ReceiptError(RecallpackError, ValueError):
 
 class RecallpackWarning(UserWarning):
     """Something works, but less exactly than asked (for example, the heuristic tokenizer)."""
+
+
+def moved_names(module: str, moved: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for names that moved: ``moved`` maps each old name to the module
+    it lives in now. Using one still works for one release, with a DeprecationWarning that names
+    the new place; any other name is an AttributeError, as usual."""
+
+    def __getattr__(name: str) -> Any:
+        home = moved.get(name)
+        if home is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(
+            f"{module}.{name} moved to {home}.{name}; import it from there "
+            "(the old name goes in the next release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(home), name)
+
+    return __getattr__

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
-import difflib
 import functools
 import logging
 import os
@@ -31,7 +30,8 @@ from pydantic import (
     model_validator,
 )
 
-from recallpack.packing import batch
+from recallpack.allowance.budget import Allowance, Remaining, as_remaining
+from recallpack.packing import batch, validation
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.cuts import EmbedFn, cut_focus, cut_head
 from recallpack.packing.embedding import CALLER_LOOP, embed_function
@@ -40,23 +40,11 @@ from recallpack.packing.errors import (
     CandidateError,
     ConfigError,
     LaneError,
-    PolicyError,
     RecallpackError,
     TemplateError,
-    TokenizerError,
+    moved_names,
 )
-from recallpack.packing.limits import (
-    DEFAULT_MAX_TOKENS,
-    ELLIPSIS,
-    MAX_TOKENS_CEILING,
-    Allowance,
-    CheckedModel,
-    Policy,
-    Remaining,
-    as_remaining,
-    check_max_tokens,
-    check_policy,
-)
+from recallpack.packing.limits import DEFAULT_MAX_TOKENS, ELLIPSIS, MAX_TOKENS_CEILING, Policy
 from recallpack.packing.passages import PassagesWalk
 from recallpack.packing.render import (
     OUTPUT_CHARS_PER_TOKEN,
@@ -67,16 +55,15 @@ from recallpack.packing.render import (
 )
 from recallpack.packing.result import (
     DEFAULT_RESOURCE_URI_TEMPLATE,
-    RESULT_BUILDERS,
     Evidence,
     PackReport,
-    Reader,
     Reason,
     RecallResult,
-    Scope,
     Trace,
 )
+from recallpack.packing.scopes import Reader, Scope
 from recallpack.packing.tokenizers import Tokenizer, get_tokenizer
+from recallpack.packing.validation import CheckedModel, check_max_tokens, check_policy
 from recallpack.packing.walk import (
     BlockCost,
     CostModel,
@@ -97,7 +84,6 @@ __all__ = [
     "recall_many",
     "CutMode",
     "DEFAULT_CITATION_KEYS",
-    "unknown_setting",
 ]
 
 CutMode = Literal["auto", "head", "focus"]
@@ -108,18 +94,6 @@ DEFAULT_CITATION_KEYS: tuple[str, ...] = ("source", "file_path", "url", "file_na
 #: should act on. recallpack/__init__.py gives it a NullHandler and nothing else.
 logger = logging.getLogger("recallpack")
 _WITHHELD = frozenset({Reason.UNREADABLE.value, Reason.NO_READER.value, Reason.MALFORMED_SCOPE.value})
-#: Which error a bad value of each setting raises (the rest: ConfigError).
-_ERROR_OF_FIELD: dict[str, type[RecallpackError]] = {
-    "max_tokens": BudgetError,
-    "max_items": BudgetError,
-    "max_tokens_ceiling": BudgetError,
-    "lane_budgets": BudgetError,
-    "policy": PolicyError,
-    "tokenizer": TokenizerError,
-    "template": TemplateError,
-}
-
-
 def _one_or_many(value: object) -> object:
     if isinstance(value, str):
         return (value,)  # one key needs no tuple around it
@@ -228,11 +202,11 @@ class Packer(PackerSettings):
 
     @classmethod
     def _precheck(cls, data: dict[str, Any]) -> None:
-        refuse_unknown(cls.__name__, data, cls.settings_names())
+        validation.refuse_unknown(cls.__name__, data, cls.settings_names())
 
     @classmethod
     def _invalid(cls, exc: ValidationError) -> RecallpackError:
-        return recallpack_error(cls.__name__, exc)
+        return validation.recallpack_error(cls.__name__, exc)
 
     @classmethod
     def settings_names(cls) -> tuple[str, ...]:
@@ -277,7 +251,7 @@ class Packer(PackerSettings):
         A configured reader cannot be lifted: an override of ``reader`` is refused unless no
         reader was configured (open a packer up on purpose with ``Reader.everyone()``).
         """
-        refuse_unknown(type(self).__name__, overrides, self.settings_names())
+        validation.refuse_unknown(type(self).__name__, overrides, self.settings_names())
         if "reader" in overrides and self.reader is not None and overrides["reader"] != self.reader:
             raise ConfigError(
                 "reader is configured, and a per-call reader cannot replace it (that could "
@@ -364,9 +338,8 @@ class Packer(PackerSettings):
         *,
         query: str | None = None,
         allowance: Allowance | Remaining | None = None,
-        unbounded: bool = False,
     ) -> RecallResult:
-        return _pack_once(self, candidates, query=query, allowance=allowance, unbounded=unbounded)
+        return _pack_once(self, candidates, query=query, allowance=allowance)
 
 
 def _log_pack(walk: Walk, listed: Sequence[Any]) -> None:
@@ -398,10 +371,9 @@ def _pack_once(
     *,
     query: str | None = None,
     allowance: Allowance | Remaining | None = None,
-    unbounded: bool = False,
 ) -> RecallResult:
     listed = _as_list(candidates)
-    walk, used, block, max_tokens = _fitted_walk(packer, listed, query, allowance, unbounded)
+    walk, used, block, max_tokens = _fitted_walk(packer, listed, query, allowance)
     result = _result(packer, walk, listed, used, block, max_tokens)
     _log(result)
     return result
@@ -448,11 +420,10 @@ def _fitted_walk(
     listed: Sequence[Any],
     query: str | None = None,
     allowance: Allowance | Remaining | None = None,
-    unbounded: bool = False,
 ) -> tuple[Walk, int, str | None, int | None]:
     """The walk over ``listed``, made to fit: its exact count, the rendered block (None when
     the model is shown the joined texts) and the budget it fits."""
-    max_tokens: int | None = None if unbounded else packer.max_tokens
+    max_tokens: int | None = packer.max_tokens
     max_items = packer.max_items
     if allowance is not None:
         # Both bounds hold at once. What is left may be zero, which no caller may pass as
@@ -673,47 +644,6 @@ def _cutter(packer: Packer, run: Resolved, query: str | None) -> Cutter:
 # -- validation ---------------------------------------------------------------------------------
 
 
-def unknown_setting(owner: str, key: str, valid: Iterable[str]) -> ConfigError:
-    """The error for a keyword nobody takes, naming the closest valid one."""
-    names = sorted(set(valid))
-    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else f"; valid settings: {', '.join(names)}"
-    return ConfigError(f"{owner} got an unknown setting {key!r}{hint}")
-
-
-def refuse_unknown(owner: str, given: Mapping[str, Any], valid: Iterable[str]) -> None:
-    valid = set(valid)
-    for key in given:
-        if key not in valid:
-            raise unknown_setting(owner, key, valid)
-
-
-def recallpack_error(owner: str, exc: ValidationError) -> RecallpackError:
-    """One ValidationError as the recallpack error of its field, saying what is allowed."""
-    errors = exc.errors()
-    for error in errors:
-        cause = error.get("ctx", {}).get("error")
-        if isinstance(cause, RecallpackError):
-            return cause
-    error = errors[0]
-    field = str(error["loc"][0]) if error["loc"] else "settings"
-    where = ".".join(str(p) for p in error["loc"]) or field
-    value = error.get("input")
-    kind = error["type"]
-    ctx = error.get("ctx", {})
-    if kind in ("greater_than_equal",):
-        fix = f"must be at least {ctx.get('ge')}"
-    elif kind in ("int_type", "int_parsing", "int_from_float"):
-        fix = "must be an int" + (" (or None for no cap)" if field == "max_items" else "")
-    elif kind == "bool_type":
-        fix = "must be True or False"
-    elif kind == "literal_error":
-        fix = f"must be one of {ctx.get('expected')}"
-    else:
-        fix = error["msg"]
-    return _ERROR_OF_FIELD.get(field, ConfigError)(f"{owner}: {where}={value!r:.80} {fix}")
-
-
 def _lane_budgets(value: Mapping[str, int] | None) -> dict[LaneKind | Provenance, int]:
     if not value:
         return {}
@@ -861,8 +791,9 @@ def recall_many(
     )
 
 
-def _unbounded(candidates: Sequence[Candidate | Mapping[str, Any]], **settings: Any) -> RecallResult:
-    return _packer(settings)._recall(candidates, unbounded=True)
-
-
-RESULT_BUILDERS.append(_unbounded)
+#: Names that moved to :mod:`recallpack.packing.validation`: from here they still work for one
+#: release, with a DeprecationWarning that names the new home.
+__getattr__ = moved_names(
+    __name__,
+    dict.fromkeys(("unknown_setting", "refuse_unknown", "recallpack_error"), "recallpack.packing.validation"),
+)

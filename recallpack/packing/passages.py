@@ -51,7 +51,8 @@ from recallpack.packing.cuts import (
     _units,
 )
 from recallpack.packing.errors import CandidateError
-from recallpack.packing.result import Outcome, Reason, Scope
+from recallpack.packing.result import Outcome, Reason
+from recallpack.packing.scopes import Scope
 from recallpack.packing.walk import CostModel, Cutter, Walk, WalkSettings, resource_of
 
 __all__ = ["PassagesWalk", "RANK_PRIOR", "CONTEXT_SHARE", "NEIGHBOR_SHARE", "MAX_QUERY_TERMS"]

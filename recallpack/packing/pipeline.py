@@ -23,10 +23,11 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from recallpack.packing.candidate import Candidate, LaneKind, Span, coerce_lane
 from recallpack.packing.errors import ConfigError
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse
-from recallpack.packing.limits import check_max_items, fetch_depth
+from recallpack.packing.limits import fetch_depth
 from recallpack.packing.packer import Packer
 from recallpack.packing.result import Evidence, RecallResult
 from recallpack.packing.translate import UnknownLane, candidate_from, check_on_unknown_lane
+from recallpack.packing.validation import check_max_items
 
 __all__ = ["Item", "ItemSettings", "Source", "Kept", "Outcome", "Pipeline", "ITEM_SETTINGS"]
 

@@ -1,24 +1,23 @@
-"""What crosses the boundary: evidence, scopes, the report, and the trace behind it."""
+"""What crosses the boundary: evidence, the report, and the trace behind it.
+
+Who may read what (``Reader``, ``Scope``) is an input, not a result: :mod:`recallpack.packing.scopes`.
+"""
 
 from __future__ import annotations
 
 import copy
-import difflib
-import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple, overload
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from recallpack.packing.candidate import Candidate, Provenance, ValueEnum, clean_text
-from recallpack.packing.errors import ConfigError, RecallpackError, TemplateError
-from recallpack.packing.limits import CheckedModel
+from recallpack.packing import scopes
+from recallpack.packing.candidate import Provenance, ValueEnum
+from recallpack.packing.errors import TemplateError, moved_names
 from recallpack.packing.render import header_text, inert_markdown, item_text
 from recallpack.packing.report_html import report_html, trace_html
 
 __all__ = [
-    "Scope",
-    "Reader",
     "Evidence",
     "Outcome",
     "Reason",
@@ -30,99 +29,8 @@ __all__ = [
 ]
 
 DEFAULT_RESOURCE_URI_TEMPLATE = "recallpack://artifacts/{artifact_id}/contents/{artifact_content_id}"
-PRIVATE = "private"
 #: Trace fields that hold an item's text (or say nothing without it), left out of events.
 _NO_TEXT = frozenset({"preview", "reached"})
-
-
-class _Setting(CheckedModel):
-    """A Reader or Scope: bad input is a ConfigError naming each field."""
-
-    @classmethod
-    def _invalid(cls, exc: ValidationError) -> RecallpackError:
-        return _config_error(cls, exc)
-
-
-class Scope(_Setting):
-    """Whose memory an item is: a name the reader knows it by, and what that means."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str = Field(strict=True)
-    description: str = Field(default="", strict=True)
-
-    @field_validator("name", "description")
-    @classmethod
-    def _encodable(cls, value: str) -> str:
-        # Both are rendered in the block's header: a lone surrogate (a scope table read from
-        # JSON) would make the block unencodable as UTF-8 downstream, so it is repaired here.
-        return clean_text(value)
-
-
-class Reader(_Setting):
-    """Who reads the evidence: their own id (rendered as scope ``private``) and the other scope
-    ids they may read, each mapped to its Scope. Anything else is withheld.
-
-    >>> reader = Reader(id="u-7", scopes={"org-1": Scope(name="book-club")})
-    >>> reader.scope_names(("u-7", "org-1"))
-    ('private', 'book-club')
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: str | None = Field(default=None, strict=True)
-    scopes: Mapping[StrictStr, Scope] = Field(default_factory=dict)
-    #: True only for :meth:`everyone`: every scope is readable (scope ids become their names).
-    open: bool = Field(default=False, strict=True)
-
-    @classmethod
-    def everyone(cls) -> Reader:
-        """The explicitly open reader: every item is shown, whatever its scopes.
-
-        Without any reader, items that carry scopes are withheld; choose this on purpose when
-        the evidence is not per user (a public corpus, an offline evaluation).
-        """
-        return cls(open=True)
-
-    def scope_for(self, scope_id: str) -> Scope | None:
-        if scope_id == self.id:
-            return Scope(name=PRIVATE)
-        found = self.scopes.get(scope_id)
-        if found is None and self.open:
-            return Scope(name=scope_id)
-        return found
-
-    def can_read(self, scope_ids: Sequence[str]) -> bool:
-        if self.open:
-            return True
-        return all(scope_id == self.id or scope_id in self.scopes for scope_id in scope_ids)
-
-    def scope_names(self, scope_ids: Sequence[str]) -> tuple[str, ...]:
-        return tuple(self.resolve(scope_ids)[i].name for i in range(len(scope_ids)))
-
-    def resolve(self, scope_ids: Sequence[str]) -> tuple[Scope, ...]:
-        scopes = []
-        for scope_id in scope_ids:
-            scope = self.scope_for(scope_id)
-            scopes.append(scope if scope is not None else Scope(name=scope_id))
-        return tuple(scopes)
-
-
-def _config_error(model: type[BaseModel], exc: ValidationError) -> ConfigError:
-    """A Reader or Scope's ValidationError as a ConfigError naming each field (and a misspelled
-    one's closest name), like every other bad setting."""
-    parts = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or model.__name__
-        message = error["msg"]
-        if error["type"] == "missing":
-            parts.append(f"{where} is required")
-            continue
-        if error["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(str(error["loc"][-1]), list(model.model_fields), n=1)
-            message = "is not a setting" + (f"; did you mean {close[0]!r}?" if close else "")
-        parts.append(f"{where}={error.get('input')!r:.60} {message}")
-    return ConfigError(f"{model.__name__}: " + "; ".join(parts))
 
 
 class Evidence(BaseModel):
@@ -410,11 +318,6 @@ class PackReport(BaseModel):
         )
 
 
-#: Set by recallpack.packing.packer when it is imported: the deprecated
-#: RecallResult.from_candidates builds through the Packer without importing it (no cycle).
-RESULT_BUILDERS: list[Callable[..., RecallResult]] = []
-
-
 class RecallResult:
     """The evidence a caller sees, the rendered block, the report, and the trace of every candidate.
 
@@ -425,7 +328,7 @@ class RecallResult:
     def __init__(
         self,
         evidence: Sequence[Evidence],
-        shared_scopes: Sequence[Scope],
+        shared_scopes: Sequence[scopes.Scope],
         report: PackReport,
         trace: Trace,
         *,
@@ -433,32 +336,11 @@ class RecallResult:
         selected_ranks: Sequence[int] = (),
     ) -> None:
         self.evidence: tuple[Evidence, ...] = tuple(evidence)
-        self.shared_scopes: tuple[Scope, ...] = tuple(shared_scopes)
+        self.shared_scopes: tuple[scopes.Scope, ...] = tuple(shared_scopes)
         self.report = report
         self.trace = trace
         self._markdown = markdown
         self._selected_ranks = tuple(selected_ranks)
-
-    @classmethod
-    def from_candidates(
-        cls,
-        candidates: Sequence[Candidate | Mapping[str, Any]],
-        reader: Reader | None = None,
-        *,
-        tokenizer: Any = None,
-        resource_uri_template: str | None = None,
-    ) -> RecallResult:
-        """Deprecated: use ``recallpack.recall(candidates, max_tokens=..., reader=...)``."""
-        warnings.warn(
-            "RecallResult.from_candidates is deprecated; use recallpack.recall(candidates, "
-            "reader=...) or Packer(...).recall(candidates), which apply a budget",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        settings: dict[str, Any] = {"reader": reader, "tokenizer": tokenizer}
-        if resource_uri_template is not None:
-            settings["resource_uri_template"] = resource_uri_template
-        return RESULT_BUILDERS[0](candidates, **settings)
 
     def with_fetch(self, depth: int | None, knob: str) -> RecallResult:
         """This result, its report saying how many candidates the upstream was asked for
@@ -524,12 +406,19 @@ class RecallResult:
         image, link or HTML of its own). ``to_markdown()`` is what the model reads."""
         if not self.evidence:
             return "*(no evidence)*"
-        scopes = [(s.name, inert_markdown(s.description)) for s in self.shared_scopes]
+        shared = [(s.name, inert_markdown(s.description)) for s in self.shared_scopes]
         items = [item_text(e.label, e.scopes, inert_markdown(e.text), e.resource_uri) for e in self.evidence]
-        return header_text(scopes) + "\n".join(items)
+        return header_text(shared) + "\n".join(items)
 
     def __len__(self) -> int:
         return len(self.evidence)
 
     def __repr__(self) -> str:
         return f"<RecallResult {self.report.summary()}>"
+
+
+#: Reader and Scope moved to :mod:`recallpack.packing.scopes`: from here they still work for one
+#: release, with a DeprecationWarning that names the new home.
+__getattr__ = moved_names(
+    __name__, dict.fromkeys(("Scope", "Reader", "PRIVATE"), "recallpack.packing.scopes")
+)

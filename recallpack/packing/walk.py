@@ -23,7 +23,8 @@ from recallpack.packing.candidate import Candidate, LaneKind, Provenance, clean_
 from recallpack.packing.errors import ConfigError, RecallpackError
 from recallpack.packing.limits import Policy
 from recallpack.packing.render import header_text, item_text
-from recallpack.packing.result import PRIVATE, Evidence, Outcome, Reader, Reason, Scope, TraceRecord
+from recallpack.packing.result import Evidence, Outcome, Reason, TraceRecord
+from recallpack.packing.scopes import PRIVATE, Reader, Scope
 from recallpack.packing.tokenizers import Tokenizer
 
 __all__ = ["Walk", "WalkSettings", "CostModel", "BlockCost", "JoinedCost", "CutResult", "Cutter"]

@@ -19,9 +19,9 @@ from llama_index.core.schema import MetadataMode, NodeRelationship, TextNode
 from llama_index.core.vector_stores import SimpleVectorStore
 
 from recallpack import count_tokens
-from recallpack._bench.corpus import stdlib_docs
 from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
 from recallpack.packing.windows import CHUNK_METADATA_KEYS, token_windows
+from recallpack.testing import stdlib_docs
 
 
 @pytest.fixture(autouse=True)
@@ -106,7 +106,7 @@ def test_ids_are_stable_across_processes() -> None:
     """The same documents split the same way get the same node ids in a fresh interpreter."""
     code = (
         "from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser;"
-        "from recallpack._bench.corpus import stdlib_docs;"
+        "from recallpack.testing import stdlib_docs;"
         "from llama_index.core import Document;"
         "docs = [Document(text=d) for _, d in stdlib_docs()[:4]];"
         "print(' '.join(n.id_ for n in TokenWindowNodeParser(96, 12)(docs)))"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from recallpack import BudgetError, ConfigError, get_tokenizer
-from recallpack._bench.corpus import stdlib_docs
+from recallpack.testing import stdlib_docs
 
 #: (module, class, the host's own name for the overlap, which recallpack refuses by name)
 SPLITTERS = [
