@@ -52,6 +52,8 @@ fine = [
     lc.BudgetedRetriever(upstream, max_tokens=120, fetch_k=8, k=3),
     lc.BudgetedRetriever(retriever=upstream, lane="facts"),
     li.BudgetedRetriever(Empty(), max_tokens=300, fetch_k=8),
+    lc.BudgetedRetriever.from_lanes({"sources": upstream}, weights={"sources": 2.0}, max_tokens=120),
+    li.BudgetedRetriever.from_lanes({"sources": Empty()}, rrf_k=30, max_tokens=300),
     TokenWindowNodeParser(120, 12),
     TokenWindowSplitter(120, 12),
     Candidate(text="x", lane="facts", scope_ids=["u-1"]),
@@ -64,6 +66,8 @@ lc.EvidenceRenderer(readers=None)  # MISTAKE
 li.BudgetPostprocessor(max_token=300)  # MISTAKE
 li.BudgetedRetriever(Empty(), max_tokns=300)  # MISTAKE
 li.BudgetedRetriever(Empty(), metadata_mod=None)  # MISTAKE
+lc.BudgetedRetriever.from_lanes({"sources": upstream}, max_tokns=120)  # MISTAKE
+li.BudgetedRetriever.from_lanes({"sources": Empty()}, weight={"sources": 2.0})  # MISTAKE
 TokenWindowSplitter(max_tokns=120)  # MISTAKE
 TokenWindowNodeParser(max_tokns=120)  # MISTAKE
 Candidate(txt="x")  # MISTAKE

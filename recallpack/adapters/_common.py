@@ -149,6 +149,19 @@ def keywords_of(
     return typed
 
 
+def lanes_keywords_of(
+    settings: Callable[P, object],
+) -> Callable[[Callable[Concatenate[Any, U, ...], T]], Callable[Concatenate[Any, U, P], T]]:
+    """Type a ``from_lanes`` constructor: its lanes positionally, then the fields of ``settings``
+    (a settings model) by keyword, as :func:`keywords_of` types ``__init__``: a misspelled
+    setting is an error for type checkers too. At run time the function is returned unchanged."""
+
+    def typed(make: Callable[..., T]) -> Any:
+        return make
+
+    return typed
+
+
 def check_query(
     query: object, kwargs: Mapping[str, Any] | None = None, *, bundle: type | None = None
 ) -> None:

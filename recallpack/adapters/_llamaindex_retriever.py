@@ -28,6 +28,7 @@ from recallpack.adapters._common import (
     gather_or_cancel,
     host_settings,
     keywords_of,
+    lanes_keywords_of,
 )
 from recallpack.adapters._llamaindex_events import packed
 from recallpack.adapters._llamaindex_nodes import (
@@ -67,6 +68,13 @@ class _RetrieverSettings(PackSettings):
     callback_manager: CallbackManager | None = None
 
 
+class _LanesSettings(_RetrieverSettings):
+    """What :meth:`BudgetedRetriever.from_lanes` takes by keyword (for type checkers)."""
+
+    weights: Mapping[LaneKind | str, float] | None = None
+    rrf_k: int = DEFAULT_RRF_K
+
+
 class BudgetedRetriever(BaseRetriever):
     """Any LlamaIndex retriever, cut to a token budget instead of a top-k.
 
@@ -104,6 +112,7 @@ class BudgetedRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager_of(own.get("callback_manager")))
 
     @classmethod
+    @lanes_keywords_of(_LanesSettings)
     def from_lanes(
         cls,
         lanes: Mapping[LaneKind | str, BaseRetriever],
