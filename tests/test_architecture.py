@@ -104,6 +104,52 @@ def test_functions_and_classes_stay_small() -> None:
     assert too_big == []
 
 
+#: The modules one packing walks through, from the Packer's call to the rendered block.
+WALK_MODULES = ("packer", "walk", "ledger", "render", "sandbox", "batch")
+MAX_MODULE_LINES = 500
+#: The pieces of the block's shape: render.py alone assembles them.
+BLOCK_PIECES = frozenset({"header_text", "item_text", "evidence_lines", "EVIDENCE_LINE", "INDENT"})
+
+
+def test_the_walks_modules_stay_under_500_lines() -> None:
+    """No module a packing walks through (packer, walk, ledger, render, sandbox, batch) is over 500 lines."""
+    packing = PACKAGE / "packing"
+    long = {m: n for m in WALK_MODULES if (n := len((packing / f"{m}.py").read_text().splitlines())) > MAX_MODULE_LINES}
+    assert long == {}
+
+
+def _names_used(tree: ast.AST) -> set[str]:
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    names |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    names |= {a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for a in node.names}
+    return names
+
+
+def test_the_blocks_shape_lives_in_render_alone() -> None:
+    """No module but render.py names a piece of the block (header_text, item_text, evidence_lines, ...)."""
+    elsewhere = {
+        name: sorted(used)
+        for name, path in _modules().items()
+        if name != "recallpack.packing.render" and (used := _names_used(ast.parse(path.read_text())) & BLOCK_PIECES)
+    }
+    assert elsewhere == {}
+
+
+def test_no_function_of_the_core_takes_the_packer() -> None:
+    """The walk is built from resolved settings: no function under recallpack/packing takes a Packer."""
+    takers = []
+    for name, path in _modules().items():
+        if not name.startswith("recallpack.packing."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                annotated = [a for a in args if a.annotation is not None and "Packer" in ast.unparse(a.annotation)]
+                if annotated or any(a.arg == "packer" for a in args):
+                    takers.append(f"{name}.{node.name}")
+    assert takers == []
+
+
 def test_adapter_modules_stay_under_450_lines() -> None:
     """Each module under recallpack/adapters/ is a translator, under 450 lines."""
     long = {p.name: n for p in (PACKAGE / "adapters").glob("*.py") if (n := len(p.read_text().splitlines())) >= MAX_ADAPTER_LINES}

@@ -9,12 +9,14 @@ each budget, and at the end makes the :class:`~recallpack.RecallResult` (or, for
 from __future__ import annotations
 
 import logging
+import string
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, clean_text
+from recallpack.packing.errors import ConfigError
 from recallpack.packing.limits import Policy
 from recallpack.packing.render import View
 from recallpack.packing.result import (
@@ -32,7 +34,8 @@ from recallpack.packing.result import (
 from recallpack.packing.tokenizer import Tokenizer
 
 __all__ = [
-    "Ledger", "Packed", "Kept", "WalkSettings", "CutResult", "resource_of", "citation_from", "log_result"
+    "Ledger", "Packed", "Kept", "WalkSettings", "CutResult", "resource_of", "citation_from", "log_result",
+    "check_uri_template",
 ]
 
 #: Where recallpack logs: one DEBUG record per packing, a WARNING only for what the caller
@@ -382,6 +385,26 @@ def log_result(result: RecallResult) -> None:
             "chunks fit",
             report.tokens_used, budget, report.policy, report.over_budget,
             f"{report.largest_dropped_chars:,}", fix,
+        )
+
+
+_URI_FIELDS = frozenset({"artifact_id", "artifact_content_id"})
+
+
+def check_uri_template(template: str) -> None:
+    """``resource_uri_template`` can be filled by :func:`resource_of`, or a ConfigError says why."""
+    # Plain fields only: a format spec ("{artifact_id:>100000000}") would pad every item's
+    # resource line to any size, and "{artifact_id.__class__}" reaches past the value.
+    try:
+        parsed = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(template)]
+        plain = all(n is None or (n in _URI_FIELDS and not (spec or conv)) for n, spec, conv in parsed)
+        problem = "" if plain else "a field that is not plain {artifact_id} or {artifact_content_id}"
+    except ValueError as exc:  # an unmatched brace
+        problem = str(exc)
+    if problem:
+        raise ConfigError(
+            f"resource_uri_template={template!r:.80} cannot be filled ({problem}); "
+            "use {artifact_id} and {artifact_content_id} as its only fields, with no format spec"
         )
 
 

@@ -12,7 +12,6 @@ import dataclasses
 import difflib
 import functools
 import os
-import string
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -34,14 +33,13 @@ from recallpack.packing.candidate import Candidate
 from recallpack.packing.cuts import CALLER_LOOP, embed_function
 from recallpack.packing.errors import (
     BudgetError,
-    CandidateError,
     ConfigError,
     PolicyError,
     RecallpackError,
     TemplateError,
     TokenizerError,
 )
-from recallpack.packing.ledger import WalkSettings, log_result
+from recallpack.packing.ledger import WalkSettings, check_uri_template, log_result
 from recallpack.packing.limits import (
     DEFAULT_MAX_TOKENS,
     MAX_TOKENS_CEILING,
@@ -57,7 +55,7 @@ from recallpack.packing.passages import PassagesWalk
 from recallpack.packing.render import load_template, newline_join
 from recallpack.packing.result import DEFAULT_RESOURCE_URI_TEMPLATE, RESULT_BUILDERS, Reader, RecallResult
 from recallpack.packing.tokenizer import Tokenizer, get_tokenizer
-from recallpack.packing.walk import Plan, candidate_list, lane_targets
+from recallpack.packing.walk import Plan, candidate_list, candidate_lists_of, lane_targets
 
 __all__ = [
     "Packer",
@@ -198,7 +196,7 @@ class Packer(PackerSettings):
     @model_validator(mode="after")
     def _resolve(self) -> Packer:
         check_max_tokens(self.max_tokens, self.max_tokens_ceiling)
-        _check_uri_template(self.resource_uri_template)
+        check_uri_template(self.resource_uri_template)
         # Every walk setting is the Packer setting of that name, but the lane budgets: checked.
         shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(WalkSettings)}
         tok = get_tokenizer(self.tokenizer)
@@ -325,7 +323,7 @@ class Packer(PackerSettings):
         processes = batch.check_workers(workers)
         if not isinstance(fork_callables, bool):
             raise ConfigError(f"fork_callables={fork_callables!r} must be True or False")
-        lists = _candidate_lists(candidate_lists)
+        lists = candidate_lists_of(candidate_lists)
         asked = batch.queries_per_list(queries, len(lists))
         callers = () if fork_callables else self._run.caller_code()
         # Every list is packed as recall packs it, in whichever process: so the results are a loop's.
@@ -401,31 +399,6 @@ def recallpack_error(owner: str, exc: ValidationError) -> RecallpackError:
     else:
         fix = error["msg"]
     return _ERROR_OF_FIELD.get(field, ConfigError)(f"{owner}: {where}={value!r:.80} {fix}")
-
-
-_URI_FIELDS = frozenset({"artifact_id", "artifact_content_id"})
-
-
-def _check_uri_template(template: str) -> None:
-    # Plain fields only: a format spec ("{artifact_id:>100000000}") would pad every item's
-    # resource line to any size, and "{artifact_id.__class__}" reaches past the value.
-    try:
-        parsed = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(template)]
-        plain = all(n is None or (n in _URI_FIELDS and not (spec or conv)) for n, spec, conv in parsed)
-        problem = "" if plain else "a field that is not plain {artifact_id} or {artifact_content_id}"
-    except ValueError as exc:  # an unmatched brace
-        problem = str(exc)
-    if problem:
-        raise ConfigError(
-            f"resource_uri_template={template!r:.80} cannot be filled ({problem}); "
-            "use {artifact_id} and {artifact_content_id} as its only fields, with no format spec"
-        )
-
-
-def _candidate_lists(value: object) -> list[Sequence[Any]]:
-    if value is None or isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise CandidateError(f"candidate_lists must be a list of candidate lists, got {type(value).__name__}")
-    return [candidate_list(candidates) for candidates in value]
 
 
 # -- the module-level functions users know ------------------------------------------------------

@@ -242,12 +242,17 @@ def item_text(label: str, scopes: Sequence[str], text: str, resource_uri: str | 
     return f"- **{label}**{where}\n\n{evidence_lines(text)}\n{resource}"
 
 
-def default_block(evidence: Sequence[EvidenceLike], shared_scopes: Sequence[ScopeLike]) -> str:
-    """``evidence`` as the default template renders it (a test pins that the two agree)."""
+def default_block(
+    evidence: Sequence[EvidenceLike], shared_scopes: Sequence[ScopeLike],
+    escape: Callable[[str], str] | None = None,
+) -> str:
+    """``evidence`` as the default template renders it (a test pins that the two agree); with
+    ``escape``, every text and scope description passed through it (a notebook's view)."""
     if not evidence:
         return ""
-    items = [item_text(e.label, e.scopes, e.text, e.resource_uri) for e in evidence]
-    return header_text([(s.name, s.description) for s in shared_scopes]) + "\n".join(items)
+    shown = (lambda text: text) if escape is None else escape
+    items = [item_text(e.label, e.scopes, shown(e.text), e.resource_uri) for e in evidence]
+    return header_text([(s.name, shown(s.description)) for s in shared_scopes]) + "\n".join(items)
 
 
 def block(

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, f
 from recallpack.packing.candidate import Candidate, Provenance, ValueEnum, clean_text
 from recallpack.packing.errors import ConfigError, RecallpackError, TemplateError
 from recallpack.packing.limits import CheckedModel
-from recallpack.packing.render import header_text, inert_markdown, item_text
+from recallpack.packing.render import default_block, inert_markdown
 from recallpack.packing.report_html import report_html, trace_html
 
 __all__ = [
@@ -524,9 +524,7 @@ class RecallResult:
         image, link or HTML of its own). ``to_markdown()`` is what the model reads."""
         if not self.evidence:
             return "*(no evidence)*"
-        scopes = [(s.name, inert_markdown(s.description)) for s in self.shared_scopes]
-        items = [item_text(e.label, e.scopes, inert_markdown(e.text), e.resource_uri) for e in self.evidence]
-        return header_text(scopes) + "\n".join(items)
+        return default_block(self.evidence, self.shared_scopes, escape=inert_markdown)
 
     def __len__(self) -> int:
         return len(self.evidence)

@@ -34,7 +34,7 @@ from recallpack.packing.render import (
 from recallpack.packing.result import Evidence, Outcome, Reason, Scope
 from recallpack.packing.tokenizer import Tokenizer
 
-__all__ = ["Plan", "Walk", "Cutter", "candidate_list", "lane_targets"]
+__all__ = ["Plan", "Walk", "Cutter", "candidate_list", "candidate_lists_of", "lane_targets"]
 
 #: ``cutter(text, max_tokens, measure)``: the best cut of ``text`` such that
 #: ``measure(cut.text) <= max_tokens`` (``measure`` prices a text as its item renders it), or None.
@@ -315,3 +315,10 @@ def candidate_list(candidates: object) -> Sequence[Any]:
             f"got {type(candidates).__name__}"
         )
     return list(candidates)
+
+
+def candidate_lists_of(value: object) -> list[Sequence[Any]]:
+    """What :meth:`~recallpack.Packer.recall_many` takes: each list as :func:`candidate_list` takes it."""
+    if value is None or isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise CandidateError(f"candidate_lists must be a list of candidate lists, got {type(value).__name__}")
+    return [candidate_list(candidates) for candidates in value]
