@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import ast
 import inspect
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from recallpack import Packer
+from recallpack import Candidate, Packer
 
 PACKAGE = Path(__file__).resolve().parents[1] / "recallpack"
 MAX_FUNCTION_LINES = 80
@@ -148,6 +151,46 @@ def test_no_function_of_the_core_takes_the_packer() -> None:
                 if annotated or any(a.arg == "packer" for a in args):
                     takers.append(f"{name}.{node.name}")
     assert takers == []
+
+
+def _calls_out_of_the_packer(call: Callable[[], object]) -> tuple[list[str], list[str]]:
+    """While ``call`` runs: the recallpack modules packer.py calls, in order, and the modules that
+    call back into packer.py."""
+    packer = str(PACKAGE / "packing" / "packer.py")
+    out: list[str] = []
+    back: list[str] = []
+
+    def profile(frame: Any, event: str, arg: object) -> None:
+        caller = frame.f_back.f_code.co_filename if frame.f_back is not None else ""
+        callee = frame.f_code.co_filename
+        if event != "call" or caller == callee or not callee.startswith(str(PACKAGE)):
+            return
+        if caller == packer:
+            out.append(Path(callee).name)
+        elif callee == packer and caller.startswith(str(PACKAGE)):
+            back.append(Path(caller).name)
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return out, back
+
+
+@pytest.mark.parametrize(
+    "settings", [{}, {"policy": "passages"}, {"policy": "truncate"}, {"join": "\n\n".join}],
+    ids=["prefix", "passages", "truncate", "joined"],
+)
+def test_a_recall_passes_from_the_packer_into_the_walk_once(settings: dict[str, Any]) -> None:
+    """Packer.recall hands its candidates to walk.py once, and nothing calls the Packer back."""
+    texts = [p for p in (inspect.getdoc(ast) or "").split("\n\n") if p.strip()] * 20
+    candidates = [Candidate(text=t) for t in texts]
+    packer = Packer(max_tokens=200, **settings)
+    out, back = _calls_out_of_the_packer(lambda: packer.recall(candidates, query="abstract syntax grammar"))
+    assert (out, back) == (["walk.py"], [])
+    out, back = _calls_out_of_the_packer(lambda: packer.pack(candidates))
+    assert (out, back) == (["walk.py"], [])
 
 
 def test_adapter_modules_stay_under_450_lines() -> None:

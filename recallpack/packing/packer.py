@@ -39,7 +39,7 @@ from recallpack.packing.errors import (
     TemplateError,
     TokenizerError,
 )
-from recallpack.packing.ledger import WalkSettings, check_uri_template, log_result
+from recallpack.packing.ledger import WalkSettings, check_uri_template
 from recallpack.packing.limits import (
     DEFAULT_MAX_TOKENS,
     MAX_TOKENS_CEILING,
@@ -55,7 +55,7 @@ from recallpack.packing.passages import PassagesWalk
 from recallpack.packing.render import load_template, newline_join
 from recallpack.packing.result import DEFAULT_RESOURCE_URI_TEMPLATE, RESULT_BUILDERS, Reader, RecallResult
 from recallpack.packing.tokenizer import Tokenizer, get_tokenizer
-from recallpack.packing.walk import Plan, candidate_list, candidate_lists_of, lane_targets
+from recallpack.packing.walk import Plan, candidate_lists_of, lane_targets
 
 __all__ = [
     "Packer",
@@ -295,11 +295,7 @@ class Packer(PackerSettings):
 
     def pack(self, candidates: Iterable[Candidate | Mapping[str, Any]]) -> list[Candidate]:
         """The kept candidates themselves (a cut one with its cut text), in order."""
-        listed = candidate_list(candidates)
-        walk = self._run.walk(listed, query=None, max_tokens=self.max_tokens, max_items=self.max_items)
-        packed = walk.fit()
-        packed.log_kept()
-        return packed.kept_candidates()
+        return self._run.pack(candidates, max_tokens=self.max_tokens, max_items=self.max_items)
 
     def recall_many(
         self,
@@ -342,7 +338,6 @@ class Packer(PackerSettings):
         allowance: Allowance | Remaining | None = None,
         unbounded: bool = False,
     ) -> RecallResult:
-        listed = candidate_list(candidates)
         max_tokens: int | None = None if unbounded else self.max_tokens
         max_items = self.max_items
         if allowance is not None:
@@ -351,10 +346,7 @@ class Packer(PackerSettings):
             left = as_remaining(allowance)
             max_tokens = left.tokens if max_tokens is None else min(max_tokens, left.tokens)
             max_items = left.items if max_items is None else min(max_items, left.items)
-        walk = self._run.walk(listed, query=query, max_tokens=max_tokens, max_items=max_items)
-        result = walk.fit().result()
-        log_result(result)
-        return result
+        return self._run.recall(candidates, query=query, max_tokens=max_tokens, max_items=max_items)
 
 
 # -- validation ---------------------------------------------------------------------------------

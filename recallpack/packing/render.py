@@ -307,16 +307,10 @@ class EvidenceLike(Protocol):
 
 
 class KeptLike(Protocol):
-    """One item a walk kept, as its view prices it."""
+    """One item a walk kept: the text it shows, and what the walk priced it at."""
 
     @property
-    def label(self) -> str: ...
-    @property
-    def names(self) -> Sequence[str]: ...
-    @property
     def text(self) -> str: ...
-    @property
-    def uri(self) -> str | None: ...
     @property
     def cost(self) -> int: ...
 
@@ -400,15 +394,16 @@ class MarkdownBlock:
         return self.tok.count_upto(item_text(c.provenance.label, scopes, text, uri) + "\n", limit)
 
     def measure(self, walk: Shown, max_tokens: int | None) -> tuple[int, str | None]:
-        text = self.block(walk.evidence(), walk.shared_scopes(), max_tokens)
-        if self.template is not None or not self.tok.splits_at_line_starts or not walk.kept:
+        evidence = walk.evidence()
+        text = self.block(evidence, walk.shared_scopes(), max_tokens)
+        if self.template is not None or not self.tok.splits_at_line_starts or not evidence:
             return (self.tok.count(text) if text else 0), text
         # The default block is header + items joined by newlines, and these encodings split only
         # at line starts, so the walk's own counts add up exactly; the last item has no newline
         # after it. Their counts also add up before a space that starts a word, so only what
         # follows the last such space is counted again, with and without the newline.
-        last = walk.kept[-1]
-        shown = item_text(last.label, last.names, last.text, last.uri)
+        last = evidence[-1]
+        shown = item_text(last.label, last.scopes, last.text, last.resource_uri)
         tail = shown[_last_word_start(shown) :]
         newline = self.tok.count(tail + "\n") - self.tok.count(tail)
         return walk.header_cost + sum(k.cost for k in walk.kept) - newline, text

@@ -21,7 +21,7 @@ from typing import Any
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, coerce_candidate
 from recallpack.packing.cuts import EmbedFn, cut_focus, cut_head
 from recallpack.packing.errors import BudgetError, CandidateError, ConfigError, LaneError
-from recallpack.packing.ledger import CutResult, Ledger, Packed, WalkSettings
+from recallpack.packing.ledger import CutResult, Ledger, Packed, WalkSettings, log_result
 from recallpack.packing.limits import ELLIPSIS
 from recallpack.packing.render import (
     JoinedTexts,
@@ -31,7 +31,7 @@ from recallpack.packing.render import (
     joined_by,
     newline_join,
 )
-from recallpack.packing.result import Evidence, Outcome, Reason, Scope
+from recallpack.packing.result import Evidence, Outcome, Reason, RecallResult, Scope
 from recallpack.packing.tokenizer import Tokenizer
 
 __all__ = ["Plan", "Walk", "Cutter", "candidate_list", "candidate_lists_of", "lane_targets"]
@@ -69,6 +69,21 @@ class Plan:
         least, parts = least_budget(tok, view, settings.max_tokens)
         passages = passages if settings.policy == "passages" else None
         return cls(tok, view, embed, settings, cut, passages, least, parts)
+
+    def recall(self, candidates: object, *, query: str | None, max_tokens: int | None,
+               max_items: int | None) -> RecallResult:
+        """One recall: the fitted walk's result, logged."""
+        result = self.walk(candidate_list(candidates), query=query, max_tokens=max_tokens,
+                           max_items=max_items).fit().result()
+        log_result(result)
+        return result
+
+    def pack(self, candidates: object, *, max_tokens: int, max_items: int | None) -> list[Candidate]:
+        """One :func:`~recallpack.pack`: the kept candidates of the fitted walk, logged."""
+        packed = self.walk(candidate_list(candidates), query=None, max_tokens=max_tokens,
+                           max_items=max_items).fit()
+        packed.log_kept()
+        return packed.kept_candidates()
 
     def walk(self, candidates: Sequence[Any], *, query: str | None, max_tokens: int | None,
              max_items: int | None) -> Walk:
