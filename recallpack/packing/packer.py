@@ -39,7 +39,6 @@ from recallpack.packing.errors import (
     TemplateError,
     TokenizerError,
 )
-from recallpack.packing.ledger import WalkSettings, check_uri_template
 from recallpack.packing.limits import (
     DEFAULT_MAX_TOKENS,
     MAX_TOKENS_CEILING,
@@ -54,6 +53,7 @@ from recallpack.packing.limits import (
 from recallpack.packing.passages import PassagesWalk
 from recallpack.packing.render import load_template, newline_join
 from recallpack.packing.result import DEFAULT_RESOURCE_URI_TEMPLATE, RESULT_BUILDERS, Reader, RecallResult
+from recallpack.packing.tally import WalkSettings, check_uri_template
 from recallpack.packing.tokenizer import Tokenizer, get_tokenizer
 from recallpack.packing.walk import Plan, candidate_lists_of, lane_targets
 

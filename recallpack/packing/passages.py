@@ -51,8 +51,8 @@ from recallpack.packing.cuts import (
     _units,
 )
 from recallpack.packing.errors import CandidateError
-from recallpack.packing.ledger import WalkSettings, resource_of
 from recallpack.packing.result import Outcome, Reason, Scope
+from recallpack.packing.tally import WalkSettings, resource_of
 from recallpack.packing.walk import Plan, Walk
 
 __all__ = ["PassagesWalk", "RANK_PRIOR", "CONTEXT_SHARE", "NEIGHBOR_SHARE", "MAX_QUERY_TERMS"]

@@ -6,7 +6,7 @@ work follows what it keeps, not what it was handed.
 
 A Packer resolves its settings once into a :class:`Plan` (the tokenizer, the view, the walk
 settings); each call builds a :class:`Walk` from the plan, and :meth:`Walk.fit` returns the
-outcome (:class:`~recallpack.packing.ledger.Packed`). What an item costs is what it adds to
+outcome (:class:`~recallpack.packing.tally.Packed`). What an item costs is what it adds to
 what the model is shown, the plan's view (:mod:`recallpack.packing.render`): the Markdown
 block, or the kept texts joined, as a LlamaIndex synthesizer shows them.
 """
@@ -21,7 +21,6 @@ from typing import Any
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, coerce_candidate
 from recallpack.packing.cuts import EmbedFn, cut_focus, cut_head
 from recallpack.packing.errors import BudgetError, CandidateError, ConfigError, LaneError
-from recallpack.packing.ledger import CutResult, Ledger, Packed, WalkSettings, log_result
 from recallpack.packing.limits import ELLIPSIS
 from recallpack.packing.render import (
     JoinedTexts,
@@ -32,6 +31,7 @@ from recallpack.packing.render import (
     newline_join,
 )
 from recallpack.packing.result import Evidence, Outcome, Reason, RecallResult, Scope
+from recallpack.packing.tally import CutResult, Ledger, Packed, WalkSettings, log_result
 from recallpack.packing.tokenizer import Tokenizer
 
 __all__ = ["Plan", "Walk", "Cutter", "candidate_list", "candidate_lists_of", "lane_targets"]
