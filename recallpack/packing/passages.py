@@ -661,10 +661,7 @@ class PassagesWalk(Walk):
         self.header_estimate = self.view.header_delta(self, ())
         self.selection = _choose(self, self.s.max_tokens)
         self._materialize()
-        if not self.kept and self.s.floor:
-            for rank in list(self.dropped_sizes):
-                if self._floor(rank):
-                    break
+        self._floor_if_empty()
 
     def _reach(self) -> list[tuple[int, Candidate]]:
         """Gate candidates in rank order, as far as the walk reads; the ones that can be shown."""

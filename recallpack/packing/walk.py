@@ -161,9 +161,13 @@ class Walk(Ledger):
         for rank in range(len(self.candidates)):
             if not self._step(rank, coerce_candidate(self.candidates[rank], rank)):
                 break
+        self._floor_if_empty()
+
+    def _floor_if_empty(self) -> None:
+        """Nothing kept, with the floor on: keep the top readable match, cut to its room; a
+        later one only if an earlier cannot be cut at all (its lane has no room), so merit
+        order still decides."""
         if not self.kept and self.s.floor:
-            # The top readable match first; a later one only if an earlier cannot be cut at all
-            # (its lane has no room), so merit order still decides.
             for rank in list(self.dropped_sizes):
                 if self._floor(rank):
                     break
@@ -292,9 +296,9 @@ def least_budget(tok: Tokenizer, view: View, max_tokens: int | None) -> tuple[in
 
 def lane_targets(value: object) -> dict[LaneKind | Provenance, int]:
     """``lane_budgets`` checked, and keyed by what each caps: a lane, or every lane of a provenance."""
-    if value is None:
-        return {}
     if not isinstance(value, Mapping):
+        if value is None:
+            return {}
         raise BudgetError(
             f"lane_budgets={value!r:.60} must be a mapping of lane or provenance name to tokens, "
             "such as {'facts': 300}"
