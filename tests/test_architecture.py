@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import ast
 import inspect
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from recallpack import Packer
+from recallpack import Candidate, Packer
 
 PACKAGE = Path(__file__).resolve().parents[1] / "recallpack"
 MAX_FUNCTION_LINES = 80
@@ -114,6 +117,92 @@ def test_functions_and_classes_stay_small() -> None:
         if lines > (MAX_CLASS_LINES if kind == "class" else MAX_FUNCTION_LINES)
     ]
     assert too_big == []
+
+
+#: The modules one packing walks through, from the Packer's call to the rendered block.
+WALK_MODULES = ("packer", "walk", "tally", "render", "sandbox", "batch")
+MAX_MODULE_LINES = 500
+#: The pieces of the block's shape: render.py alone assembles them.
+BLOCK_PIECES = frozenset({"header_text", "item_text", "evidence_lines", "EVIDENCE_LINE", "INDENT"})
+
+
+def test_the_walks_modules_stay_under_500_lines() -> None:
+    """No module a packing walks through (packer, walk, tally, render, sandbox, batch) is over 500 lines."""
+    packing = PACKAGE / "packing"
+    long = {m: n for m in WALK_MODULES if (n := len((packing / f"{m}.py").read_text().splitlines())) > MAX_MODULE_LINES}
+    assert long == {}
+
+
+def _names_used(tree: ast.AST) -> set[str]:
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    names |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    names |= {a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for a in node.names}
+    return names
+
+
+def test_the_blocks_shape_lives_in_render_alone() -> None:
+    """No module but render.py names a piece of the block (header_text, item_text, evidence_lines, ...)."""
+    elsewhere = {
+        name: sorted(used)
+        for name, path in _modules().items()
+        if name != "recallpack.packing.render" and (used := _names_used(ast.parse(path.read_text())) & BLOCK_PIECES)
+    }
+    assert elsewhere == {}
+
+
+def test_no_function_of_the_core_takes_the_packer() -> None:
+    """The walk is built from resolved settings: no function under recallpack/packing takes a Packer."""
+    takers = []
+    for name, path in _modules().items():
+        if not name.startswith("recallpack.packing."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                annotated = [a for a in args if a.annotation is not None and "Packer" in ast.unparse(a.annotation)]
+                if annotated or any(a.arg == "packer" for a in args):
+                    takers.append(f"{name}.{node.name}")
+    assert takers == []
+
+
+def _calls_out_of_the_packer(call: Callable[[], object]) -> tuple[list[str], list[str]]:
+    """While ``call`` runs: the recallpack modules packer.py calls, in order, and the modules that
+    call back into packer.py."""
+    packer = str(PACKAGE / "packing" / "packer.py")
+    out: list[str] = []
+    back: list[str] = []
+
+    def profile(frame: Any, event: str, arg: object) -> None:
+        caller = frame.f_back.f_code.co_filename if frame.f_back is not None else ""
+        callee = frame.f_code.co_filename
+        if event != "call" or caller == callee or not callee.startswith(str(PACKAGE)):
+            return
+        if caller == packer:
+            out.append(Path(callee).name)
+        elif callee == packer and caller.startswith(str(PACKAGE)):
+            back.append(Path(caller).name)
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return out, back
+
+
+@pytest.mark.parametrize(
+    "settings", [{}, {"policy": "passages"}, {"policy": "truncate"}, {"join": "\n\n".join}],
+    ids=["prefix", "passages", "truncate", "joined"],
+)
+def test_a_recall_passes_from_the_packer_into_the_walk_once(settings: dict[str, Any]) -> None:
+    """Packer.recall hands its candidates to walk.py once, and nothing calls the Packer back."""
+    texts = [p for p in (inspect.getdoc(ast) or "").split("\n\n") if p.strip()] * 20
+    candidates = [Candidate(text=t) for t in texts]
+    packer = Packer(max_tokens=200, **settings)
+    out, back = _calls_out_of_the_packer(lambda: packer.recall(candidates, query="abstract syntax grammar"))
+    assert (out, back) == (["walk.py"], [])
+    out, back = _calls_out_of_the_packer(lambda: packer.pack(candidates))
+    assert (out, back) == (["walk.py"], [])
 
 
 def test_adapter_modules_stay_under_450_lines() -> None:

@@ -3,19 +3,21 @@ ones copied back; and what every LangChain component shares (``k`` as ``max_item
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 from pydantic import model_validator
 
 from recallpack.adapters._common import PackerComponent
+from recallpack.packing.candidate import LaneKind
 from recallpack.packing.errors import ConfigError, UpstreamError
+from recallpack.packing.fusion import DEFAULT_RRF_K
 from recallpack.packing.pipeline import Item, Kept, Pipeline, Source
 from recallpack.packing.translate import evidence_metadata, score_from
 from recallpack.packing.validation import check_max_items
 
-__all__ = ["LangChainComponent", "k_or_max_items", "documents_of",
+__all__ = ["LangChainComponent", "LanesSettings", "k_or_max_items", "documents_of",
            "listed", "document_item", "kept_documents"]
 
 
@@ -90,3 +92,14 @@ def k_or_max_items(k: object, max_items: object) -> int | None:
     if max_items != "unset" and max_items != k:
         raise ConfigError(f"k={k!r} and max_items={max_items!r} disagree; pass one (k is max_items)")
     return k
+
+
+class LanesSettings(LangChainComponent):
+    """What ``BudgetedRetriever.from_lanes`` takes by keyword (for type checkers)."""
+
+    weights: Mapping[LaneKind | str, float] | None = None
+    rrf_k: int = DEFAULT_RRF_K
+    fetch_k: int | None = None
+    name: str | None = None
+    tags: list[str] | None = None
+    metadata: dict[str, Any] | None = None

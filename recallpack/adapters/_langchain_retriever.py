@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, PrivateAttr, model_validator
 from recallpack.adapters._common import check_query, gather_or_cancel, lanes_keywords_of
 from recallpack.adapters._depth import Forward, forwarding, own_depth, search_kwargs_for
 from recallpack.adapters._langchain_documents import (
+    LanesSettings,
     LangChainComponent,
     document_item,
     documents_of,
@@ -77,17 +78,6 @@ def _upstream_fields(data: dict[str, Any]) -> dict[str, Any]:
         data["weights"] = check_weights(data.get("weights"), list(data["lanes"])) or None
     check_rrf_k(data.get("rrf_k", DEFAULT_RRF_K))
     return data
-
-
-class _LanesSettings(LangChainComponent):
-    """What :meth:`BudgetedRetriever.from_lanes` takes by keyword (for type checkers)."""
-
-    weights: Mapping[LaneKind | str, float] | None = None
-    rrf_k: int = DEFAULT_RRF_K
-    fetch_k: int | None = None
-    name: str | None = None
-    tags: list[str] | None = None
-    metadata: dict[str, Any] | None = None
 
 
 class BudgetedRetriever(LangChainComponent, BaseRetriever):
@@ -160,7 +150,7 @@ class BudgetedRetriever(LangChainComponent, BaseRetriever):
         return self
 
     @classmethod
-    @lanes_keywords_of(_LanesSettings)
+    @lanes_keywords_of(LanesSettings)
     def from_lanes(
         cls,
         lanes: Mapping[LaneKind | str, Upstream],

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,9 +16,11 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeWithScore
 from pydantic import ValidationError
 
+from recallpack.adapters._common import PackSettings
 from recallpack.adapters._depth import corpus_size, own_depth, with_top_k
 from recallpack.packing.candidate import LaneKind, Span
 from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError
+from recallpack.packing.fusion import DEFAULT_RRF_K
 from recallpack.packing.pipeline import Item, Kept, Source
 from recallpack.packing.result import PackReport, RecallResult
 from recallpack.packing.tokenizers import (
@@ -31,6 +33,8 @@ from recallpack.packing.tokenizers import (
 from recallpack.packing.translate import EVIDENCE_METADATA_KEYS, evidence_metadata
 
 __all__ = [
+    "RetrieverSettings",
+    "LanesSettings",
     "source_of",
     "deepened",
     "settings_tokenizer",
@@ -278,3 +282,18 @@ def deepened(retriever: BaseRetriever, depth: int | None) -> BaseRetriever:
     if depth is None or depth == own_depth(retriever):
         return retriever
     return with_top_k(retriever, depth)
+
+
+class RetrieverSettings(PackSettings):
+    """What ``BudgetedRetriever`` takes by keyword: every setting but ``join``, and these."""
+
+    fetch_k: int | None = None
+    metadata_mode: MetadataMode = MetadataMode.NONE
+    callback_manager: CallbackManager | None = None
+
+
+class LanesSettings(RetrieverSettings):
+    """What ``BudgetedRetriever.from_lanes`` takes by keyword (for type checkers)."""
+
+    weights: Mapping[LaneKind | str, float] | None = None
+    rrf_k: int = DEFAULT_RRF_K

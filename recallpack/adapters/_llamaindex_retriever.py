@@ -12,7 +12,6 @@ import llama_index.core.instrumentation as instrument
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.response.schema import Response
 from llama_index.core.bridge.pydantic import Field
-from llama_index.core.callbacks import CallbackManager
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.prompts.default_prompt_selectors import DEFAULT_TEXT_QA_PROMPT_SEL
@@ -33,7 +32,9 @@ from recallpack.adapters._common import (
 from recallpack.adapters._llamaindex_events import packed
 from recallpack.adapters._llamaindex_nodes import (
     MALFORMED,
+    LanesSettings,
     NodeReader,
+    RetrieverSettings,
     callback_manager_of,
     deepened,
     kept_nodes,
@@ -60,21 +61,6 @@ Packed = tuple[list[NodeWithScore], RecallResult]
 dispatcher = instrument.get_dispatcher(__name__)  # type: ignore[attr-defined]
 
 
-class _RetrieverSettings(PackSettings):
-    """What :class:`BudgetedRetriever` takes by keyword: every setting but ``join``, and these."""
-
-    fetch_k: int | None = None
-    metadata_mode: MetadataMode = MetadataMode.NONE
-    callback_manager: CallbackManager | None = None
-
-
-class _LanesSettings(_RetrieverSettings):
-    """What :meth:`BudgetedRetriever.from_lanes` takes by keyword (for type checkers)."""
-
-    weights: Mapping[LaneKind | str, float] | None = None
-    rrf_k: int = DEFAULT_RRF_K
-
-
 class BudgetedRetriever(BaseRetriever):
     """Any LlamaIndex retriever, cut to a token budget instead of a top-k.
 
@@ -90,10 +76,10 @@ class BudgetedRetriever(BaseRetriever):
     copy of the upstream (its ``similarity_top_k``). :meth:`from_lanes` fuses several retrievers.
     """
 
-    _OWN = tuple(n for n in _RetrieverSettings.model_fields if n not in PackerSettings.model_fields)
+    _OWN = tuple(n for n in RetrieverSettings.model_fields if n not in PackerSettings.model_fields)
     _SETTINGS = tuple(n for n in Packer.settings_names() if n not in HOST_DECIDES)
 
-    @keywords_of(_RetrieverSettings)
+    @keywords_of(RetrieverSettings)
     def __init__(self, retriever: BaseRetriever, /, **settings: Any) -> None:
         refuse_unknown(type(self).__name__, settings, [*self._OWN, *self._SETTINGS])
         own = {k: settings.pop(k) for k in self._OWN if k in settings}
@@ -112,7 +98,7 @@ class BudgetedRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager_of(own.get("callback_manager")))
 
     @classmethod
-    @lanes_keywords_of(_LanesSettings)
+    @lanes_keywords_of(LanesSettings)
     def from_lanes(
         cls,
         lanes: Mapping[LaneKind | str, BaseRetriever],

@@ -35,13 +35,13 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, NoReturn, TypeVar
 
 from recallpack.packing.errors import ConfigError, RecallpackWarning
 
-__all__ = ["run", "usable_cores", "check_workers", "resident_bytes", "BatchStats"]
+__all__ = ["run", "usable_cores", "check_workers", "queries_per_list", "resident_bytes", "BatchStats"]
 
 R = TypeVar("R")
 
@@ -105,15 +105,33 @@ def check_workers(workers: object) -> int:
     return workers
 
 
+def queries_per_list(queries: object, n: int) -> list[str | None]:
+    """``queries`` as one query (or None) per list; a str is one query, not a list of letters."""
+    if queries is None:
+        return [None] * n
+    if isinstance(queries, (str, bytes, Mapping)) or not isinstance(queries, Sequence):
+        raise ConfigError(
+            f"queries={queries!r:.60} must be a list with one query (a str or None) per candidate "
+            f"list, got {type(queries).__name__}"
+        )
+    if len(queries) != n:
+        raise ConfigError(f"queries has {len(queries)} entries for {n} candidate lists")
+    for i, query in enumerate(queries):
+        if query is not None and not isinstance(query, str):
+            raise ConfigError(f"queries[{i}]={query!r:.60} must be a str or None")
+    return list(queries)
+
+
 def run(
-    pack_one: Callable[[int], R], n: int, workers: int, asked: bool = False, keep_here: str | None = None
+    pack_one: Callable[[int], R], n: int, workers: int, asked: bool = False, callers: Sequence[str] = ()
 ) -> list[R]:
     """``[pack_one(i) for i in range(n)]``, the same results and the same first error, on up to
     ``workers`` processes. ``asked``: the caller chose ``workers`` itself, so when forking is
-    unsafe here a warning says that the batch ran in this process only. ``keep_here``: why the
-    caller's settings must not run in a child (None: they may)."""
+    unsafe here a warning says that the batch ran in this process only. ``callers``: the settings
+    that hold the caller's own code, which must not run in a child (empty: none, or they may)."""
     global last_run
     stats = last_run = BatchStats(lists=n)
+    keep_here = f"{CALLER_CODE} ({', '.join(callers)})" if callers else None
     stats.fallback = _unsafe(n, workers, keep_here)
     if stats.fallback is not None:
         _say_why(stats.fallback, workers, asked)
@@ -142,7 +160,7 @@ _UNSAFE_HERE = {
         "from a script whose process starts no other thread)"
     ),
 }
-#: The start of a ``keep_here`` reason: the caller's own code would run in a forked child.
+#: The start of the reason a batch stays here when the caller's own code would run in a child.
 CALLER_CODE = "the settings hold the caller's own code"
 
 

@@ -10,12 +10,9 @@ import asyncio
 import contextvars
 import dataclasses
 import functools
-import logging
 import os
-import string
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -32,49 +29,24 @@ from pydantic import (
 
 from recallpack.allowance.budget import Allowance, Remaining, as_remaining
 from recallpack.packing import batch, validation
-from recallpack.packing.candidate import Candidate, LaneKind, Provenance
-from recallpack.packing.cuts import EmbedFn, cut_focus, cut_head
+from recallpack.packing.candidate import Candidate
 from recallpack.packing.embedding import CALLER_LOOP, embed_function
 from recallpack.packing.errors import (
     BudgetError,
-    CandidateError,
     ConfigError,
-    LaneError,
     RecallpackError,
     TemplateError,
     moved_names,
 )
-from recallpack.packing.limits import DEFAULT_MAX_TOKENS, ELLIPSIS, MAX_TOKENS_CEILING, Policy
+from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING, Policy
 from recallpack.packing.passages import PassagesWalk
-from recallpack.packing.render import (
-    OUTPUT_CHARS_PER_TOKEN,
-    OUTPUT_SLACK_CHARS,
-    LoadedTemplate,
-    load_template,
-    render,
-)
-from recallpack.packing.result import (
-    DEFAULT_RESOURCE_URI_TEMPLATE,
-    Evidence,
-    PackReport,
-    Reason,
-    RecallResult,
-    Trace,
-)
-from recallpack.packing.scopes import Reader, Scope
+from recallpack.packing.render import load_template, newline_join
+from recallpack.packing.result import DEFAULT_RESOURCE_URI_TEMPLATE, RecallResult
+from recallpack.packing.scopes import Reader
+from recallpack.packing.tally import WalkSettings, check_uri_template
 from recallpack.packing.tokenizers import Tokenizer, get_tokenizer
 from recallpack.packing.validation import CheckedModel, check_max_tokens, check_policy
-from recallpack.packing.walk import (
-    BlockCost,
-    CostModel,
-    Cutter,
-    JoinedCost,
-    Walk,
-    WalkSettings,
-    default_block,
-    joined_by,
-    newline_join,
-)
+from recallpack.packing.walk import Plan, candidate_lists_of, lane_targets
 
 __all__ = [
     "Packer",
@@ -90,10 +62,6 @@ CutMode = Literal["auto", "head", "focus"]
 #: Metadata keys a citation is read from, in order: LangChain loaders record ``source`` (a path
 #: or URL); LlamaIndex readers record ``file_path``, ``url`` and ``file_name``.
 DEFAULT_CITATION_KEYS: tuple[str, ...] = ("source", "file_path", "url", "file_name")
-#: Where recallpack logs: one DEBUG record per packing, a WARNING only for what the caller
-#: should act on. recallpack/__init__.py gives it a NullHandler and nothing else.
-logger = logging.getLogger("recallpack")
-_WITHHELD = frozenset({Reason.UNREADABLE.value, Reason.NO_READER.value, Reason.MALFORMED_SCOPE.value})
 def _one_or_many(value: object) -> object:
     if isinstance(value, str):
         return (value,)  # one key needs no tuple around it
@@ -101,19 +69,9 @@ def _one_or_many(value: object) -> object:
 
 
 def _checked_lane_budgets(value: object) -> object:
-    """Each budget an int as given: pydantic's lax ints would read True as 1 and "5" as 5."""
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise BudgetError(
-            f"lane_budgets={value!r:.60} must be a mapping of lane or provenance name to tokens, "
-            "such as {'facts': 300}"
-        )
-    for key, budget in value.items():
-        if not isinstance(key, str):
-            raise LaneError(f"lane_budgets has key {key!r}; a key is a lane or provenance name (a str)")
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-            raise BudgetError(f"lane_budgets[{key!r}]={budget!r} must be an int of at least 0")
+    """Each key a lane or provenance, each budget an int as given: pydantic's lax ints would
+    read True as 1 and "5" as 5."""
+    lane_targets(value)
     return value
 
 
@@ -198,7 +156,7 @@ class Packer(PackerSettings):
     """None: the model is shown the rendered block. A function: it is shown ``join(kept texts)``
     instead (as a LlamaIndex synthesizer builds its context), and that is what is budgeted."""
 
-    _run: Resolved = PrivateAttr()
+    _run: Plan = PrivateAttr()
 
     @classmethod
     def _precheck(cls, data: dict[str, Any]) -> None:
@@ -216,20 +174,27 @@ class Packer(PackerSettings):
     @model_validator(mode="after")
     def _resolve(self) -> Packer:
         check_max_tokens(self.max_tokens, self.max_tokens_ceiling)
-        _check_uri_template(self.resource_uri_template)
+        check_uri_template(self.resource_uri_template)
         # Every walk setting is the Packer setting of that name, but the lane budgets: checked.
         shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(WalkSettings)}
         tok = get_tokenizer(self.tokenizer)
         template = None if self.template is None else load_template(self.template)
-        least, parts = least_budget(tok, template, self.join, self.max_tokens)
-        _check_least_budget(self, tok, least, parts)
-        self._run = Resolved(
+        run = self._run = Plan.make(
+            WalkSettings(**{**shared, "lane_budgets": lane_targets(self.lane_budgets)}),
             tok=tok,
             template=template,
+            join=self.join,
             embed=None if self.embed is None else embed_function(self.embed),
-            walk=WalkSettings(**{**shared, "lane_budgets": _lane_budgets(self.lane_budgets)}),
-            least_tokens=least,
+            cut=self.cut,
+            passages=PassagesWalk,
         )
+        # A joined view without the floor (pack()) promises nothing below it: an empty list is its answer.
+        if (self.join is None or self.floor) and self.max_tokens < run.least_tokens:
+            raise BudgetError(
+                f"max_tokens={self.max_tokens} is below the least that holds any evidence, "
+                f"{run.least_tokens} tokens ({tok.name}): {run.least_parts}; use "
+                f"max_tokens={run.least_tokens} or more"
+            )
         return self
 
     # -- calls ----------------------------------------------------------------------------------
@@ -296,18 +261,19 @@ class Packer(PackerSettings):
         this loop; sync ones run in the loop's default executor, with the packing. Without an
         embedding to call, the packing is a short CPU walk and runs inline."""
         packer = self.replace(**overrides) if overrides else self
-        return await _arecall(packer, candidates, query, allowance)
+        if packer._run.embed is None or not query:
+            return packer._recall(candidates, query=query, allowance=allowance)
+        # The packing runs in the loop's own executor (no thread of recallpack's), in a copy of the
+        # caller's context that names this loop: the embedding's async methods are submitted to it.
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        context.run(CALLER_LOOP.set, loop)
+        pack_once = functools.partial(packer._recall, candidates, query=query, allowance=allowance)
+        return await loop.run_in_executor(None, context.run, pack_once)
 
     def pack(self, candidates: Iterable[Candidate | Mapping[str, Any]]) -> list[Candidate]:
         """The kept candidates themselves (a cut one with its cut text), in order."""
-        # The walk's own kept items: no evidence, trace entries or report are made for them.
-        listed = _as_list(candidates)
-        walk, *_ = _fitted_walk(self, listed)
-        _log_pack(walk, listed)
-        return [
-            k.candidate if k.cut is None else k.candidate.model_copy(update={"text": k.text})
-            for k in walk.kept
-        ]
+        return self._run.pack(candidates, max_tokens=self.max_tokens, max_items=self.max_items)
 
     def recall_many(
         self,
@@ -328,7 +294,17 @@ class Packer(PackerSettings):
         says that code may run there; so do another thread alive and platforms other than
         Linux (``docs/scaling.md`` says when and what it gains).
         """
-        return _recall_many(self, candidate_lists, queries, workers, fork_callables)
+        processes = batch.check_workers(workers)
+        if not isinstance(fork_callables, bool):
+            raise ConfigError(f"fork_callables={fork_callables!r} must be True or False")
+        lists = candidate_lists_of(candidate_lists)
+        asked = batch.queries_per_list(queries, len(lists))
+        callers = () if fork_callables else self._run.caller_code()
+        # Every list is packed as recall packs it, in whichever process: so the results are a loop's.
+        def pack_one(i: int) -> RecallResult:
+            return self._recall(lists[i], query=asked[i])
+
+        return batch.run(pack_one, len(lists), processes, asked=workers is not None, callers=callers)
 
     # -- one packing ----------------------------------------------------------------------------
 
@@ -339,371 +315,15 @@ class Packer(PackerSettings):
         query: str | None = None,
         allowance: Allowance | Remaining | None = None,
     ) -> RecallResult:
-        return _pack_once(self, candidates, query=query, allowance=allowance)
-
-
-def _log_pack(walk: Walk, listed: Sequence[Any]) -> None:
-    if logger.isEnabledFor(logging.DEBUG):
-        kept, reached = len(walk.kept), len(walk.entries)
-        logger.debug("pack: kept %d of %d candidates (%d reached)", kept, len(listed), reached)
-
-
-async def _arecall(
-    packer: Packer,
-    candidates: Iterable[Candidate | Mapping[str, Any]],
-    query: str | None,
-    allowance: Allowance | Remaining | None,
-) -> RecallResult:
-    if packer._run.embed is None or not query:
-        return packer._recall(candidates, query=query, allowance=allowance)
-    # The packing runs in the loop's own executor (no thread of recallpack's), in a copy of the
-    # caller's context that names this loop: the embedding's async methods are submitted to it.
-    loop = asyncio.get_running_loop()
-    context = contextvars.copy_context()
-    context.run(CALLER_LOOP.set, loop)
-    pack_once = functools.partial(packer._recall, candidates, query=query, allowance=allowance)
-    return await loop.run_in_executor(None, context.run, pack_once)
-
-
-def _pack_once(
-    packer: Packer,
-    candidates: Iterable[Candidate | Mapping[str, Any]],
-    *,
-    query: str | None = None,
-    allowance: Allowance | Remaining | None = None,
-) -> RecallResult:
-    listed = _as_list(candidates)
-    walk, used, block, max_tokens = _fitted_walk(packer, listed, query, allowance)
-    result = _result(packer, walk, listed, used, block, max_tokens)
-    _log(result)
-    return result
-
-
-#: Under this share of the budget used while items were dropped for size, the caller is told.
-_UNFILLED_SHARE = 0.5
-
-
-def _log(result: RecallResult) -> None:
-    """One DEBUG record per packing (counts, reasons, kept ranks; the whole event, text-free, in
-    ``record.recallpack``), and a WARNING when the budget went largely unused because items
-    did not fit. Both are checked before anything is formatted: logging off costs two lookups."""
-    report = result.report
-    if logger.isEnabledFor(logging.DEBUG):
-        logger.debug(
-            "recall: kept %d, dropped %d, withheld %d of %d candidates in %d/%s tokens (%s, %s); "
-            "reasons: %s; kept ranks: %s",
-            report.items_selected, report.items_dropped, report.items_withheld, report.candidates,
-            report.tokens_used, report.max_tokens, report.tokenizer_used, report.policy,
-            ", ".join(f"{n} {r}" for r, n in sorted(report.reasons.items())) or "none",
-            list(result.selected_ranks), extra={"recallpack": result.to_event()},
-        )
-    budget = report.max_tokens
-    if (
-        budget and report.largest_dropped_chars and report.tokens_used < budget * _UNFILLED_SHARE
-        and logger.isEnabledFor(logging.WARNING)
-    ):
-        fix = (
-            "policy='skip' passes over an item that does not fit and policy='truncate' cuts it; "
-            if report.policy == "prefix" else ""
-        )
-        logger.warning(
-            "recall used %d of %d tokens (%s), and candidates that did not fit: %d (the largest "
-            "reached has %s characters); %ssplit long documents with split_token_windows so their "
-            "chunks fit",
-            report.tokens_used, budget, report.policy, report.over_budget,
-            f"{report.largest_dropped_chars:,}", fix,
-        )
-
-
-def _fitted_walk(
-    packer: Packer,
-    listed: Sequence[Any],
-    query: str | None = None,
-    allowance: Allowance | Remaining | None = None,
-) -> tuple[Walk, int, str | None, int | None]:
-    """The walk over ``listed``, made to fit: its exact count, the rendered block (None when
-    the model is shown the joined texts) and the budget it fits."""
-    max_tokens: int | None = packer.max_tokens
-    max_items = packer.max_items
-    if allowance is not None:
-        # Both bounds hold at once. What is left may be zero, which no caller may pass as
-        # its own budget, so it goes to the walk directly: nothing fits, each drop says why.
-        left = as_remaining(allowance)
-        max_tokens = left.tokens if max_tokens is None else min(max_tokens, left.tokens)
-        max_items = left.items if max_items is None else min(max_items, left.items)
-    run = packer._run
-    settings = run.walk  # made once per Packer; a call changes only its bounds
-    if max_tokens != settings.max_tokens or max_items != settings.max_items:
-        settings = dataclasses.replace(settings, max_tokens=max_tokens, max_items=max_items)
-    cost: CostModel = BlockCost(run.tok) if packer.join is None else JoinedCost(run.tok, packer.join)
-    cutter = _cutter(packer, run, query)
-    walk: Walk
-    if packer.policy == "passages" and query:
-        walk = PassagesWalk(listed, settings, cost, cutter, query=query, embed=run.embed, tokenizer=run.tok)
-    else:  # without a query, passages has nothing to score: it packs as prefix (the report says so)
-        walk = Walk(listed, settings, cost, cutter)
-    walk.run()
-    used, block = _measure(packer, run, walk, max_tokens)
-    if isinstance(walk, PassagesWalk):
-        while walk.refit(used, max_tokens):
-            used, block = _measure(packer, run, walk, max_tokens)
-    # Per-item counts are nearly always exact; this makes the bound a guarantee whatever
-    # the template or join: the last item is cut shorter or given back until the whole fits.
-    while max_tokens is not None and used > max_tokens and walk.kept:
-        if walk.kept[-1].cut is not None:
-            walk.recut_last(used - max_tokens)  # shorter, or given back when it cannot be
-        else:
-            walk.give_back_last()
-        used, block = _measure(packer, run, walk, max_tokens)
-    return walk, used, block, max_tokens
-
-
-def least_budget(
-    tok: Tokenizer, template: LoadedTemplate | None, join: Callable[[Sequence[str]], str] | None,
-    max_tokens: int,
-) -> tuple[int, str]:
-    """The fewest tokens in which the floor can keep one item, and what takes them: the block's
-    fixed parts (header, the longest label, the mark of a cut) around one token of text, or,
-    when the model is shown the joined texts, that text, its mark and its separator."""
-    cut = (tok.truncate("x" * 16, 1) or "x") + ELLIPSIS  # one token of text, marked as cut
-    if join is not None:
-        joined = joined_by(join, [cut])
-        parts = "one token of text, the mark of a cut and the separator"
-        return max(tok.count(cut) + 1, tok.count(joined)), parts
-    label = max((p.label for p in Provenance), key=tok.count)
-    one = Evidence(provenance=Provenance.SESSION, label=label, text=cut)
-    parts = f"the block's header, the label {label!r}, one token of text and the mark of a cut"
-    return tok.count(_render(template, [one], [], max_tokens)), parts
-
-
-def _check_least_budget(packer: Packer, tok: Tokenizer, least: int, parts: str) -> None:
-    # A joined view without the floor (pack()) promises nothing below it: an empty list is its answer.
-    if packer.join is not None and not packer.floor:
-        return
-    if packer.max_tokens < least:
-        raise BudgetError(
-            f"max_tokens={packer.max_tokens} is below the least that holds any evidence, {least} tokens "
-            f"({tok.name}): {parts}; use max_tokens={least} or more"
-        )
-
-
-def _recall_many(
-    packer: Packer,
-    candidate_lists: Iterable[Iterable[Candidate | Mapping[str, Any]]],
-    queries: Sequence[str | None] | None,
-    workers: int | None,
-    fork_callables: bool = False,
-) -> list[RecallResult]:
-    processes = batch.check_workers(workers)
-    if not isinstance(fork_callables, bool):
-        raise ConfigError(f"fork_callables={fork_callables!r} must be True or False")
-    lists = _candidate_lists(candidate_lists)
-    asked = _queries(queries, len(lists))
-    # Every list is packed as recall packs it, in whichever process: so the results are a loop's.
-    def pack_one(i: int) -> RecallResult:
-        return packer._recall(lists[i], query=asked[i])
-
-    keep_here = None if fork_callables else _caller_code(packer)
-    return batch.run(pack_one, len(lists), processes, asked=workers is not None, keep_here=keep_here)
-
-
-def _queries(queries: object, n: int) -> list[str | None]:
-    """``queries`` as one query (or None) per list; a str is one query, not a list of letters."""
-    if queries is None:
-        return [None] * n
-    if isinstance(queries, (str, bytes, Mapping)) or not isinstance(queries, Sequence):
-        raise ConfigError(
-            f"queries={queries!r:.60} must be a list with one query (a str or None) per candidate "
-            f"list, got {type(queries).__name__}"
-        )
-    if len(queries) != n:
-        raise ConfigError(f"queries has {len(queries)} entries for {n} candidate lists")
-    for i, query in enumerate(queries):
-        if query is not None and not isinstance(query, str):
-            raise ConfigError(f"queries[{i}]={query!r:.60} must be a str or None")
-    return list(queries)
-
-
-def _caller_code(packer: Packer) -> str | None:
-    """Which settings hold code of the caller's that a forked worker would run, said as
-    batch.run's reason to keep the batch in this process (None: recallpack's own code only)."""
-    held = [
-        name
-        for name, runs_callers in (
-            ("tokenizer", packer._run.tok.runs_caller_code),
-            ("embed", packer.embed is not None),
-            ("join", packer.join is not None and packer.join is not newline_join),
-        )
-        if runs_callers
-    ]
-    return f"{batch.CALLER_CODE} ({', '.join(held)})" if held else None
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """What a Packer's settings resolve to, once. A call reads it once: each read of a pydantic
-    private attribute costs about a microsecond, a good part of a small packing's overhead."""
-
-    tok: Tokenizer
-    template: LoadedTemplate | None
-    embed: EmbedFn | None
-    walk: WalkSettings
-    least_tokens: int
-
-
-def _measure(packer: Packer, run: Resolved, walk: Walk, max_tokens: int | None) -> tuple[int, str | None]:
-    """The exact token count of what the model is shown, and the block (rendered once; None
-    when the model is shown the joined texts)."""
-    if packer.join is not None:
-        return walk.cost.measure(walk), None
-    text = _render(run.template, walk.evidence(), walk.shared_scopes(), max_tokens)
-    if run.template is None and run.tok.splits_at_line_starts:
-        return walk.cost.measure(walk), text
-    return (run.tok.count(text) if text else 0), text
-
-
-def _render(
-    template: LoadedTemplate | None, evidence: Sequence[Evidence], scopes: Sequence[Scope],
-    max_tokens: int | None,
-) -> str:
-    if template is None:
-        return default_block(evidence, scopes)
-    bound = None if max_tokens is None else max_tokens * OUTPUT_CHARS_PER_TOKEN + OUTPUT_SLACK_CHARS
-    return render(
-        template,
-        [e.model_dump() for e in evidence],
-        [s.model_dump() for s in scopes],
-        max_chars=bound,
-    )
-
-
-def _result(
-    packer: Packer, walk: Walk, listed: Sequence[Any], used: int, block: str | None,
-    max_tokens: int | None,
-) -> RecallResult:
-    run = packer._run
-    reasons = dict(walk.reasons)
-    tail = len(listed) - len(walk.entries)
-    if tail:
-        assert walk.tail_reason is not None
-        reasons[walk.tail_reason.value] = reasons.get(walk.tail_reason.value, 0) + tail
-    withheld = sum(count for reason, count in reasons.items() if reason in _WITHHELD)
-    cut_kinds = [k.cut.kind for k in walk.kept if k.cut is not None]
-    policy: str = packer.policy
-    notes: tuple[str, ...] = ()
-    if policy == "passages" and not isinstance(walk, PassagesWalk):
-        policy = "prefix"
-        notes = ("policy 'passages' needs the query, and this call had none: it packed as 'prefix'",)
-    report = PackReport(
-        max_tokens=max_tokens,
-        tokens_used=used,
-        candidates=len(listed),
-        items_selected=len(walk.kept),
-        items_dropped=len(listed) - len(walk.kept) - withheld,
-        items_withheld=withheld,
-        tokenizer_used=run.tok.name,
-        policy=policy,
-        truncated=bool(cut_kinds),
-        items_cut=len(cut_kinds),
-        reasons=reasons,
-        floor_applied=walk.floor_applied and bool(walk.kept),
-        cut=cut_kinds[0] if cut_kinds else None,
-        largest_dropped_chars=max(walk.dropped_sizes.values(), default=0),
-        notes=notes,
-        floor_failed=packer.floor and not walk.kept and bool(walk.dropped_sizes),
-    )
-    evidence, scopes = walk.evidence(), walk.shared_scopes()
-    # With a join the model is shown the joined texts; the block is rendered only if someone
-    # asks, from the kept evidence alone (the closure must not keep the caller's candidates alive).
-    markdown: str | Callable[[], str] = (
-        (lambda: _render(run.template, evidence, scopes, max_tokens)) if block is None else block
-    )
-    return RecallResult(
-        evidence,
-        scopes,
-        report,
-        Trace(walk.entries, len(listed), walk.tail_reason),
-        markdown=markdown,
-        selected_ranks=[k.rank for k in walk.kept],
-    )
-
-
-def _cutter(packer: Packer, run: Resolved, query: str | None) -> Cutter:
-    """How this call cuts an item: by focus on the query when there is one (or ``cut="focus"``),
-    else by head."""
-    if query is not None and not isinstance(query, str):
-        raise ConfigError(f"query={query!r} must be a str or None")
-    if packer.cut == "focus" and not query:
-        raise ConfigError("cut='focus' needs the query: pass recall(..., query=...) or use cut='auto'")
-    tok, embed = run.tok, run.embed
-    if packer.cut == "head" or not query:
-        return lambda text, room, measure: cut_head(text, room, tok, measure=measure)
-    return lambda text, room, measure: cut_focus(text, query, room, tok, embed=embed, measure=measure)
-
-
-# -- validation ---------------------------------------------------------------------------------
-
-
-def _lane_budgets(value: Mapping[str, int] | None) -> dict[LaneKind | Provenance, int]:
-    if not value:
-        return {}
-    budgets: dict[LaneKind | Provenance, int] = {}
-    for key, budget in value.items():
-        name = key.value if isinstance(key, (LaneKind, Provenance)) else key
-        target: LaneKind | Provenance
-        if name in {lane.value for lane in LaneKind}:
-            target = LaneKind(name)
-        elif name in {p.value for p in Provenance}:
-            target = Provenance(name)
-        else:
-            lanes = ", ".join(lane.value for lane in LaneKind)
-            provenances = ", ".join(p.value for p in Provenance)
-            raise LaneError(
-                f"lane_budgets has key {key!r}, which is neither a lane ({lanes}) nor a "
-                f"provenance ({provenances})"
-            )
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-            raise BudgetError(f"lane_budgets[{key!r}]={budget!r} must be an int of at least 0")
-        budgets[target] = budget
-    return budgets
-
-
-_URI_FIELDS = frozenset({"artifact_id", "artifact_content_id"})
-
-
-def _check_uri_template(template: str) -> None:
-    # Plain fields only: a format spec ("{artifact_id:>100000000}") would pad every item's
-    # resource line to any size, and "{artifact_id.__class__}" reaches past the value.
-    try:
-        parsed = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(template)]
-        plain = all(n is None or (n in _URI_FIELDS and not (spec or conv)) for n, spec, conv in parsed)
-        problem = "" if plain else "a field that is not plain {artifact_id} or {artifact_content_id}"
-    except ValueError as exc:  # an unmatched brace
-        problem = str(exc)
-    if problem:
-        raise ConfigError(
-            f"resource_uri_template={template!r:.80} cannot be filled ({problem}); "
-            "use {artifact_id} and {artifact_content_id} as its only fields, with no format spec"
-        )
-
-
-def _candidate_lists(value: object) -> list[Sequence[Any]]:
-    if value is None or isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise CandidateError(f"candidate_lists must be a list of candidate lists, got {type(value).__name__}")
-    return [_as_list(candidates) for candidates in value]
-
-
-def _as_list(candidates: object) -> Sequence[Any]:
-    # A list or tuple is used as is: copying 100,000 references is work the walk need not do.
-    if isinstance(candidates, (list, tuple)):
-        return candidates
-    textual = isinstance(candidates, (str, bytes, Mapping))
-    if candidates is None or textual or not isinstance(candidates, Iterable):
-        raise CandidateError(
-            f"candidates must be a list (or any iterable) of Candidate objects or mappings, "
-            f"got {type(candidates).__name__}"
-        )
-    return list(candidates)
+        max_tokens: int | None = self.max_tokens
+        max_items = self.max_items
+        if allowance is not None:
+            # Both bounds hold at once. What is left may be zero, which no caller may pass as
+            # its own budget, so it goes to the walk directly: nothing fits, each drop says why.
+            left = as_remaining(allowance)
+            max_tokens = left.tokens if max_tokens is None else min(max_tokens, left.tokens)
+            max_items = left.items if max_items is None else min(max_items, left.items)
+        return self._run.recall(candidates, query=query, max_tokens=max_tokens, max_items=max_items)
 
 
 # -- the module-level functions users know ------------------------------------------------------

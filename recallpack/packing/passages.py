@@ -53,7 +53,8 @@ from recallpack.packing.cuts import (
 from recallpack.packing.errors import CandidateError
 from recallpack.packing.result import Outcome, Reason
 from recallpack.packing.scopes import Scope
-from recallpack.packing.walk import CostModel, Cutter, Walk, WalkSettings, resource_of
+from recallpack.packing.tally import WalkSettings, resource_of
+from recallpack.packing.walk import Plan, Walk
 
 __all__ = ["PassagesWalk", "RANK_PRIOR", "CONTEXT_SHARE", "NEIGHBOR_SHARE", "MAX_QUERY_TERMS"]
 
@@ -612,12 +613,11 @@ class PassagesWalk(Walk):
     """The walk of the ``passages`` policy: :meth:`run` chooses, :meth:`refit` corrects it with
     the exact count of the block, the Packer's measure."""
 
-    def __init__(self, candidates: Sequence[Any], settings: WalkSettings, cost: CostModel, cutter: Cutter,
-                 *, query: str, embed: EmbedFn | None, tokenizer: Any) -> None:
-        super().__init__(candidates, settings, cost, cutter)
-        self.query = query
-        self.embed = embed
-        self.tok = tokenizer
+    def __init__(self, plan: Plan, candidates: Sequence[Any], settings: WalkSettings,
+                 query: str | None) -> None:
+        super().__init__(plan, candidates, settings, query)
+        assert query, "the passages walk is built only for a call with a query"
+        self.query: str = query
         self.gates: dict[int, tuple[Reason, Outcome]] = {}
         self.coerced: list[Candidate] = []
         self.documents: list[_Document] = []
@@ -640,7 +640,7 @@ class PassagesWalk(Walk):
     def framing(self, c: Candidate) -> int:
         """What an item adds to the block around its text (label, resource line, joins)."""
         _, names, uri = self.look(c)
-        return self.cost.item(self, c, names, "", uri, None)
+        return self.view.item(self, c, names, "", uri, None)
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -659,13 +659,10 @@ class PassagesWalk(Walk):
         if chars <= WHOLE_CHARS_PER_TOKEN * self.s.max_tokens and self._fits_whole():
             return
         self._reset()
-        self.header_estimate = self.cost.header_delta(self, ())
+        self.header_estimate = self.view.header_delta(self, ())
         self.selection = _choose(self, self.s.max_tokens)
         self._materialize()
-        if not self.kept and self.s.floor:
-            for rank in list(self.dropped_sizes):
-                if self._floor(rank):
-                    break
+        self._floor_if_empty()
 
     def _reach(self) -> list[tuple[int, Candidate]]:
         """Gate candidates in rank order, as far as the walk reads; the ones that can be shown."""
@@ -712,8 +709,7 @@ class PassagesWalk(Walk):
         self.seen = {}
         self.floor_applied = False
         self.tail_reason = None
-        if hasattr(self.cost, "header_cost"):
-            self.cost.header_cost = 0
+        self.header_cost = 0
 
     def _materialize(self, whole: bool = False) -> bool:
         """Record the outcome of every candidate reached, keeping the chosen passages (or, with
@@ -762,7 +758,7 @@ class PassagesWalk(Walk):
         """Keep ``doc`` (its ``spans``, or all of it); with ``fit``, only if it fits the room left."""
         c = doc.candidate
         scopes, names, uri = self.look(c)
-        header = self.cost.header_delta(self, scopes)
+        header = self.view.header_delta(self, scopes)
         if doc.clipped and fit:
             return False  # read in part: never whole
         text = doc.text if spans is None else _join(doc.text, spans)
@@ -774,14 +770,14 @@ class PassagesWalk(Walk):
                 return False
             room, lane_room = self._rooms(c, header)
             limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
-            cost = self.cost.item(self, c, names, text, uri, limit)
+            cost = self.view.item(self, c, names, text, uri, limit)
             if limit is not None and cost > limit:
                 return False
         else:  # a refit changes a document or two: the others are not counted again
             key = (doc.lead.rank, text)
             cost = self.item_costs.get(key, -1)
             if cost < 0:
-                cost = self.item_costs[key] = self.cost.item(self, c, names, text, uri, None)
+                cost = self.item_costs[key] = self.view.item(self, c, names, text, uri, None)
         whole = [(0, len(doc.text))]
         cut = None if spans is None and not merged else Cut(text, tuple(spans or whole), "passages")
         self._keep(rank, c, scopes, names, text, cost, header, cut, uri)

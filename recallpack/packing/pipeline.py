@@ -8,6 +8,7 @@ one lane per upstream or lanes read from metadata, weights and reciprocal rank f
 Candidates, the packing itself, the report's note of the depth asked, and which of the host's
 own objects each kept evidence stands for.
 
+>>> from recallpack import Packer
 >>> pipeline = Pipeline([Source()], translate=lambda text, position: Item(text, {}))
 >>> outcome = pipeline.recall(Packer(max_tokens=64), "where?", lambda depths: [["Paris is in France."]])
 >>> [(kept.original, kept.evidence.label) for kept in outcome.kept]
@@ -18,20 +19,34 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from recallpack.packing.candidate import Candidate, LaneKind, Span, coerce_lane
 from recallpack.packing.errors import ConfigError
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse
 from recallpack.packing.limits import fetch_depth
-from recallpack.packing.packer import Packer
 from recallpack.packing.result import Evidence, RecallResult
 from recallpack.packing.translate import UnknownLane, candidate_from, check_on_unknown_lane
 from recallpack.packing.validation import check_max_items
 
-__all__ = ["Item", "ItemSettings", "Source", "Kept", "Outcome", "Pipeline", "ITEM_SETTINGS"]
+__all__ = ["Item", "ItemSettings", "Source", "Kept", "Outcome", "Pipeline", "Packs", "ITEM_SETTINGS"]
 
 T = TypeVar("T")
+
+class Packs(Protocol):
+    """What the pipeline asks of the one packing its pack: the bounds a fetch is sized from, and
+    the recall itself (a :class:`~recallpack.Packer`; the pipeline knows it by no more than this)."""
+
+    @property
+    def max_tokens(self) -> int: ...
+
+    @property
+    def max_items(self) -> int | None: ...
+
+    def recall(self, candidates: Sequence[Candidate], *, query: str | None = None) -> RecallResult: ...
+
+    async def arecall(self, candidates: Sequence[Candidate], *, query: str | None = None) -> RecallResult: ...
+
 
 #: How an upstream item becomes a Candidate: the same three settings in every host.
 ITEM_SETTINGS = ("lane", "lane_key", "on_unknown_lane")
@@ -159,7 +174,7 @@ class Pipeline(Generic[T]):
 
     # -- the steps, in order ----------------------------------------------------------------------
 
-    def depths(self, packer: Packer, fetch_k: object = None) -> list[int | None]:
+    def depths(self, packs: Packs, fetch_k: object = None) -> list[int | None]:
         """How many results to ask each source for: ``fetch_k`` (this call's, else the
         component's) when given; else, for a source that says its own depth, enough to fill
         the budget (:func:`~recallpack.packing.limits.fetch_depth`); else None (its own). Never
@@ -172,7 +187,7 @@ class Pipeline(Generic[T]):
                 if fetch_k is not None:
                     depth = fetch_k
                 elif source.own_depth is not None:
-                    depth = fetch_depth(packer.max_tokens, packer.max_items, source.own_depth)
+                    depth = fetch_depth(packs.max_tokens, packs.max_items, source.own_depth)
             if depth is not None and source.most is not None:
                 depth = min(depth, source.most)
             depths.append(depth)
@@ -221,41 +236,41 @@ class Pipeline(Generic[T]):
 
     def recall(
         self,
-        packer: Packer,
+        packs: Packs,
         query: str | None,
         fetch: Callable[[list[int | None]], Fetched[T]],
         *,
         fetch_k: object = None,
     ) -> Outcome[T]:
         """Fetch (``fetch(depths)``: per source, the host objects it returned), rank, pack, note."""
-        depths = self.depths(packer, fetch_k)
+        depths = self.depths(packs, fetch_k)
         ordered, candidates = self.rank(fetch(depths))
-        result = self.noted(packer.recall(candidates, query=query), depths)
+        result = self.noted(packs.recall(candidates, query=query), depths)
         return self.outcome(result, ordered, candidates)
 
     async def arecall(
         self,
-        packer: Packer,
+        packs: Packs,
         query: str | None,
         fetch: Callable[[list[int | None]], Awaitable[Fetched[T]]],
         *,
         fetch_k: object = None,
     ) -> Outcome[T]:
-        """:meth:`recall` with an async fetch, packed by ``Packer.arecall`` (an ``embed`` model
+        """:meth:`recall` with an async fetch, packed by ``packs.arecall`` (an ``embed`` model
         never runs on the event loop)."""
-        depths = self.depths(packer, fetch_k)
+        depths = self.depths(packs, fetch_k)
         ordered, candidates = self.rank(await fetch(depths))
-        result = self.noted(await packer.arecall(candidates, query=query), depths)
+        result = self.noted(await packs.arecall(candidates, query=query), depths)
         return self.outcome(result, ordered, candidates)
 
-    def pack(self, packer: Packer, query: str | None, objects: Sequence[T]) -> Outcome[T]:
+    def pack(self, packs: Packs, query: str | None, objects: Sequence[T]) -> Outcome[T]:
         """The same for items handed over rather than fetched (a compressor, a postprocessor)."""
         ordered, candidates = self.rank([objects])
-        result = self.noted(packer.recall(candidates, query=query), None)
+        result = self.noted(packs.recall(candidates, query=query), None)
         return self.outcome(result, ordered, candidates)
 
-    async def apack(self, packer: Packer, query: str | None, objects: Sequence[T]) -> Outcome[T]:
-        """:meth:`pack` for async code, packed by ``Packer.arecall``."""
+    async def apack(self, packs: Packs, query: str | None, objects: Sequence[T]) -> Outcome[T]:
+        """:meth:`pack` for async code, packed by ``packs.arecall``."""
         ordered, candidates = self.rank([objects])
-        result = self.noted(await packer.arecall(candidates, query=query), None)
+        result = self.noted(await packs.arecall(candidates, query=query), None)
         return self.outcome(result, ordered, candidates)

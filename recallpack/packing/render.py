@@ -1,4 +1,9 @@
-"""Rendering: the sandboxed Jinja template, and the same shape piece by piece for budgeting.
+"""The evidence block: its shape, its template, and the view a walk prices its items by.
+
+Everything that knows what the block looks like is here: the default template's pieces
+(:func:`header_text`, :func:`item_text`), the template loaded and rendered in the bounded sandbox
+(:mod:`recallpack.packing.sandbox`), and :class:`View`, what the model is shown and so what an
+item costs: :class:`MarkdownBlock` (the block) or :class:`JoinedTexts` (the kept texts joined).
 
 Content is always data handed to a fixed template, never template source, and Jinja runs in
 its sandbox, so ``{{ 7*7 }}`` inside a document stays ``{{ 7*7 }}``.
@@ -9,21 +14,21 @@ from __future__ import annotations
 import os
 import re
 import stat
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
 from functools import lru_cache
 from importlib import resources
 from os import PathLike
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Protocol, Union
 
 import jinja2
-from jinja2 import nodes
-from jinja2.compiler import CodeGenerator, Frame
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+import regex
 
-from recallpack.packing.errors import TemplateError
+from recallpack.packing import sandbox
+from recallpack.packing.candidate import Candidate
+from recallpack.packing.errors import ConfigError, RecallpackError, TemplateError
+from recallpack.packing.scopes import PRIVATE
+from recallpack.packing.tokenizers import Tokenizer
 
 __all__ = [
     "TemplateSpec",
@@ -37,6 +42,15 @@ __all__ = [
     "item_text",
     "inert_markdown",
     "EVIDENCE_LINE",
+    "default_block",
+    "block",
+    "chunk_framing",
+    "View",
+    "Shown",
+    "MarkdownBlock",
+    "JoinedTexts",
+    "joined_by",
+    "newline_join",
 ]
 
 TemplateSpec = Union[str, "PathLike[str]", None]
@@ -78,223 +92,7 @@ def oneline(value: str) -> str:
     return _WHITESPACE_RUN.sub(" ", value).strip()
 
 
-# --- the sandbox, bounded ------------------------------------------------------------------------
-# Jinja's sandbox keeps a template from reaching Python, not from building a huge value: 'x' * 10**9,
-# "x"|center(10**9), a macro or block whose output is a loop of large strings. Every way a value
-# can grow by more than a constant factor in one step is checked against the render's bound
-# before the value is made (so no huge string ever exists), and every value made is checked after.
-
-#: The bound of a render in progress (None: at compile time, when Jinja folds constants).
-_BOUND: ContextVar[int | None] = ContextVar("recallpack_template_bound", default=None)
-#: The bound when no render is in progress: a constant folded at compile time stays small.
-_COMPILE_BOUND = 1 << 20
-_DIGITS = re.compile(r"\d+")
-_FORMAT_FIELD = re.compile(r"\{[^{}]*\}")
-_PERCENT_FIELD = re.compile(r"%[-#0 +]*[\d*]*(?:\.[\d*]+)?")
-
-
-def _bound() -> int:
-    bound = _BOUND.get()
-    return _COMPILE_BOUND if bound is None else bound
-
-
-def _too_big(what: str) -> TemplateError:
-    return TemplateError(
-        f"template output passed {_bound():,} characters ({what}), far more than the budget can "
-        "hold; check the template for a loop or filler"
-    )
-
-
-def _size(value: object, limit: int | None = None) -> int:
-    """At least how many characters ``str(value)`` has: a string's length; for a container, its
-    items' (nested ones quoted) and separators, counted until the sum passes ``limit``. A list
-    of a thousand references to one long string is a thousand times that string to print."""
-    limit = _bound() if limit is None else limit
-    total = 0
-    stack: list[tuple[object, int]] = [(value, 0)]
-    seen: set[int] = set()
-    while stack and total <= limit:
-        item, quotes = stack.pop()
-        if isinstance(item, (str, bytes)):
-            total += len(item) + quotes
-        elif isinstance(item, (list, tuple, set, frozenset, dict)):
-            if id(item) not in seen:  # a container printed twice is counted once: a lower bound
-                seen.add(id(item))
-                total += 2 + 2 * len(item)
-                stack.extend((child, 2) for child in (item.items() if isinstance(item, dict) else item))
-        else:
-            total += 1
-    return total
-
-
-def _checked(value: Any, what: str) -> Any:
-    if _size(value) > _bound():
-        raise _too_big(what)
-    return value
-
-
-def _check_inputs(values: Iterable[Any], what: str) -> None:
-    """What a call, a filter or a join is about to turn into text is not past the bound already."""
-    limit = _bound()
-    if sum(_size(v, limit) for v in values) > limit:
-        raise _too_big(f"{what} on values that long")
-
-
-def _check_args(args: Sequence[Any], kwargs: Mapping[str, Any], what: str) -> None:
-    """No argument asks for more than the bound: a width, a count, a number of repeats."""
-    limit = _bound()
-    for value in (*args, *kwargs.values()):
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > limit:
-            raise _too_big(f"{what} asked for {value:,}")
-
-
-def _check_format(fmt: object, what: str, values: Sequence[Any] = ()) -> None:
-    """No field of a format (``"{:>99999999}"``, ``"%99999999s"``) is wider than the bound, and
-    its fields cannot repeat its values past it (``"{0}{0}{0}..."`` prints one value per field)."""
-    if isinstance(fmt, str):
-        limit = _bound()
-        specs = [*_FORMAT_FIELD.findall(fmt), *_PERCENT_FIELD.findall(fmt)]
-        if any(len(run) > 9 or int(run) > limit for spec in specs for run in _DIGITS.findall(spec)):
-            raise _too_big(f"{what} with a field wider than it")
-        if len(fmt) + len(specs) * sum(_size(v, limit) for v in values) > limit:
-            raise _too_big(f"{what} whose fields repeat its values past it")
-
-
-def _grows(name: str, subject: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
-    """How large ``subject.name(*args)`` (or the filter ``name``) can be, for the operations whose
-    result can be the product of their inputs' sizes; 0 for the rest (checked after)."""
-    if name == "join" and isinstance(subject, (list, tuple)):  # the filter: items|join(separator)
-        separator = args[0] if args else kwargs.get("d", "")
-        return _size(separator) * len(subject) + sum(map(_size, subject))
-    if not isinstance(subject, str):
-        return 0
-    if name == "join" and args and isinstance(args[0], (list, tuple)):  # the method: sep.join(items)
-        return len(subject) * len(args[0]) + sum(map(_size, args[0]))
-    if name == "replace" and len(args) >= 2:
-        old, new = _size(args[0]), _size(args[1])
-        return len(subject) + (len(subject) + 1) * new // max(1, old)
-    if name == "expandtabs":
-        size = args[0] if args else kwargs.get("tabsize", 8)
-        return len(subject) + subject.count("\t") * (size if isinstance(size, int) else 8)
-    if name == "translate" and args and isinstance(args[0], Mapping):  # a character to a string
-        return len(subject) * max((_size(v) for v in args[0].values()), default=1)
-    if name in ("indent", "wordwrap"):  # a prefix or a break per line
-        extra = max((_size(v) for v in (*args, *kwargs.values())), default=0)
-        return len(subject) * (1 + max(extra, 1))
-    return 0
-
-
-def _ints(*values: object) -> bool:
-    return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
-
-
-class _BoundedSandbox(ImmutableSandboxedEnvironment):
-    """The immutable sandbox, with every value a template makes bounded by the render's bound."""
-
-    intercepted_binops = frozenset({"*", "**", "+", "%"})
-
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        limit = _bound()
-        if operator == "*":
-            for sequence, times in ((left, right), (right, left)):
-                repeated = isinstance(sequence, (str, bytes, list, tuple)) and _ints(times)
-                if repeated and _size(sequence, limit) * times > limit:
-                    raise _too_big(f"a value {_size(sequence, limit):,} long times {times:,}")
-            bits = left.bit_length() + right.bit_length() if _ints(left, right) else 0
-            if bits > limit:
-                raise _too_big("a product of huge numbers")
-        elif operator == "**" and _ints(left, right) and abs(left) > 1:
-            if right * left.bit_length() > limit:
-                raise _too_big(f"{left} ** {right}")
-        elif operator == "+" and not _ints(left, right) and _size(left, limit) + _size(right, limit) > limit:
-            raise _too_big("a sum of long values")
-        elif operator == "%" and isinstance(left, str):
-            _check_format(left, "a % format", [right])
-            _check_args(right if isinstance(right, tuple) else (right,), {}, "a % format")
-            _check_inputs([left, right], "a % format")
-        return _checked(super().call_binop(context, operator, left, right), f"the result of {operator}")
-
-    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
-        name = getattr(__obj, "__name__", type(__obj).__name__)
-        # The sandbox wraps str.format in a function of its own; the string is what it wraps.
-        subject = getattr(getattr(__obj, "__wrapped__", __obj), "__self__", None)
-        _check_args(args, kwargs, f"{name}()")
-        _check_inputs([*args, *kwargs.values()], f"{name}()")
-        if name in ("format", "format_map"):
-            _check_format(subject, f"{name}()", [*args, *kwargs.values()])
-        if name == "generate_lorem_ipsum":  # lipsum(n, html, min, max): n paragraphs of max words
-            words = kwargs.get("max", args[3] if len(args) > 3 else 100)
-            paragraphs = kwargs.get("n", args[0] if args else 5)
-            if _ints(words, paragraphs) and words * paragraphs * 12 > _bound():
-                raise _too_big(f"lipsum() of {paragraphs:,} paragraphs")
-        if _grows(name, subject, args, kwargs) > _bound():
-            raise _too_big(f"{name}() of that value")
-        return _checked(super().call(__context, __obj, *args, **kwargs), f"the result of {name}()")
-
-
-def _bounded_concat(parts: Iterable[str]) -> str:
-    """What a block, a macro or a ``~`` joins: refused before it is joined when too long."""
-    parts = list(parts)
-    _check_inputs(parts, "a block, macro or ~ joined")
-    return "".join([str(part) for part in parts])
-
-
-class _BoundedCodeGenerator(CodeGenerator):
-    """Compiles ``a ~ b`` to the bounded join (Jinja's own joins without a look at the size)."""
-
-    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
-        self.write("environment.concat((")
-        for arg in node.nodes:
-            self.visit(arg, frame)
-            self.write(", ")
-        self.write("))")
-
-
-def _printable(value: Any) -> Any:
-    return _checked(value, "a value to print")
-
-
-def _bounded_filter(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    passes = getattr(fn, "jinja_pass_arg", None)
-
-    def bounded(*args: Any, **kwargs: Any) -> Any:
-        offset = 1 if passes is not None else 0  # the context or environment Jinja passes first
-        value, rest = (args[offset], args[offset + 1 :]) if len(args) > offset else (None, ())
-        if name == "join" and not isinstance(value, (str, list, tuple, Mapping)) and value is not None:
-            value = list(value)  # a generator's items, counted before they are joined
-            args = (*args[:offset], value, *rest)
-        _check_args(rest, kwargs, f"the {name} filter")
-        _check_inputs([value, *rest, *kwargs.values()], f"the {name} filter")
-        if name == "format":
-            _check_format(value, "the format filter", [*rest, *kwargs.values()])
-        if _grows(name, value, rest, kwargs) > _bound():
-            raise _too_big(f"the {name} filter on that value")
-        return _checked(fn(*args, **kwargs), f"the {name} filter")
-
-    if passes is not None:
-        bounded.jinja_pass_arg = passes  # type: ignore[attr-defined]
-    return bounded
-
-
-def _environment() -> ImmutableSandboxedEnvironment:
-    env = _BoundedSandbox(
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,  # Markdown, not HTML; content reaches the output only through filters
-        undefined=jinja2.StrictUndefined,
-    )
-    env.code_generator_class = _BoundedCodeGenerator
-    env.concat = _bounded_concat  # type: ignore[method-assign]
-    env.finalize = _printable  # every {{ value }}, before it is made text
-    env.filters["evidence_lines"] = evidence_lines
-    env.filters["code"] = code_span
-    env.filters["oneline"] = oneline
-    env.filters = {name: _bounded_filter(name, fn) for name, fn in env.filters.items()}
-    return env
-
-
-_ENV = _environment()
+_ENV = sandbox.environment({"evidence_lines": evidence_lines, "code": code_span, "oneline": oneline})
 
 
 @lru_cache(maxsize=32)
@@ -399,22 +197,9 @@ def render(
     raised before that value exists."""
     if not evidence:
         return ""
-    parts: list[str] = []
-    size = 0
-    token = _BOUND.set(sys.maxsize if max_chars is None else max_chars)
-    try:
-        for chunk in template.generate(evidence=evidence, shared_scopes=shared_scopes):
-            size += len(chunk)
-            if max_chars is not None and size > max_chars:
-                raise _too_big("its output")
-            parts.append(chunk)
-    except TemplateError:
-        raise
-    except Exception as exc:  # a template can raise anything (1/0, a bad filter argument)
-        raise TemplateError(f"template failed to render: {type(exc).__name__}: {exc}") from exc
-    finally:
-        _BOUND.reset(token)
-    return "".join(parts)
+    return sandbox.generate(
+        lambda: template.generate(evidence=evidence, shared_scopes=shared_scopes), max_chars
+    )
 
 
 _MARKDOWN_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
@@ -454,3 +239,246 @@ def item_text(label: str, scopes: Sequence[str], text: str, resource_uri: str | 
     where = f" from scope {code_span(' ∩ '.join(scopes))}" if scopes else ""
     resource = f"\n{INDENT}Resource {code_span(resource_uri)}\n" if resource_uri else ""
     return f"- **{label}**{where}\n\n{evidence_lines(text)}\n{resource}"
+
+
+def default_block(
+    evidence: Sequence[EvidenceLike], shared_scopes: Sequence[ScopeLike],
+    escape: Callable[[str], str] | None = None,
+) -> str:
+    """``evidence`` as the default template renders it (a test pins that the two agree); with
+    ``escape``, every text and scope description passed through it (a notebook's view)."""
+    if not evidence:
+        return ""
+    shown = (lambda text: text) if escape is None else escape
+    items = [item_text(e.label, e.scopes, shown(e.text), e.resource_uri) for e in evidence]
+    return header_text([(s.name, shown(s.description)) for s in shared_scopes]) + "\n".join(items)
+
+
+def block(
+    template: LoadedTemplate | None, evidence: Sequence[EvidenceLike], shared_scopes: Sequence[ScopeLike],
+    max_tokens: int | None,
+) -> str:
+    """The evidence block: the default one, or ``template`` rendered, bounded by ``max_tokens``."""
+    if template is None:
+        return default_block(evidence, shared_scopes)
+    bound = None if max_tokens is None else max_tokens * OUTPUT_CHARS_PER_TOKEN + OUTPUT_SLACK_CHARS
+    return render(
+        template, [e.model_dump() for e in evidence], [s.model_dump() for s in shared_scopes], max_chars=bound
+    )
+
+
+def chunk_framing(
+    tok: Tokenizer, label: str, scopes: Sequence[str], resource_uri: str | None, lines: int
+) -> tuple[int, int]:
+    """Upper bounds, in tokens, of the default block's header for items in ``scopes`` and of one
+    item's framing around its text of ``lines`` lines: its label line, the indentation of each
+    line (one token of slack per line), its resource line and the newline that joins it."""
+    header = tok.count(header_text([(s, "") for s in scopes if s != PRIVATE]))
+    empty = item_text(label, list(scopes), "", resource_uri)  # label, one indent, resource line
+    return header, tok.count(empty) + tok.count("\n") + (lines - 1) * (tok.count(_NEXT_LINE) + 1) + lines + 1
+
+
+# --- what the model is shown: the one view a walk prices its items by ---------------------------
+
+
+class ScopeLike(Protocol):
+    """A shared scope as the header shows it (a :class:`~recallpack.Scope`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    def model_dump(self) -> dict[str, Any]: ...
+
+
+class EvidenceLike(Protocol):
+    """One item as the block shows it (an :class:`~recallpack.Evidence`)."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def scopes(self) -> Sequence[str]: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def resource_uri(self) -> str | None: ...
+    def model_dump(self) -> dict[str, Any]: ...
+
+
+class KeptLike(Protocol):
+    """One item a walk kept: the text it shows, and what the walk priced it at."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def cost(self) -> int: ...
+
+
+class Shown(Protocol):
+    """What a view reads of a walk in progress: what it kept, and what the header costs so far."""
+
+    @property
+    def kept(self) -> Sequence[KeptLike]: ...
+    @property
+    def scope_order(self) -> Mapping[str, ScopeLike]: ...
+    @property
+    def header_cost(self) -> int: ...
+    def evidence(self) -> Sequence[EvidenceLike]: ...
+    def shared_scopes(self) -> Sequence[ScopeLike]: ...
+
+
+class View(Protocol):
+    """What the model is shown, and so what each kept item costs: :class:`MarkdownBlock` (the
+    rendered block, header and labels included) or :class:`JoinedTexts` (the kept texts joined,
+    as a LlamaIndex synthesizer shows them)."""
+
+    #: Whether an item's label and resource line are shown (False: no need to make them).
+    renders_items: bool
+
+    def header(self, scopes: Iterable[ScopeLike]) -> int:
+        """The tokens of what comes before the items, with these shared scopes."""
+        ...
+    def header_delta(self, walk: Shown, scopes: Sequence[ScopeLike]) -> int:
+        """What the header grows by when an item in ``scopes`` joins what ``walk`` kept."""
+        ...
+    def item(self, walk: Shown, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
+             limit: int | None) -> int:
+        """What ``c``, showing ``text``, adds (counted up to ``limit``: past it, any larger count)."""
+        ...
+    def measure(self, walk: Shown, max_tokens: int | None) -> tuple[int, str | None]:
+        """The exact count of what the model is shown, and the block (None: it is shown no block)."""
+        ...
+    def block(self, evidence: Sequence[EvidenceLike], scopes: Sequence[ScopeLike],
+              max_tokens: int | None) -> str:
+        """The Markdown block of ``evidence``, rendered once."""
+        ...
+
+
+_UNBOUNDED = 1 << 62
+#: A text far longer than the room is priced on its own first (see MarkdownBlock.item).
+_PRECHECK_CHARS = 65_536
+
+
+class MarkdownBlock:
+    """Each item costs what it adds to the rendered Markdown block, header growth included.
+
+    Items are priced as the default template renders them; :meth:`measure` counts the block
+    actually rendered (whatever the template), and the walk gives back until it fits."""
+
+    renders_items = True
+
+    def __init__(self, tokenizer: Tokenizer, template: LoadedTemplate | None) -> None:
+        self.tok = tokenizer
+        self.template = template
+
+    def header(self, scopes: Iterable[ScopeLike]) -> int:
+        return self.tok.count(header_text([(s.name, s.description) for s in scopes]))
+
+    def header_delta(self, walk: Shown, scopes: Sequence[ScopeLike]) -> int:
+        shown = walk.scope_order
+        new = [s for s in scopes if s.name != PRIVATE and s.name not in shown]
+        if walk.kept and not new:
+            return 0
+        merged = {**shown, **{s.name: s for s in new if s.name not in shown}}
+        return self.header(merged.values()) - walk.header_cost
+
+    def item(self, walk: Shown, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
+             limit: int | None) -> int:
+        limit = _UNBOUNDED if limit is None else limit
+        # A text far longer than the room is rejected on its own, before it is indented
+        # (copied): that keeps a huge text's cost bounded by the room, not by its length.
+        if len(text) > _PRECHECK_CHARS and self.tok.count_upto(text, limit) > limit:
+            return limit + 1
+        # The newline that joins it to the next item is part of its cost.
+        return self.tok.count_upto(item_text(c.provenance.label, scopes, text, uri) + "\n", limit)
+
+    def measure(self, walk: Shown, max_tokens: int | None) -> tuple[int, str | None]:
+        evidence = walk.evidence()
+        text = self.block(evidence, walk.shared_scopes(), max_tokens)
+        if self.template is not None or not self.tok.splits_at_line_starts or not evidence:
+            return (self.tok.count(text) if text else 0), text
+        # The default block is header + items joined by newlines, and these encodings split only
+        # at line starts, so the walk's own counts add up exactly; the last item has no newline
+        # after it. Their counts also add up before a space that starts a word, so only what
+        # follows the last such space is counted again, with and without the newline.
+        last = evidence[-1]
+        shown = item_text(last.label, last.scopes, last.text, last.resource_uri)
+        tail = shown[_last_word_start(shown) :]
+        newline = self.tok.count(tail + "\n") - self.tok.count(tail)
+        return walk.header_cost + sum(k.cost for k in walk.kept) - newline, text
+
+    def block(self, evidence: Sequence[EvidenceLike], scopes: Sequence[ScopeLike],
+              max_tokens: int | None) -> str:
+        return block(self.template, evidence, scopes, max_tokens)
+
+
+class JoinedTexts:
+    """Each item costs its tokens plus one for the separator; the whole is ``join(texts)``. The
+    block is still there for whoever asks (``to_markdown()``), rendered from the kept evidence."""
+
+    renders_items = False  # an item's labels and resource line are not shown: no need to make them
+
+    def __init__(self, tokenizer: Tokenizer, join: Callable[[Sequence[str]], str],
+                 template: LoadedTemplate | None) -> None:
+        self.tok = tokenizer
+        self.join = join
+        self.template = template
+        # A join may say how one text appears in what it builds (escaped, say): pricing that
+        # form makes the walk's sum close to the exact count, so little is given back after.
+        self.shown: Callable[[str], str] | None = getattr(join, "item_view", None)
+
+    def header(self, scopes: Iterable[ScopeLike]) -> int:
+        return 0
+
+    def header_delta(self, walk: Shown, scopes: Sequence[ScopeLike]) -> int:
+        return 0
+
+    def item(self, walk: Shown, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
+             limit: int | None) -> int:
+        shown = text if self.shown is None else self.shown(text)
+        return self.tok.count_upto(shown, _UNBOUNDED if limit is None else limit) + 1
+
+    def measure(self, walk: Shown, max_tokens: int | None) -> tuple[int, str | None]:
+        if self.join is newline_join:
+            # The prefix walk's own rule: each text's tokens plus one for its newline, summed.
+            # That sum is what it promises, so nothing is counted again.
+            return sum(k.cost for k in walk.kept), None
+        if not walk.kept:
+            return 0, None
+        return self.tok.count(joined_by(self.join, [k.text for k in walk.kept])), None
+
+    def block(self, evidence: Sequence[EvidenceLike], scopes: Sequence[ScopeLike],
+              max_tokens: int | None) -> str:
+        return block(self.template, evidence, scopes, max_tokens)
+
+
+_WORD_START = regex.compile(r" \p{L}")
+_TAIL_SEARCH = 256
+
+
+def _last_word_start(text: str) -> int:
+    """Where the last space that starts a word is, near the end of ``text`` (0: none there)."""
+    start = max(0, len(text) - _TAIL_SEARCH)
+    last = 0
+    for match in _WORD_START.finditer(text, start):
+        last = match.start()
+    return last
+
+
+def joined_by(join: Callable[[Sequence[str]], str], texts: Sequence[str]) -> str:
+    """``join(texts)``, the str the model is shown; what the caller's join raises is the cause
+    of a ConfigError, and anything but a str is refused."""
+    try:
+        joined = join(texts)
+    except RecallpackError:
+        raise
+    except Exception as exc:  # the caller's join: keep what it raised
+        raise ConfigError(f"join raised {type(exc).__name__} joining {len(texts)} texts: {exc}") from exc
+    if not isinstance(joined, str):
+        raise ConfigError(f"join returned {type(joined).__name__}; it must return the str the model is shown")
+    return joined
+
+
+def newline_join(texts: Sequence[str]) -> str:
+    """The texts one per line: with it, JoinedTexts is the plain prefix walk of :func:`pack`."""
+    return "\n".join(texts)

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from recallpack.packing import scopes
 from recallpack.packing.candidate import Provenance, ValueEnum
 from recallpack.packing.errors import TemplateError, moved_names
-from recallpack.packing.render import header_text, inert_markdown, item_text
+from recallpack.packing.render import default_block, inert_markdown
 from recallpack.packing.report_html import report_html, trace_html
 
 __all__ = [
@@ -406,9 +406,7 @@ class RecallResult:
         image, link or HTML of its own). ``to_markdown()`` is what the model reads."""
         if not self.evidence:
             return "*(no evidence)*"
-        shared = [(s.name, inert_markdown(s.description)) for s in self.shared_scopes]
-        items = [item_text(e.label, e.scopes, inert_markdown(e.text), e.resource_uri) for e in self.evidence]
-        return header_text(shared) + "\n".join(items)
+        return default_block(self.evidence, self.shared_scopes, escape=inert_markdown)
 
     def __len__(self) -> int:
         return len(self.evidence)

@@ -1,49 +1,42 @@
-"""The walk: decide, in the order given, what fits the budget, and account for every candidate.
+"""The walk: decide, in the order given, what fits the budget, and make the whole fit.
 
 Candidates arrive in merit order. The walk never reorders: it only decides where to stop (or,
 under ``skip``, what to pass over). It counts tokens only for the candidates it reaches, so its
 work follows what it keeps, not what it was handed.
 
-What an item costs depends on what the model is shown, and that is the one thing that differs
-between hosts, so it is a small strategy object: :class:`BlockCost` (the rendered Markdown
-block, header and labels included) or :class:`JoinedCost` (the kept texts joined, as a
-LlamaIndex synthesizer shows them).
+A Packer resolves its settings once into a :class:`Plan` (the tokenizer, the view, the walk
+settings); each call builds a :class:`Walk` from the plan, and :meth:`Walk.fit` returns the
+outcome (:class:`~recallpack.packing.tally.Packed`). What an item costs is what it adds to
+what the model is shown, the plan's view (:mod:`recallpack.packing.render`): the Markdown
+block, or the kept texts joined, as a LlamaIndex synthesizer shows them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
-from urllib.parse import quote
+from typing import Any
 
-import regex
-
-from recallpack.packing.candidate import Candidate, LaneKind, Provenance, clean_text, coerce_candidate
-from recallpack.packing.errors import ConfigError, RecallpackError
-from recallpack.packing.limits import Policy
-from recallpack.packing.render import header_text, item_text
-from recallpack.packing.result import Evidence, Outcome, Reason, TraceRecord
-from recallpack.packing.scopes import PRIVATE, Reader, Scope
+from recallpack.packing.candidate import Candidate, LaneKind, Provenance, coerce_candidate
+from recallpack.packing.cuts import cut_focus, cut_head
+from recallpack.packing.embedding import EmbedFn
+from recallpack.packing.errors import BudgetError, CandidateError, ConfigError, LaneError
+from recallpack.packing.limits import ELLIPSIS
+from recallpack.packing.render import (
+    JoinedTexts,
+    LoadedTemplate,
+    MarkdownBlock,
+    View,
+    joined_by,
+    newline_join,
+)
+from recallpack.packing.result import Evidence, Outcome, Reason, RecallResult
+from recallpack.packing.scopes import Scope
+from recallpack.packing.tally import CutResult, Ledger, Packed, WalkSettings, log_result
 from recallpack.packing.tokenizers import Tokenizer
 
-__all__ = ["Walk", "WalkSettings", "CostModel", "BlockCost", "JoinedCost", "CutResult", "Cutter"]
-
-_PRECHECK_CHARS = 65_536
-_PREVIEW_CHARS = 60
-_SIZE_REASONS = (Reason.OVER_BUDGET, Reason.OVER_LANE_BUDGET)
-
-
-class CutResult(Protocol):
-    """What a cutter returns: the kept text (elisions marked), the ranges it kept, how."""
-
-    @property
-    def text(self) -> str: ...
-    @property
-    def spans(self) -> tuple[tuple[int, int], ...]: ...
-    @property
-    def kind(self) -> str: ...
-
+__all__ = ["Plan", "Walk", "Cutter", "candidate_list", "candidate_lists_of", "lane_targets"]
 
 #: ``cutter(text, max_tokens, measure)``: the best cut of ``text`` such that
 #: ``measure(cut.text) <= max_tokens`` (``measure`` prices a text as its item renders it), or None.
@@ -51,335 +44,132 @@ Cutter = Callable[[str, int, Callable[[str], int]], "CutResult | None"]
 
 
 @dataclass(frozen=True)
-class WalkSettings:
-    """The validated settings one walk runs with (the Packer makes them)."""
+class Plan:
+    """What a Packer's settings resolve to, once: the tokenizer, what the model is shown (the
+    view), the embedding for focus cuts, the walk settings. A call reads it once (each read of
+    a pydantic private attribute costs about a microsecond, a good part of a small packing)."""
 
-    max_tokens: int | None
-    max_items: int | None
-    policy: Policy
-    floor: bool
-    reader: Reader | None
-    lane_budgets: Mapping[LaneKind | Provenance, int]
-    dedupe: bool
-    resource_uri_template: str
-    citation_keys: tuple[str, ...]
+    tok: Tokenizer
+    view: View
+    embed: EmbedFn | None
+    settings: WalkSettings
+    cut: str
+    #: The walk of the ``passages`` policy (None: another policy). The Packer names it: this
+    #: module cannot import the walk that is built on it.
+    passages: type[Walk] | None
+    #: The fewest tokens that can hold any evidence, and what takes them.
+    least_tokens: int
+    least_parts: str
 
+    @classmethod
+    def make(
+        cls, settings: WalkSettings, *, tok: Tokenizer, template: LoadedTemplate | None,
+        join: Callable[[Sequence[str]], str] | None, embed: EmbedFn | None, cut: str,
+        passages: type[Walk] | None,
+    ) -> Plan:
+        view: View = MarkdownBlock(tok, template) if join is None else JoinedTexts(tok, join, template)
+        least, parts = least_budget(tok, view, settings.max_tokens)
+        passages = passages if settings.policy == "passages" else None
+        return cls(tok, view, embed, settings, cut, passages, least, parts)
 
-@dataclass(slots=True)
-class Kept:
-    """One kept item: where it ranked, the candidate, the text kept (cut or whole), what it
-    cost, its scopes and their names, its resource line, and the cut that made it fit (None
-    when it fitted whole). Its Evidence is made only when a result asks for it: :func:`pack`
-    never does."""
+    def recall(self, candidates: object, *, query: str | None, max_tokens: int | None,
+               max_items: int | None) -> RecallResult:
+        """One recall: the fitted walk's result, logged."""
+        result = self.walk(candidate_list(candidates), query=query, max_tokens=max_tokens,
+                           max_items=max_items).fit().result()
+        log_result(result)
+        return result
 
-    rank: int
-    candidate: Candidate
-    text: str
-    cost: int
-    scopes: tuple[Scope, ...]
-    names: tuple[str, ...]
-    uri: str | None
-    cut: CutResult | None
-    made: Evidence | None = None
-    #: The citations of identical items dropped in its favour (None: one had none).
-    twins: list[str | None] | None = None
+    def pack(self, candidates: object, *, max_tokens: int, max_items: int | None) -> list[Candidate]:
+        """One :func:`~recallpack.pack`: the kept candidates of the fitted walk, logged."""
+        packed = self.walk(candidate_list(candidates), query=None, max_tokens=max_tokens,
+                           max_items=max_items).fit()
+        packed.log_kept()
+        return packed.kept_candidates()
 
-    @property
-    def label(self) -> str:
-        return self.candidate.provenance.label
+    def walk(self, candidates: Sequence[Any], *, query: str | None, max_tokens: int | None,
+             max_items: int | None) -> Walk:
+        """The walk of one call: these candidates, this query, these bounds."""
+        settings = self.settings
+        if max_tokens != settings.max_tokens or max_items != settings.max_items:
+            settings = dataclasses.replace(settings, max_tokens=max_tokens, max_items=max_items)
+        if self.passages is not None and query:
+            return self.passages(self, candidates, settings, query)
+        if self.passages is None:
+            return Walk(self, candidates, settings, query)
+        # Without a query, passages has nothing to score: it packs as prefix, and says so.
+        walk = Walk(self, candidates, dataclasses.replace(settings, policy="prefix"), query)
+        walk.notes = ("policy 'passages' needs the query, and this call had none: it packed as 'prefix'",)
+        return walk
 
-    def evidence(self) -> Evidence:
-        if self.made is None:
-            twins = self.twins or []
-            cited = dict.fromkeys(c for c in (self.uri, *twins) if c is not None)
-            self.made = Evidence(
-                provenance=self.candidate.provenance,
-                label=self.label,
-                text=self.text,
-                scopes=self.names,
-                resource_uri=self.uri,
-                token_count=self.cost,
-                truncated=self.cut is not None,
-                duplicates=len(twins),
-                citations=tuple(cited) if twins else (),
-            )
-        return self.made
+    def cutter(self, query: str | None) -> Cutter:
+        """How a call cuts an item: by focus on the query when there is one (or ``cut="focus"``),
+        else by head."""
+        if query is not None and not isinstance(query, str):
+            raise ConfigError(f"query={query!r} must be a str or None")
+        if self.cut == "focus" and not query:
+            raise ConfigError("cut='focus' needs the query: pass recall(..., query=...) or use cut='auto'")
+        tok, embed = self.tok, self.embed
+        if self.cut == "head" or not query:
+            return lambda text, room, measure: cut_head(text, room, tok, measure=measure)
+        return lambda text, room, measure: cut_focus(text, query, room, tok, embed=embed, measure=measure)
 
-
-class CostModel(Protocol):
-    """What one kept item adds to what the model is shown, and the exact count of the whole."""
-
-    renders_items: bool
-
-    def header_delta(self, walk: Walk, scopes: tuple[Scope, ...]) -> int: ...
-    def item(self, walk: Walk, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
-             limit: int | None) -> int: ...
-    def measure(self, walk: Walk) -> int: ...
-
-
-class JoinedCost:
-    """Each item costs its tokens plus one for the separator; the whole is ``join(texts)``."""
-
-    renders_items = False  # an item's labels and resource line are not shown: no need to make them
-
-    def __init__(self, tokenizer: Tokenizer, join: Callable[[Sequence[str]], str]) -> None:
-        self.tok = tokenizer
-        self.join = join
-        # A join may say how one text appears in what it builds (escaped, say): pricing that
-        # form makes the walk's sum close to the exact count, so little is given back after.
-        self.shown: Callable[[str], str] | None = getattr(join, "item_view", None)
-
-    def header_delta(self, walk: Walk, scopes: tuple[Scope, ...]) -> int:
-        return 0
-
-    def item(self, walk: Walk, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
-             limit: int | None) -> int:
-        shown = text if self.shown is None else self.shown(text)
-        return self.tok.count_upto(shown, (1 << 62) if limit is None else limit) + 1
-
-    def measure(self, walk: Walk) -> int:
-        if self.join is newline_join:
-            # The prefix walk's own rule: each text's tokens plus one for its newline, summed.
-            # That sum is what it promises, so nothing is counted again.
-            return sum(k.cost for k in walk.kept)
-        if not walk.kept:
-            return 0
-        return self.tok.count(joined_by(self.join, [k.text for k in walk.kept]))
-
-
-class BlockCost:
-    """Each item costs what it adds to the rendered Markdown block, header growth included.
-
-    Items are costed as the default template renders them; the Packer then counts the block it
-    actually renders (whatever the template) and gives back until it fits.
-    """
-
-    renders_items = True
-
-    def __init__(self, tokenizer: Tokenizer) -> None:
-        self.tok = tokenizer
-        self.header_cost = 0
-
-    def header_delta(self, walk: Walk, scopes: tuple[Scope, ...]) -> int:
-        new = [s for s in scopes if s.name != PRIVATE and s.name not in walk.scope_order]
-        if walk.kept and not new:
-            return 0
-        merged = {**walk.scope_order, **{s.name: s for s in new if s.name not in walk.scope_order}}
-        return self.header_of(merged.values()) - self.header_cost
-
-    def header_of(self, scopes: Any) -> int:
-        return self.tok.count(header_text([(s.name, s.description) for s in scopes]))
-
-    def item(self, walk: Walk, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
-             limit: int | None) -> int:
-        limit = (1 << 62) if limit is None else limit
-        # A text far longer than the room is rejected on its own, before it is indented
-        # (copied): that keeps a huge text's cost bounded by the room, not by its length.
-        if len(text) > _PRECHECK_CHARS and self.tok.count_upto(text, limit) > limit:
-            return limit + 1
-        # The newline that joins it to the next item is part of its cost.
-        return self.tok.count_upto(item_text(c.provenance.label, scopes, text, uri) + "\n", limit)
-
-    def measure(self, walk: Walk) -> int:
-        if not walk.kept:
-            return 0
-        if self.tok.splits_at_line_starts:
-            # The block is header + items joined by newlines, split only at line starts, so the
-            # walk's own counts add up exactly; the last item has no newline after it. These
-            # encodings' counts also add up before a space that starts a word, so only what
-            # follows the last such space is counted again, with and without the newline.
-            last = walk.kept[-1]
-            text = item_text(last.label, last.names, last.text, last.uri)
-            tail = text[_last_word_start(text) :]
-            newline = self.tok.count(tail + "\n") - self.tok.count(tail)
-            return self.header_cost + sum(k.cost for k in walk.kept) - newline
-        return self.tok.count(walk.default_block())
-
-
-class Ledger:
-    """What one walk has decided so far: kept items, trace entries, reason tallies, lane use."""
-
-    def __init__(self, candidates: Sequence[Any], settings: WalkSettings, cost: CostModel,
-                 cutter: Cutter) -> None:
-        self.candidates = candidates
-        self.s = settings
-        self.cost = cost
-        self.cutter = cutter
-        self.kept: list[Kept] = []
-        self.entries: list[TraceRecord] = []
-        self.tail_reason: Reason | None = None
-        self.reasons: dict[str, int] = {}
-        self.used = 0
-        self.lane_used: dict[LaneKind | Provenance, int] = {}
-        self.full: set[LaneKind | Provenance] = set()
-        self.seen: dict[tuple[int, tuple[str, ...]], list[tuple[str, Kept]]] = {}
-        self.scope_order: dict[str, Scope] = {}
-        self.floor_applied = False
-        self.dropped_sizes: dict[int, int] = {}  # rank -> characters, for drops by size
-
-    def _rooms(self, c: Candidate, header: int) -> tuple[int | None, int | None]:
-        room = None if self.s.max_tokens is None else self.s.max_tokens - self.used - header
-        if not self.s.lane_budgets:
-            return room, None
-        lefts = [self._lane_left(k) for k in self._lane_keys(c)]
-        return room, (min(lefts) if lefts else None)
-
-    def _lane_keys(self, c: Candidate) -> list[LaneKind | Provenance]:
-        budgets = self.s.lane_budgets
-        return [k for k in (c.lane, c.provenance) if k in budgets] if budgets else []
-
-    def _lane_left(self, key: LaneKind | Provenance) -> int:
-        return self.s.lane_budgets[key] - self.lane_used.get(key, 0)
-
-    def _scopes(self, c: Candidate) -> tuple[Scope, ...]:
-        if not c.scope_ids:  # most items: nothing to resolve
-            return ()
-        if self.s.reader is not None:
-            return self.s.reader.resolve(c.scope_ids)
-        return tuple(Scope(name=s) for s in c.scope_ids)
-
-    @staticmethod
-    def _names(scopes: tuple[Scope, ...]) -> tuple[str, ...]:
-        return tuple(s.name for s in scopes) if scopes else ()
-
-    @staticmethod
-    def _compared(c: Candidate) -> str:
-        """What duplicates are found by: the item's own content (not a host's framing of it, such
-        as a LlamaIndex node's metadata lines, and never its citation)."""
-        return c.text if c.content is None else c.content
-
-    @staticmethod
-    def _dedupe_key(c: Candidate, text: str) -> tuple[int, tuple[str, ...]]:
-        # By length, not by hash: hashing a 10 MB text reads all of it, while texts of another
-        # length can never be equal, and equal lengths are compared in place, without a copy.
-        # The scope ids as a set: the same ids in another order are the same readers, while any
-        # other scopes are other readers, so those items are never merged.
-        return len(text), (tuple(sorted(set(c.scope_ids))) if c.scope_ids else ())
-
-    def _twin(self, c: Candidate) -> Kept | None:
-        """The kept item identical to ``c`` (its content and scopes), if any."""
-        text = self._compared(c)
-        for seen, kept in self.seen.get(self._dedupe_key(c, text), ()):
-            if seen == text:
-                return kept
-        return None
-
-    def _uri(self, c: Candidate) -> str | None:
-        # Made where it is priced; when items are not rendered, evidence() makes it for the kept.
-        return resource_of(c, self.s) if self.cost.renders_items else None
-
-    def _keep(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], names: tuple[str, ...],
-              text: str, cost: int, header: int, cut: CutResult | None, uri: str | None,
-              replace: bool = False) -> None:
-        for scope in scopes:
-            if scope.name != PRIVATE:
-                self.scope_order.setdefault(scope.name, scope)
-        if header and isinstance(self.cost, BlockCost):
-            self.cost.header_cost += header
-        kept = Kept(rank, c, text, cost, scopes, names, uri, cut)
-        self.kept.append(kept)
-        self.used += cost + header
-        if self.s.lane_budgets:
-            for key in self._lane_keys(c):
-                self.lane_used[key] = self.lane_used.get(key, 0) + cost
-        if self.s.dedupe:
-            compared = self._compared(c)
-            self.seen.setdefault(self._dedupe_key(c, compared), []).append((compared, kept))
-        entry = self._entry(rank, c, Outcome.SELECTED, None, cost, cut)
-        if replace:
-            self.entries[rank] = entry
-        else:
-            self.entries.append(entry)
-
-    def _drop(self, rank: int, c: Candidate, reason: Reason, outcome: Outcome = Outcome.DROPPED,
-              tokens: int | None = None) -> bool:
-        if reason in _SIZE_REASONS:
-            self.dropped_sizes[rank] = len(c.text)
-        self._count_reason(reason, 1)
-        self.entries.append(self._entry(rank, c, outcome, reason, tokens, None))
-        return True
-
-    def _drop_twin(self, rank: int, c: Candidate) -> bool:
-        """Drop ``c`` as identical to a kept item, which then stands for it: its citation joins
-        the kept item's, in the evidence and in this entry of the trace."""
-        twin = self._twin(c)
-        assert twin is not None
-        citation = resource_of(c, self.s)
-        twin.twins = [*(twin.twins or ()), citation]
-        twin.made = None
-        self._count_reason(Reason.DUPLICATE, 1)
-        entry = self._entry(rank, c, Outcome.DROPPED, Reason.DUPLICATE, None, None)
-        self.entries.append(entry._replace(duplicate_of=twin.rank, citation=citation))
-        return True
-
-    def _end(self, rank: int, c: Candidate, reason: Reason, tokens: int | None = None) -> bool:
-        self._drop(rank, c, reason, tokens=tokens)
-        self.tail_reason = reason
-        return False
-
-    def _count_reason(self, reason: Reason | None, delta: int) -> None:
-        if reason is not None:
-            self.reasons[reason.value] = self.reasons.get(reason.value, 0) + delta
-            if not self.reasons[reason.value]:
-                del self.reasons[reason.value]
-
-    @staticmethod
-    def _entry(rank: int, c: Candidate, outcome: Outcome, reason: Reason | None, tokens: int | None,
-               cut: CutResult | None) -> TraceRecord:
-        if outcome is Outcome.WITHHELD:
-            # Whoever reads the trace may not read the item: its rank and why, nothing of it.
-            return TraceRecord(rank, outcome, reason, None, None, None, None, (), "")
-        if cut is None:
-            return TraceRecord(rank, outcome, reason, c.lane, c.score, tokens, None, (),
-                               c.text[:_PREVIEW_CHARS])
-        return TraceRecord(rank, outcome, reason, c.lane, c.score, tokens, cut.kind, cut.spans,
-                           c.text[:_PREVIEW_CHARS])
-
-    def give_back_last(self) -> None:
-        """Drop the last kept item after the block it ends came out over budget."""
-        last = self.kept.pop()
-        self.entries[last.rank] = self.entries[last.rank]._replace(
-            outcome=Outcome.DROPPED, reason=Reason.OVER_BUDGET, cut=None, kept_spans=()
+    def caller_code(self) -> list[str]:
+        """The settings that hold code of the caller's (which a forked worker would run)."""
+        join = self.view.join if isinstance(self.view, JoinedTexts) else None
+        held = (
+            ("tokenizer", self.tok.runs_caller_code),
+            ("embed", self.embed is not None),
+            ("join", join is not None and join is not newline_join),
         )
-        self._count_reason(Reason.OVER_BUDGET, 1)
-        self.used -= last.cost
-        self.scope_order = {}
-        for kept in self.kept:
-            for scope in kept.scopes:
-                if scope.name != PRIVATE:
-                    self.scope_order.setdefault(scope.name, scope)
-        if isinstance(self.cost, BlockCost):
-            header = self.cost.header_of(self.scope_order.values()) if self.kept else 0
-            self.used += header - self.cost.header_cost
-            self.cost.header_cost = header
-
-    def evidence(self) -> list[Evidence]:
-        if not self.cost.renders_items:
-            for k in self.kept:
-                if k.made is None:
-                    k.uri = resource_of(k.candidate, self.s)
-        return [k.evidence() for k in self.kept]
-
-    def shared_scopes(self) -> list[Scope]:
-        return list(self.scope_order.values())
-
-    def default_block(self) -> str:
-        """The kept items as the default template renders them."""
-        return default_block(self.evidence(), self.shared_scopes())
-
-
+        return [name for name, runs_callers in held if runs_callers]
 
 
 class Walk(Ledger):
-    """One walk over the candidates: call :meth:`run`, then read ``kept`` and ``entries``."""
+    """One walk over the candidates, built from a Packer's resolved settings (a :class:`Plan`):
+    :meth:`fit` runs it, makes the whole fit with the exact count of what the model is shown,
+    and returns the outcome."""
+
+    def __init__(self, plan: Plan, candidates: Sequence[Any], settings: WalkSettings,
+                 query: str | None) -> None:
+        super().__init__(candidates, settings, plan.view, plan.tok)
+        self.query = query
+        self.embed = plan.embed
+        self.cutter = plan.cutter(query)
+
+    def fit(self) -> Packed:
+        """Walk, then count what the model is shown exactly and correct until it fits."""
+        self.run()
+        max_tokens = self.s.max_tokens
+        used, block = self.view.measure(self, max_tokens)
+        while self.refit(used, max_tokens):
+            used, block = self.view.measure(self, max_tokens)
+        # Per-item counts are nearly always exact; this makes the bound a guarantee whatever
+        # the template or join: the last item is cut shorter or given back until the whole fits.
+        while max_tokens is not None and used > max_tokens and self.kept:
+            if self.kept[-1].cut is not None:
+                self.recut_last(used - max_tokens)  # shorter, or given back when it cannot be
+            else:
+                self.give_back_last()
+            used, block = self.view.measure(self, max_tokens)
+        return Packed(self, used, block)
+
+    def refit(self, used: int, max_tokens: int | None) -> bool:
+        """Correct the choice with ``used``, the exact count; True when it changed something (a
+        walk that chooses more than a prefix, as ``passages`` does, says so)."""
+        return False
 
     def run(self) -> None:
         for rank in range(len(self.candidates)):
             if not self._step(rank, coerce_candidate(self.candidates[rank], rank)):
                 break
+        self._floor_if_empty()
+
+    def _floor_if_empty(self) -> None:
+        """Nothing kept, with the floor on: keep the top readable match, cut to its room; a
+        later one only if an earlier cannot be cut at all (its lane has no room), so merit
+        order still decides."""
         if not self.kept and self.s.floor:
-            # The top readable match first; a later one only if an earlier cannot be cut at all
-            # (its lane has no room), so merit order still decides.
             for rank in list(self.dropped_sizes):
                 if self._floor(rank):
                     break
@@ -413,11 +203,11 @@ class Walk(Ledger):
         if self.s.max_items is not None and len(self.kept) >= self.s.max_items:
             return self._end(rank, c, Reason.OVER_ITEM_CAP)
         scopes = self._scopes(c)
-        header = self.cost.header_delta(self, scopes)
+        header = self.view.header_delta(self, scopes)
         room, lane_room = self._rooms(c, header)
         limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
         uri, names = self._uri(c), self._names(scopes)
-        cost = self.cost.item(self, c, names, c.text, uri, limit)
+        cost = self.view.item(self, c, names, c.text, uri, limit)
         fits_global = room is None or cost <= room
         if fits_global and (lane_room is None or cost <= lane_room):
             self._keep(rank, c, scopes, names, c.text, cost, header, None, uri)
@@ -443,7 +233,7 @@ class Walk(Ledger):
         """Nothing fitted whole: keep the match at ``rank``, cut to the room it has."""
         c = coerce_candidate(self.candidates[rank], rank)
         scopes = self._scopes(c)
-        header = self.cost.header_delta(self, scopes)
+        header = self.view.header_delta(self, scopes)
         room, lane_room = self._rooms(c, header)
         limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
         if limit is None or limit <= 0:
@@ -462,7 +252,7 @@ class Walk(Ledger):
         names, uri = self._names(scopes), self._uri(c)
 
         def measure(text: str) -> int:  # what the cut text costs rendered in its item
-            return self.cost.item(self, c, names, text, uri, room)
+            return self.view.item(self, c, names, text, uri, room)
 
         cut = self.cutter(c.text, room, measure)
         if cut is None:
@@ -482,7 +272,7 @@ class Walk(Ledger):
         self._count_reason(Reason.OVER_BUDGET, -1)
         c = last.candidate
         scopes = self._scopes(c)
-        header = self.cost.header_delta(self, scopes)
+        header = self.view.header_delta(self, scopes)
         room = last.cost - excess
         if room > 0 and self._keep_cut(last.rank, c, scopes, header, room, replace=True):
             self.kept[-1].twins = last.twins  # it still stands for the same duplicates
@@ -491,74 +281,65 @@ class Walk(Ledger):
         return False
 
 
-_WORD_START = regex.compile(r" \p{L}")
-_TAIL_SEARCH = 256
+def least_budget(tok: Tokenizer, view: View, max_tokens: int | None) -> tuple[int, str]:
+    """The fewest tokens in which the floor can keep one item, and what takes them: the block's
+    fixed parts (header, the longest label, the mark of a cut) around one token of text, or,
+    when the model is shown the joined texts, that text, its mark and its separator."""
+    cut = (tok.truncate("x" * 16, 1) or "x") + ELLIPSIS  # one token of text, marked as cut
+    if isinstance(view, JoinedTexts):
+        joined = joined_by(view.join, [cut])
+        parts = "one token of text, the mark of a cut and the separator"
+        return max(tok.count(cut) + 1, tok.count(joined)), parts
+    label = max((p.label for p in Provenance), key=tok.count)
+    one = Evidence(provenance=Provenance.SESSION, label=label, text=cut)
+    parts = f"the block's header, the label {label!r}, one token of text and the mark of a cut"
+    return tok.count(view.block([one], [], max_tokens)), parts
 
 
-def _last_word_start(text: str) -> int:
-    """Where the last space that starts a word is, near the end of ``text`` (0: none there)."""
-    start = max(0, len(text) - _TAIL_SEARCH)
-    last = 0
-    for match in _WORD_START.finditer(text, start):
-        last = match.start()
-    return last
-
-
-def joined_by(join: Callable[[Sequence[str]], str], texts: Sequence[str]) -> str:
-    """``join(texts)``, the str the model is shown; what the caller's join raises is the cause
-    of a ConfigError, and anything but a str is refused."""
-    try:
-        joined = join(texts)
-    except RecallpackError:
-        raise
-    except Exception as exc:  # the caller's join: keep what it raised
-        raise ConfigError(f"join raised {type(exc).__name__} joining {len(texts)} texts: {exc}") from exc
-    if not isinstance(joined, str):
-        raise ConfigError(f"join returned {type(joined).__name__}; it must return the str the model is shown")
-    return joined
-
-
-def newline_join(texts: Sequence[str]) -> str:
-    """The texts one per line: with it, JoinedCost is the plain prefix walk of :func:`pack`."""
-    return "\n".join(texts)
-
-
-def resource_of(c: Candidate, settings: WalkSettings) -> str | None:
-    """The resource line of ``c``: its artifact URI, else its citation, else the metadata's."""
-    if c.artifact_id and c.artifact_content_id:
-        return settings.resource_uri_template.format(
-            artifact_id=quote(c.artifact_id, safe=""),
-            artifact_content_id=quote(c.artifact_content_id, safe=""),
+def lane_targets(value: object) -> dict[LaneKind | Provenance, int]:
+    """``lane_budgets`` checked, and keyed by what each caps: a lane, or every lane of a provenance."""
+    if not isinstance(value, Mapping):
+        if value is None:
+            return {}
+        raise BudgetError(
+            f"lane_budgets={value!r:.60} must be a mapping of lane or provenance name to tokens, "
+            "such as {'facts': 300}"
         )
-    if c.citation:
-        return c.citation
-    return citation_from(c.metadata, settings.citation_keys)
+    lanes = {lane.value: lane for lane in LaneKind}
+    provenances = {p.value: p for p in Provenance}
+    budgets: dict[LaneKind | Provenance, int] = {}
+    for key, budget in value.items():
+        if not isinstance(key, str):
+            raise LaneError(f"lane_budgets has key {key!r}; a key is a lane or provenance name (a str)")
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise BudgetError(f"lane_budgets[{key!r}]={budget!r} must be an int of at least 0")
+        name = key.value if isinstance(key, (LaneKind, Provenance)) else key
+        target = lanes.get(name) or provenances.get(name)
+        if target is None:
+            raise LaneError(
+                f"lane_budgets has key {key!r}, which is neither a lane ({', '.join(lanes)}) nor a "
+                f"provenance ({', '.join(provenances)})"
+            )
+        budgets[target] = budget
+    return budgets
 
 
-def default_block(evidence: Sequence[Evidence], shared_scopes: Sequence[Scope]) -> str:
-    """``evidence`` as the default template renders it (a test pins that the two agree)."""
-    if not evidence:
-        return ""
-    items = [item_text(e.label, e.scopes, e.text, e.resource_uri) for e in evidence]
-    return header_text([(s.name, s.description) for s in shared_scopes]) + "\n".join(items)
+def candidate_list(candidates: object) -> Sequence[Any]:
+    """What a walk takes: a list or tuple as is (copying 100,000 references is work the walk
+    need not do), any other iterable of candidates as a list."""
+    if isinstance(candidates, (list, tuple)):
+        return candidates
+    textual = isinstance(candidates, (str, bytes, Mapping))
+    if candidates is None or textual or not isinstance(candidates, Iterable):
+        raise CandidateError(
+            f"candidates must be a list (or any iterable) of Candidate objects or mappings, "
+            f"got {type(candidates).__name__}"
+        )
+    return list(candidates)
 
 
-def citation_from(metadata: Mapping[str, Any], keys: Sequence[str]) -> str | None:
-    """Where a host's loader says an item came from: the first of ``keys`` it recorded, with its
-    page when it has one (``page_label`` as the document prints it, else ``page`` counted from 0).
-    """
-    for key in keys:
-        value = metadata.get(key)
-        if isinstance(value, str) and value.strip():
-            return clean_text(value.strip() + _page_of(metadata))
-    return None
-
-
-def _page_of(metadata: Mapping[str, Any]) -> str:
-    label = metadata.get("page_label")
-    if isinstance(label, (str, int)) and not isinstance(label, bool) and str(label).strip():
-        return f", page {str(label).strip()}"
-    page = metadata.get("page")
-    if isinstance(page, int) and not isinstance(page, bool) and page >= 0:
-        return f", page {page + 1}"
-    return ""
+def candidate_lists_of(value: object) -> list[Sequence[Any]]:
+    """What :meth:`~recallpack.Packer.recall_many` takes: each list as :func:`candidate_list` takes it."""
+    if value is None or isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise CandidateError(f"candidate_lists must be a list of candidate lists, got {type(value).__name__}")
+    return [candidate_list(candidates) for candidates in value]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from recallpack.packing.errors import BudgetError, CandidateError, ConfigError
-from recallpack.packing.render import INDENT, header_text, item_text
+from recallpack.packing.render import chunk_framing
 from recallpack.packing.tokenizers import (
     Tokenizer,
     TokenizerSpec,
@@ -239,9 +239,7 @@ def chunk_size_for(
     if resource_uri is not None and not isinstance(resource_uri, str):
         raise ConfigError(f"resource_uri={resource_uri!r:.60} must be a str or None")
     tok = get_tokenizer(tokenizer)
-    header = tok.count(header_text([(s, "") for s in scopes if s != "private"]))
-    empty = item_text(label, list(scopes), "", resource_uri)  # label, one indent, resource line
-    framing = tok.count(empty) + tok.count("\n") + (lines - 1) * (tok.count("\n" + INDENT) + 1) + lines + 1
+    header, framing = chunk_framing(tok, label, scopes, resource_uri, lines)
     size = (limit - header) // n - framing
     if size < 1:
         need = header + n * (framing + 1)
