@@ -484,10 +484,9 @@ def _private_imports() -> list[tuple[str, str, str]]:
 
 def test_no_module_imports_an_underscore_name_of_another() -> None:
     """What one module takes from another is public there: no ``from x import _name`` (the
-    allowance's helpers that the LangChain memory needs are public in recallpack.allowance).
-    packing/passages.py is left out while its speed is tuned: it still takes cuts' word helpers."""
-    found = [entry for entry in _private_imports() if entry[0] != "recallpack.packing.passages"]
-    assert found == []
+    allowance's helpers that the LangChain memory needs are public in recallpack.allowance, and
+    the units the passages policy shares with the focus cut are public in packing/units.py)."""
+    assert _private_imports() == []
 
 
 def test_the_allowance_is_a_package_of_its_four_parts() -> None:
@@ -571,7 +570,6 @@ MAX_HOST_ADAPTER_LINES = 300
 #: Modules issue 24's other parts are splitting at the same time (the walk, the tokenizers, the
 #: pipeline, the passages policy's tuning); each leaves this list when it is under the cap.
 BEING_SPLIT = {
-    "recallpack.packing.cuts",
     "recallpack.packing.packer",
     "recallpack.packing.passages",
     "recallpack.packing.walk",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 
@@ -14,7 +15,6 @@ from recallpack.packing.cuts import (
     MARK,
     MAX_QUERY_TERMS,
     Cut,
-    _fold,
     _query_terms,
     cut_focus,
     cut_head,
@@ -22,6 +22,7 @@ from recallpack.packing.cuts import (
 from recallpack.packing.embedding import embed_function
 from recallpack.packing.errors import BudgetError, ConfigError
 from recallpack.packing.tokenizers import TiktokenTokenizer, Tokenizer, get_tokenizer
+from recallpack.packing.units import fold
 
 from .conftest import make_tokenizer
 
@@ -378,9 +379,9 @@ def test_focus_folds_the_dotted_capital_i_and_keeps_positions(written: str, quer
 @given(st.text(alphabet=st.sampled_from([*TRICKY, "İ", "ß", "Σ", "ǅ", "K", "ﬁ"]), max_size=60))
 def test_case_folding_keeps_every_position(text: str) -> None:
     """The folded text has the original's length, so a match found in it is at the same place."""
-    folded = _fold(text)
+    folded = fold(text)
     assert len(folded) == len(text)
-    assert all(len(_fold(char)) == 1 for char in text)
+    assert all(len(fold(char)) == 1 for char in text)
     assert _query_terms(text) == sorted(set(_query_terms(text)))
     assert len(_query_terms(" ".join(f"w{i}" for i in range(1000)) + text)) == MAX_QUERY_TERMS
 
@@ -593,6 +594,20 @@ def test_embed_function_checks_the_number_of_vectors() -> None:
         embed("q", ["a", "b"])
 
 
+def test_a_similarity_function_is_checked_sentence_by_sentence() -> None:
+    """An EmbedFn giving too few scores or a non-number is a ConfigError; a NaN score ranks last."""
+    text = "Alpha is first. Beta is second. Gamma is third. Delta is fourth."
+    tok = get_tokenizer("chars")
+    with pytest.raises(ConfigError, match="embed returned 1 scores for 4 sentences"):
+        cut_focus(text, "q", 6, tok, embed=lambda query, texts: [1.0])
+    with pytest.raises(ConfigError, match="embed returned 'high' as a similarity"):
+        cut_focus(text, "q", 6, tok, embed=lambda query, texts: ["high"] * len(texts))
+    best_first = cut_focus(text, "q", 6, tok, embed=lambda query, texts: [0.95, 0.1, 0.2, 0.9])
+    nan_first = cut_focus(text, "q", 6, tok, embed=lambda query, texts: [math.nan, 0.1, 0.2, 0.9])
+    assert best_first is not None and best_first.text == "Alpha is first.…"
+    assert nan_first is not None and nan_first.text == "… Delta is fourth."
+
+
 def concept_vectors(texts: list[str]) -> list[list[float]]:
     return [concept_vector(t) for t in texts]
 
@@ -640,13 +655,13 @@ def test_an_adapter_hands_the_core_a_similarity_not_the_host_embedding() -> None
 
 
 def test_docstring_examples_run() -> None:
-    """The >>> examples in the cuts module pass."""
+    """The >>> examples in the cuts module and in the units module it cuts by pass."""
     import doctest
 
-    from recallpack.packing import cuts
+    from recallpack.packing import cuts, units
 
-    outcome = doctest.testmod(cuts)
-    assert outcome.failed == 0 and outcome.attempted > 0
+    outcomes = {module.__name__: doctest.testmod(module) for module in (cuts, units)}
+    assert all(o.failed == 0 and o.attempted > 0 for o in outcomes.values()), outcomes
 
 
 query_words = st.sampled_from(["port", "PORT", "İstanbul", "istanbul", "the", "server", "x", "ß", "ǅ", "8080"])

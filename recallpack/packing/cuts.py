@@ -28,18 +28,29 @@ import re
 import warnings
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from operator import sub
 from typing import Literal
 
 from recallpack.packing import embedding
-from recallpack.packing.embedding import EmbedFn
+from recallpack.packing.embedding import EmbedFn, similarities
 from recallpack.packing.errors import BudgetError, ConfigError
-from recallpack.packing.limits import ELLIPSIS
-from recallpack.packing.text import LINE_BREAKS, ceil_boundary, clear_boundary, floor_boundary, is_boundary
+from recallpack.packing.text import ceil_boundary, floor_boundary
 from recallpack.packing.tokenizers import Tokenizer
+from recallpack.packing.units import (
+    MARK,
+    WORD,
+    Focus,
+    Measure,
+    fold,
+    has_text,
+    join_spans,
+    last_break,
+    split_units,
+    strip_end,
+    word_hits,
+)
 
 __all__ = [
     "MARK",
@@ -69,10 +80,8 @@ def __getattr__(name: str) -> object:
         return getattr(embedding, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-MARK = ELLIPSIS  # the walk's mark for text cut out of an item, one definition
+
 CutKind = Literal["head", "focus", "passages"]
-#: What a cut's text costs where it is spent (inside its rendered item, say), in tokens.
-Measure = Callable[[str], int]
 
 
 @dataclass(frozen=True)
@@ -90,19 +99,6 @@ class Cut:
 
 # --- shared pieces ----------------------------------------------------------------------------
 
-_LB = re.escape(LINE_BREAKS)
-_TERMINATORS = ".!?…"
-_CJK_TERMINATORS = "。！？"
-_CLOSERS = "\"')]}»”’"
-# The end of a sentence (after its terminator and closing quotes) or of a line (before its break).
-_BREAK = re.compile(
-    rf"[{re.escape(_TERMINATORS)}][{re.escape(_CLOSERS)}]*(?=\s)|[{_CJK_TERMINATORS}]|(?=[{_LB}])"
-)
-_NONSPACE = re.compile(r"\S")
-_WORD = re.compile(r"\w+")
-_START = re.Match.start
-_SPAN = re.Match.span
-
 
 def _check(text: object, max_tokens: object, tokenizer: object, measure: object) -> None:
     if not isinstance(text, str):
@@ -115,25 +111,6 @@ def _check(text: object, max_tokens: object, tokenizer: object, measure: object)
         )
     if measure is not None and not callable(measure):
         raise ConfigError(f"measure={measure!r} must be a callable str -> int (the tokens a cut text costs)")
-
-
-def _has_text(text: str, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` holds anything but whitespace (without copying it)."""
-    return start < end and _NONSPACE.search(text, start, end) is not None
-
-
-def _join(text: str, spans: Sequence[tuple[int, int]]) -> str:
-    """The kept ranges in order, with the mark wherever non-whitespace text was dropped."""
-    parts: list[str] = []
-    previous = 0
-    for start, end in spans:
-        if _has_text(text, previous, start):
-            parts.append(MARK)
-        parts.append(text[start:end])
-        previous = end
-    if _has_text(text, previous, len(text)):
-        parts.append(MARK)
-    return "".join(parts)
 
 
 def _whole(text: str, kind: CutKind) -> Cut:
@@ -153,30 +130,6 @@ def _truncate(text: str, start: int, end: int, max_tokens: int, tokenizer: Token
     return len(tokenizer.truncate(text[start:end], max_tokens))
 
 
-def _strip_end(text: str, start: int, end: int) -> int:
-    """Move ``end`` back over trailing whitespace, staying on a grapheme boundary (``start`` is
-    one)."""
-    while end > start:
-        while end > start and text[end - 1].isspace():
-            end -= 1
-        floored = max(start, floor_boundary(text, end, start))
-        if floored == end:
-            return end
-        end = floored
-    return start
-
-
-def _last_break(text: str, start: int, end: int) -> int | None:
-    """The last sentence or line end in ``text[start:end]`` that is a grapheme boundary."""
-    last = None
-    for match in _BREAK.finditer(text, start, min(len(text), end + 1)):
-        if start < match.end() <= end:
-            last = match.end()
-    if last is not None and not is_boundary(text, last, start):
-        last = floor_boundary(text, last, start)
-    return last if last is not None and last > start else None
-
-
 def _head_end(
     text: str, start: int, end: int, max_tokens: int, tokenizer: Tokenizer, measure: Measure, before: str
 ) -> int:
@@ -186,12 +139,12 @@ def _head_end(
     room = budget = max_tokens - measure(before + MARK)
     while budget > 0:
         cut = start + _truncate(text, start, end, budget, tokenizer)
-        cut = _strip_end(text, start, max(start, floor_boundary(text, cut, start)))
+        cut = strip_end(text, start, max(start, floor_boundary(text, cut, start)))
         if cut == start:
             break
-        sentence = _last_break(text, start, cut)
+        sentence = last_break(text, start, cut)
         if sentence is not None and sentence < cut:
-            sentence = _strip_end(text, start, sentence)
+            sentence = strip_end(text, start, sentence)
             if sentence > start and 3 * tokenizer.count(text[start:sentence]) >= 2 * room:
                 cut = sentence
         cost = measure(before + text[start:cut] + MARK)
@@ -200,7 +153,7 @@ def _head_end(
         budget -= max(1, cost - max_tokens)
     first = ceil_boundary(text, start + 1, start)
     fits = measure(before + text[start:first] + MARK) <= max_tokens
-    return first if first <= end and _has_text(text, start, first) and fits else start
+    return first if first <= end and has_text(text, start, first) and fits else start
 
 
 def _fits_whole(text: str, max_tokens: int, tokenizer: Tokenizer, measure: Measure | None) -> bool:
@@ -235,131 +188,12 @@ def cut_head(
     if end == 0:
         return None
     spans = ((0, end),)
-    return Cut(_join(text, spans), spans, "head")
-
-
-# --- focus cut: sentences and lines -----------------------------------------------------------
-
-# Units split at "\n" (with the blank lines and the next line's indentation after it) and after
-# a sentence's terminator and closing quotes. Two plain patterns, each fast to scan for, merged
-# in one pass: one pattern with lookbehinds reads a megabyte as slowly as tiktoken encodes it.
-_LINE_SPLIT = re.compile(r"\n\s*")
-_SPACE_BEFORE_BREAK = re.compile(r"\s\n")
-_SENTENCE_END = rf"([{re.escape(_TERMINATORS)}][{re.escape(_CLOSERS)}]*)[ \t]+(?=[^\n])"
-_SENTENCE_SPLIT = re.compile(_SENTENCE_END)
-_CJK_SENTENCE_SPLIT = re.compile(rf"{_SENTENCE_END}|([{_CJK_TERMINATORS}])[ \t]*(?=[^\n])")
-_UNIT_CHARS = (64, 800)  # bounds on a unit's length before it is split at a space
-_BOUNDARY_SEARCH = 64  # characters searched for a place to split a long unit without a space
-
-
-def _units(text: str, max_chars: int) -> tuple[list[int], list[int]]:
-    """The text's sentences and lines, stripped of the whitespace around them, in order.
-
-    Prose lines are split after sentence terminators; indented lines and ``>>>`` lines are kept
-    whole (a line of code is one unit, so a code sample stays line by line). Units longer than
-    ``max_chars`` are split at a space, or failing that at a grapheme boundary. Every start and
-    end is a grapheme boundary.
-    """
-    # Everything here is a comprehension over regex matches: a megabyte has ~20,000 lines.
-    first = len(text) - len(text.lstrip())
-    last = len(text.rstrip())
-    if last <= first:
-        return [], []
-    splits = list(map(_SPAN, _LINE_SPLIT.finditer(text, first, last)))
-    line_starts = [first, *(e for _, e in splits)]
-    if _SPACE_BEFORE_BREAK.search(text, first, last):  # a line that ends in spaces (or "\r")
-        splits = [(_strip_spaces(text, s) if text[s - 1].isspace() else s, e) for s, e in splits]
-    cjk = any(t in text for t in _CJK_TERMINATORS)
-    pattern = _CJK_SENTENCE_SPLIT if cjk else _SENTENCE_SPLIT
-    # A sentence end at a line end (or the text's) is where the line ends anyway: the pattern
-    # needs a character after it that is no line break.
-    sentences = [(m.end(m.lastindex or 0), m.end()) for m in pattern.finditer(text, first, last)]
-    if sentences:
-        # Asked per sentence only when some line is code: a text of short sentences has many.
-        if ">>>" in text or any(text[start - 1] in " \t" for start in line_starts if start):
-            sentences = [(e, s) for e, s in sentences if not _in_code_line(text, line_starts, e)]
-        splits = sorted(splits + sentences)
-    starts = [first, *(e for _, e in splits)]
-    ends = [*(s for s, _ in splits), last]
-    # Splits sit next to whitespace, so only a non-ASCII neighbour can join a cluster across
-    # one (a combining mark after a space, a prepended mark before it).
-    if not text.isascii() and (
-        any(text[s] >= "\x80" or text[s - 1] >= "\x80" for s in starts if s)
-        or any(text[e] >= "\x80" or text[e - 1] >= "\x80" for e in ends if e < len(text))
-    ):
-        starts, ends = _on_boundaries(text, starts, ends)
-    if max(map(sub, ends, starts)) > max_chars:
-        return _split_long(text, starts, ends, max_chars)
-    return starts, ends
-
-
-def _strip_spaces(text: str, end: int) -> int:
-    while end > 0 and text[end - 1].isspace():
-        end -= 1
-    return end
-
-
-def _in_code_line(text: str, line_starts: list[int], at: int) -> bool:
-    """Whether ``at`` is on an indented line or a ``>>>`` line: a line of code is one unit, so
-    "x = obj.attr. y" does not become two sentences."""
-    start = line_starts[bisect_right(line_starts, at) - 1]
-    return (start > 0 and text[start - 1] in " \t") or text.startswith(">>>", start)
-
-
-def _on_boundaries(text: str, starts: list[int], ends: list[int]) -> tuple[list[int], list[int]]:
-    """The units widened to grapheme boundaries, merged where they then touch."""
-    out_starts: list[int] = []
-    out_ends: list[int] = []
-    for s, e in zip(starts, ends):
-        s, e = floor_boundary(text, s), ceil_boundary(text, e)
-        if out_ends and s < out_ends[-1]:
-            out_ends[-1] = max(out_ends[-1], e)
-        else:
-            out_starts.append(s)
-            out_ends.append(e)
-    return out_starts, out_ends
-
-
-def _split_long(text: str, starts: list[int], ends: list[int], max_chars: int) -> tuple[list[int], list[int]]:
-    out_starts: list[int] = []
-    out_ends: list[int] = []
-    for s, e in zip(starts, ends):
-        while e - s > max_chars:
-            split = _split_point(text, s, e, max_chars)
-            if split is None:
-                break
-            out_starts.append(s)
-            out_ends.append(split[0])
-            s = split[1]
-        out_starts.append(s)
-        out_ends.append(e)
-    return out_starts, out_ends
-
-
-def _split_point(text: str, s: int, e: int, max_chars: int) -> tuple[int, int] | None:
-    """Where the first piece of the long unit ``text[s:e]`` ends and the next begins: at the
-    last space of its second half, else at a clear grapheme boundary just after, else at the
-    next space however far (a run of flags has no other place to split)."""
-    window = s + max_chars
-    space = text.rfind(" ", s + max_chars // 2, window)
-    if space < 0:
-        cut = clear_boundary(text, window, min(e, window + _BOUNDARY_SEARCH))
-        if cut is not None:
-            return cut, cut
-        space = text.find(" ", window, e)
-    while space > s:
-        after = space + 1
-        while after < e and text[after] == " ":
-            after += 1
-        end = _strip_end(text, s, space)
-        if end > s and after < e and is_boundary(text, after, s):
-            return end, after
-        space = text.find(" ", after, e)
-    return None
+    return Cut(join_spans(text, spans), spans, "head")
 
 
 # --- focus cut: scoring -----------------------------------------------------------------------
 
+_START = re.Match.start
 _K1 = 1.2
 _B = 0.75
 _TERM_SEARCHES = 16  # query words searched for one by one; a longer query reads the text's words once
@@ -369,28 +203,15 @@ MAX_QUERY_TERMS = 64
 #: A query word longer than this is no term (no word of a passage is a megabyte long): searching
 #: for it would cost in proportion to its length, and the query is end-user input.
 MAX_TERM_CHARS = 128
-#: The one character whose lower case is longer than itself ("İ" becomes "i" and a combining
-#: dot): folded to "i" first, so the folded text keeps every position of the original.
-_DOTTED_CAPITAL_I = "\u0130"
-
-
-def _fold(text: str) -> str:
-    """``text`` in lower case, of the same length, so that a position in it is one in ``text``."""
-    if _DOTTED_CAPITAL_I in text:
-        text = text.replace(_DOTTED_CAPITAL_I, "i")
-    folded = text.lower()
-    if len(folded) != len(text):  # a letter a later Unicode lengthens: it stays as it is
-        folded = "".join(low if len(low := char.lower()) == 1 else char for char in text)
-    return folded
 
 
 def _query_terms(query: str) -> list[str]:
     """The query's distinct words, case folded: the first :data:`MAX_QUERY_TERMS` of them of at
     most :data:`MAX_TERM_CHARS` characters, sorted."""
     terms: dict[str, None] = {}
-    for match in _WORD.finditer(query):
+    for match in WORD.finditer(query):
         if match.end() - match.start() <= MAX_TERM_CHARS:
-            terms.setdefault(_fold(match.group()), None)
+            terms.setdefault(fold(match.group()), None)
             if len(terms) >= MAX_QUERY_TERMS:
                 break
     return sorted(terms)
@@ -406,7 +227,7 @@ def _bm25(text: str, starts: list[int], ends: list[int], query: str) -> dict[int
     terms = _query_terms(query)
     if not terms:
         return {}
-    lowered = _fold(text)
+    lowered = fold(text)
     n = len(starts)
     average = max(1.0, (sum(ends) - sum(starts)) / n)
     scores: dict[int, float] = {}
@@ -448,13 +269,7 @@ def _term_hits(lowered: str, terms: list[str]) -> dict[str, list[int]]:
             if found:
                 hits[term] = found
         return hits
-    known = set(terms)
-    grouped: dict[str, list[int]] = {}
-    for match in _WORD.finditer(lowered):
-        word = match.group()
-        if word in known:
-            grouped.setdefault(word, []).append(match.start())
-    return grouped
+    return word_hits(lowered, terms)
 
 
 # --- focus cut: assembly ----------------------------------------------------------------------
@@ -462,192 +277,34 @@ def _term_hits(lowered: str, terms: list[str]) -> dict[str, list[int]]:
 _ROUNDS = 3  # real counts of the assembled text: the first, and two refills with a corrected estimate
 _SEED_SHARE = 0.3  # of the best BM25 score, that a sentence needs to start a passage of its own
 _MAX_MISSES = 8  # seeds in a row that do not fit before the search stops: the room is full
+_UNIT_CHARS = (64, 800)  # bounds on a unit's length before it is split at a space
 
 
-class _Units:
-    """A text's units and what keeping some of them is estimated to cost, counted lazily: only
-    the units a cut considers are ever counted."""
-
-    def __init__(
-        self, text: str, starts: list[int], ends: list[int], max_tokens: int, tokenizer: Tokenizer
-    ) -> None:
-        self.text = text
-        self.starts = starts
-        self.ends = ends
-        self.max_tokens = max_tokens
-        self.tok = tokenizer
-        self.mark_cost = tokenizer.count(MARK)
-        self._unit_cost: dict[int, int] = {}
-        self._space_cost: dict[str, int] = {}
-        self._lead: dict[int, int] = {}
-
-    def unit_cost(self, i: int) -> int:
-        cost = self._unit_cost.get(i)
-        if cost is None:
-            unit = self.text[self.starts[i] : self.ends[i]]
-            cost = self._unit_cost[i] = self.tok.count_upto(unit, self.max_tokens)
-        return cost
-
-    def space_cost(self, a: int, b: int) -> int:
-        space = self.text[a:b]
-        if space in ("", " "):
-            return 0  # a single space joins the next word's token
-        cost = self._space_cost.get(space)
-        if cost is None:
-            cost = self._space_cost[space] = self.tok.count(space)
-        return cost
-
-    def lead(self, i: int) -> int:
-        """Where a kept run starting at unit ``i`` begins: back over its indentation and the line
-        break before it, so a line after an elision stays a line of its own."""
-        lead = self._lead.get(i)
-        if lead is None:
-            floor = self.ends[i - 1] if i > 0 else 0
-            lead = self.starts[i]
-            while lead > floor and self.text[lead - 1] in " \t":
-                lead -= 1
-            if lead > floor and self.text[lead - 1] in LINE_BREAKS:
-                lead -= 1
-                if lead > floor and self.text[lead - 1 : lead + 1] == "\r\n":
-                    lead -= 1
-            if not is_boundary(self.text, lead):
-                lead = self.starts[i]
-            self._lead[i] = lead
-        return lead
-
-    def estimate(self, kept: Sequence[int]) -> int:
-        """The estimated tokens of the cut keeping ``kept`` (sorted): units, the whitespace that
-        joins neighbours, and for every elision its mark and the line break kept after it."""
-        total = 0
-        marks = 0
-        previous = -2
-        for i in kept:
-            total += self.unit_cost(i)
-            if i == previous + 1:
-                total += self.space_cost(self.ends[previous], self.starts[i])
-            elif i > 0:
-                marks += 1
-                total += self.space_cost(self.lead(i), self.starts[i])
-            previous = i
-        if kept and kept[-1] < len(self.starts) - 1:
-            marks += 1
-        return total + marks * self.mark_cost
-
-    def spans(self, kept: Sequence[int]) -> list[tuple[int, int]]:
-        spans: list[tuple[int, int]] = []
-        previous = -2
-        for i in kept:
-            if i == previous + 1:
-                spans[-1] = (spans[-1][0], self.ends[i])
-            else:
-                start = self.lead(i) if i > 0 else self.starts[i]
-                spans.append((start, self.ends[i]))
-            previous = i
-        return spans
-
-
-class _Focus(_Units):
-    """Grows kept passages around the best units, estimating the cost as it goes and checking
-    it with the one real count."""
-
-    def __init__(
-        self,
-        text: str,
-        starts: list[int],
-        ends: list[int],
-        max_tokens: int,
-        tokenizer: Tokenizer,
-        measure: Measure | None = None,
-        seed_floor: float = -math.inf,
-    ) -> None:
-        super().__init__(text, starts, ends, max_tokens, tokenizer)
-        self.seed_floor = seed_floor  # the least score that starts a passage of its own
-        self.measure = measure or tokenizer.count
-        # What the measure adds to the estimate: its framing at first, then what counts tell.
-        self.correction = self.measure(MARK) - self.mark_cost if measure is not None else 0
-        self.kept: set[int] = set()
-        self.order: list[int] = []
-        self.total = 0  # estimate() of the kept units, kept up to date as units are added
-        self.last = -1  # the last kept unit
-
-    def _added_cost(self, i: int) -> int:
-        """What keeping unit ``i`` adds to :meth:`estimate` of the kept units, in O(1)."""
-        last_unit = len(self.starts) - 1
-        cost = self.unit_cost(i)
-        if i - 1 in self.kept:
-            cost += self.space_cost(self.ends[i - 1], self.starts[i])
-        elif i > 0:
-            cost += self.mark_cost + self.space_cost(self.lead(i), self.starts[i])
-        if i + 1 in self.kept:  # the elision before the next run closes
-            cost += self.space_cost(self.ends[i], self.starts[i + 1])
-            cost -= self.mark_cost + self.space_cost(self.lead(i + 1), self.starts[i + 1])
-        if i > self.last:  # the elision at the end moves, or closes
-            cost += (self.mark_cost if i < last_unit else 0) - (
-                self.mark_cost if 0 <= self.last < last_unit else 0
-            )
-        return cost
-
-    def try_add(self, i: int) -> bool:
-        if i in self.kept or self.unit_cost(i) > self.max_tokens:
-            return False
-        added = self._added_cost(i)
-        if self.total + added + self.correction > self.max_tokens:
-            return False
-        self.kept.add(i)
-        self.order.append(i)
-        self.total += added
-        self.last = max(self.last, i)
-        return True
-
-    def grow(
-        self, seed: int, scores: Mapping[int, float], goal: float, add: Callable[[int], bool] | None = None
-    ) -> None:
-        """Add neighbours of the run around ``seed`` until its units cost ``goal`` or neither
-        side fits: the better-scoring side first, on a tie the side nearer the seed, then the
-        earlier. ``add`` keeps a unit if it fits (default :meth:`try_add`: this text's room)."""
-        add = add or self.try_add
-        lo = hi = seed
-        tokens = self.unit_cost(seed)
-        blocked = [False, False]
-        while True:
-            while lo - 1 in self.kept:
-                lo -= 1
-                tokens += self.unit_cost(lo)
-            while hi + 1 in self.kept:
-                hi += 1
-                tokens += self.unit_cost(hi)
-            if tokens >= goal:
-                return
-            sides = []
-            if lo > 0 and not blocked[0]:
-                sides.append((-scores.get(lo - 1, 0.0), seed - lo, 0, lo - 1))
-            if hi + 1 < len(self.starts) and not blocked[1]:
-                sides.append((-scores.get(hi + 1, 0.0), hi - seed, 1, hi + 1))
-            if not sides:
-                return
-            *_, side, unit = min(sides)
-            if not add(unit):
-                blocked[side] = True
+class _FocusCut(Focus):
+    """A focus cut of one text: the passages grown around its best units, checked with the one
+    real count."""
 
     def partial(self, i: int) -> Cut | None:
         """The head of unit ``i`` alone, for a best unit larger than the room."""
         start = self.lead(i) if i > 0 else self.starts[i]
-        before = MARK if _has_text(self.text, 0, start) else ""
+        before = MARK if has_text(self.text, 0, start) else ""
         end = _head_end(self.text, start, self.ends[i], self.max_tokens, self.tok, self.measure, before)
-        if end <= start or not _has_text(self.text, start, end):
+        if end <= start or not has_text(self.text, start, end):
             return None
         spans = ((start, end),)
-        text = _join(self.text, spans)
+        text = join_spans(self.text, spans)
         return Cut(text, spans, "focus") if self.measure(text) <= self.max_tokens else None
 
-    def assemble(self, ranked: Sequence[int], scores: dict[int, float]) -> Cut | None:
+    def assemble(self, ranked: Sequence[int], scores: dict[int, float], seed_floor: float) -> Cut | None:
+        """The cut grown from the units ``ranked`` best first; a unit scoring under ``seed_floor``
+        starts no passage of its own."""
         goal = max(1, self.max_tokens // 3)
         seeds: list[int] = []
         misses = 0
         for seed in ranked:
             if seed in self.kept:
                 continue
-            if seeds and scores[seed] < self.seed_floor:
+            if seeds and scores[seed] < seed_floor:
                 break  # a weak match is no passage of its own; the room widens the strong ones
             if not self.try_add(seed):
                 if not self.kept:
@@ -682,7 +339,7 @@ class _Focus(_Units):
         """The kept units as a cut, the last added dropped until the real count fits."""
         while self.order:
             spans = self.spans(sorted(self.kept))
-            text = _join(self.text, spans)
+            text = join_spans(self.text, spans)
             # Counts do not add up exactly at the joins: the one real count decides.
             cost = self.measure(text)
             if cost <= self.max_tokens:
@@ -727,7 +384,7 @@ def cut_focus(
         raise ConfigError(f"query={type(query).__name__} must be a str: the question being answered")
     if _fits_whole(text, max_tokens, tokenizer, measure):
         return _whole(text, "focus")
-    starts, ends = _units(text, min(max(max_tokens * 3, _UNIT_CHARS[0]), _UNIT_CHARS[1]))
+    starts, ends = split_units(text, min(max(max_tokens * 3, _UNIT_CHARS[0]), _UNIT_CHARS[1]))
     if not starts:
         return cut_head(text, max_tokens, tokenizer, measure=measure)
     if embed is None:
@@ -735,29 +392,10 @@ def cut_focus(
         if not scores:
             return cut_head(text, max_tokens, tokenizer, measure=measure)
     else:
-        scores = _similarities(embed, query, [text[s:e] for s, e in zip(starts, ends)])
+        scores = similarities(embed, query, [text[s:e] for s, e in zip(starts, ends)])
     # Best first; a stable sort keeps ties in text order (scores are filled in text order).
     ranked = sorted(sorted(scores), key=scores.__getitem__, reverse=True)
     # Lexical scores are on one scale within a text: a passage needs a fair share of the best.
     floor = scores[ranked[0]] * _SEED_SHARE if embed is None else -math.inf
-    cut = _Focus(text, starts, ends, max_tokens, tokenizer, measure, floor).assemble(ranked, scores)
+    cut = _FocusCut(text, starts, ends, max_tokens, tokenizer, measure).assemble(ranked, scores, floor)
     return cut if cut is not None else cut_head(text, max_tokens, tokenizer, measure=measure)
-
-
-# --- embeddings -------------------------------------------------------------------------------
-
-
-def _similarities(embed: EmbedFn, query: str, units: list[str]) -> dict[int, float]:
-    values = list(embed(query, units))
-    if len(values) != len(units):
-        raise ConfigError(
-            f"embed returned {len(values)} scores for {len(units)} sentences; it must return one per text"
-        )
-    scores: dict[int, float] = {}
-    for i, value in enumerate(values):
-        try:
-            score = float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"embed returned {value!r} as a similarity; it must return numbers") from None
-        scores[i] = score if score == score else -math.inf  # NaN ranks last, not anywhere
-    return scores

@@ -25,7 +25,7 @@ from typing import Any
 
 from recallpack.packing.errors import ConfigError, RecallpackError
 
-__all__ = ["EmbedFn", "Similarity", "CALLER_LOOP", "embed_function", "accept_embeddings"]
+__all__ = ["EmbedFn", "Similarity", "CALLER_LOOP", "embed_function", "accept_embeddings", "similarities"]
 
 #: ``(query, texts) -> one similarity per text``; higher means closer to the query.
 EmbedFn = Callable[[str, Sequence[str]], Sequence[float]]
@@ -144,3 +144,21 @@ def embed_function(obj: object) -> EmbedFn:
         f"embed={obj!r} is not an embedding recallpack can use; pass {accepted}or a callable "
         "list[str] -> list[list[float]]"
     )
+
+
+def similarities(embed: EmbedFn, query: str, units: list[str]) -> dict[int, float]:
+    """``embed(query, units)`` by position, checked: one number per unit, a NaN ranking last (the
+    focus cut and the passages policy score a text's sentences with it)."""
+    values = list(embed(query, units))
+    if len(values) != len(units):
+        raise ConfigError(
+            f"embed returned {len(values)} scores for {len(units)} sentences; it must return one per text"
+        )
+    scores: dict[int, float] = {}
+    for i, value in enumerate(values):
+        try:
+            score = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"embed returned {value!r} as a similarity; it must return numbers") from None
+        scores[i] = score if score == score else -math.inf  # NaN ranks last, not anywhere
+    return scores

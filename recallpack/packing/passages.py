@@ -39,21 +39,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, Span, coerce_candidate
-from recallpack.packing.cuts import (
-    _WORD,
-    MARK,
-    Cut,
-    EmbedFn,
-    _Focus,
-    _fold,
-    _join,
-    _similarities,
-    _units,
-)
+from recallpack.packing.cuts import Cut
+from recallpack.packing.embedding import EmbedFn
+from recallpack.packing.embedding import similarities as _similarities
 from recallpack.packing.errors import CandidateError
 from recallpack.packing.result import Outcome, Reason
 from recallpack.packing.scopes import Scope
 from recallpack.packing.tally import WalkSettings, resource_of
+from recallpack.packing.units import MARK
+from recallpack.packing.units import WORD as _WORD
+from recallpack.packing.units import Focus as _Focus
+from recallpack.packing.units import fold as _fold
+from recallpack.packing.units import join_spans as _join
+from recallpack.packing.units import split_units as _units
 from recallpack.packing.walk import Plan, Walk
 
 __all__ = ["PassagesWalk", "RANK_PRIOR", "CONTEXT_SHARE", "NEIGHBOR_SHARE", "MAX_QUERY_TERMS"]

@@ -1,0 +1,422 @@
+"""A text's units: its sentences and lines, how kept units are joined, and what keeping them costs.
+
+The focus cut (:mod:`recallpack.packing.cuts`) and the passages policy
+(:mod:`recallpack.packing.passages`) both choose units of a text to keep and show them in order,
+with the mark "…" wherever something was dropped. This module is what they share: where a text's
+units begin and end (:func:`split_units`), its words and where they occur (:data:`WORD`,
+:func:`word_hits`) and their case folding (:func:`fold`), the kept ranges written out
+(:func:`join_spans`), and the cost model that grows kept passages around the best units
+(:class:`Units`, :class:`Focus`). Every start and end it gives is a grapheme boundary.
+
+>>> text = "One. Two!\\n    code = 1\\nThree"
+>>> starts, ends = split_units(text, 800)
+>>> [text[s:e] for s, e in zip(starts, ends)]
+['One.', 'Two!', 'code = 1', 'Three']
+>>> join_spans(text, [(0, 4), (23, 28)])
+'One.…Three'
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import sub
+
+from recallpack.packing.limits import ELLIPSIS
+from recallpack.packing.text import LINE_BREAKS, ceil_boundary, clear_boundary, floor_boundary, is_boundary
+from recallpack.packing.tokenizers import Tokenizer
+
+__all__ = [
+    "MARK",
+    "WORD",
+    "Focus",
+    "Measure",
+    "Units",
+    "fold",
+    "has_text",
+    "join_spans",
+    "last_break",
+    "split_units",
+    "strip_end",
+    "word_hits",
+]
+
+MARK = ELLIPSIS  # the walk's mark for text cut out of an item, one definition
+#: What a cut's text costs where it is spent (inside its rendered item, say), in tokens.
+Measure = Callable[[str], int]
+#: A word, as the lexical scores count them.
+WORD = re.compile(r"\w+")
+
+_LB = re.escape(LINE_BREAKS)
+_TERMINATORS = ".!?…"
+_CJK_TERMINATORS = "。！？"
+_CLOSERS = "\"')]}»”’"
+# The end of a sentence (after its terminator and closing quotes) or of a line (before its break).
+_BREAK = re.compile(
+    rf"[{re.escape(_TERMINATORS)}][{re.escape(_CLOSERS)}]*(?=\s)|[{_CJK_TERMINATORS}]|(?=[{_LB}])"
+)
+_NONSPACE = re.compile(r"\S")
+_SPAN = re.Match.span
+
+
+# --- kept ranges ------------------------------------------------------------------------------
+
+
+def has_text(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` holds anything but whitespace (without copying it)."""
+    return start < end and _NONSPACE.search(text, start, end) is not None
+
+
+def join_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """The kept ranges in order, with the mark wherever non-whitespace text was dropped."""
+    parts: list[str] = []
+    previous = 0
+    for start, end in spans:
+        if has_text(text, previous, start):
+            parts.append(MARK)
+        parts.append(text[start:end])
+        previous = end
+    if has_text(text, previous, len(text)):
+        parts.append(MARK)
+    return "".join(parts)
+
+
+def strip_end(text: str, start: int, end: int) -> int:
+    """Move ``end`` back over trailing whitespace, staying on a grapheme boundary (``start`` is
+    one)."""
+    while end > start:
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        floored = max(start, floor_boundary(text, end, start))
+        if floored == end:
+            return end
+        end = floored
+    return start
+
+
+def last_break(text: str, start: int, end: int) -> int | None:
+    """The last sentence or line end in ``text[start:end]`` that is a grapheme boundary."""
+    last = None
+    for match in _BREAK.finditer(text, start, min(len(text), end + 1)):
+        if start < match.end() <= end:
+            last = match.end()
+    if last is not None and not is_boundary(text, last, start):
+        last = floor_boundary(text, last, start)
+    return last if last is not None and last > start else None
+
+
+# --- words and their case folding -------------------------------------------------------------
+
+#: The one character whose lower case is longer than itself ("İ" becomes "i" and a combining
+#: dot): folded to "i" first, so the folded text keeps every position of the original.
+_DOTTED_CAPITAL_I = "\u0130"
+
+
+def fold(text: str) -> str:
+    """``text`` in lower case, of the same length, so that a position in it is one in ``text``."""
+    if _DOTTED_CAPITAL_I in text:
+        text = text.replace(_DOTTED_CAPITAL_I, "i")
+    folded = text.lower()
+    if len(folded) != len(text):  # a letter a later Unicode lengthens: it stays as it is
+        folded = "".join(low if len(low := char.lower()) == 1 else char for char in text)
+    return folded
+
+
+def word_hits(lowered: str, words: Iterable[str]) -> dict[str, list[int]]:
+    """Where each of ``words`` occurs in ``lowered`` as a whole word, in order, from one pass
+    over the text's words (its work does not grow with how many words are asked)."""
+    known = set(words)
+    grouped: dict[str, list[int]] = {}
+    for match in WORD.finditer(lowered):
+        word = match.group()
+        if word in known:
+            grouped.setdefault(word, []).append(match.start())
+    return grouped
+
+
+# --- sentences and lines ----------------------------------------------------------------------
+
+# Units split at "\n" (with the blank lines and the next line's indentation after it) and after
+# a sentence's terminator and closing quotes. Two plain patterns, each fast to scan for, merged
+# in one pass: one pattern with lookbehinds reads a megabyte as slowly as tiktoken encodes it.
+_LINE_SPLIT = re.compile(r"\n\s*")
+_SPACE_BEFORE_BREAK = re.compile(r"\s\n")
+_SENTENCE_END = rf"([{re.escape(_TERMINATORS)}][{re.escape(_CLOSERS)}]*)[ \t]+(?=[^\n])"
+_SENTENCE_SPLIT = re.compile(_SENTENCE_END)
+_CJK_SENTENCE_SPLIT = re.compile(rf"{_SENTENCE_END}|([{_CJK_TERMINATORS}])[ \t]*(?=[^\n])")
+_BOUNDARY_SEARCH = 64  # characters searched for a place to split a long unit without a space
+
+
+def split_units(text: str, max_chars: int) -> tuple[list[int], list[int]]:
+    """The text's sentences and lines, stripped of the whitespace around them, in order.
+
+    Prose lines are split after sentence terminators; indented lines and ``>>>`` lines are kept
+    whole (a line of code is one unit, so a code sample stays line by line). Units longer than
+    ``max_chars`` are split at a space, or failing that at a grapheme boundary. Every start and
+    end is a grapheme boundary.
+    """
+    # Everything here is a comprehension over regex matches: a megabyte has ~20,000 lines.
+    first = len(text) - len(text.lstrip())
+    last = len(text.rstrip())
+    if last <= first:
+        return [], []
+    splits = list(map(_SPAN, _LINE_SPLIT.finditer(text, first, last)))
+    line_starts = [first, *(e for _, e in splits)]
+    if _SPACE_BEFORE_BREAK.search(text, first, last):  # a line that ends in spaces (or "\r")
+        splits = [(_strip_spaces(text, s) if text[s - 1].isspace() else s, e) for s, e in splits]
+    cjk = any(t in text for t in _CJK_TERMINATORS)
+    pattern = _CJK_SENTENCE_SPLIT if cjk else _SENTENCE_SPLIT
+    # A sentence end at a line end (or the text's) is where the line ends anyway: the pattern
+    # needs a character after it that is no line break.
+    sentences = [(m.end(m.lastindex or 0), m.end()) for m in pattern.finditer(text, first, last)]
+    if sentences:
+        # Asked per sentence only when some line is code: a text of short sentences has many.
+        if ">>>" in text or any(text[start - 1] in " \t" for start in line_starts if start):
+            sentences = [(e, s) for e, s in sentences if not _in_code_line(text, line_starts, e)]
+        splits = sorted(splits + sentences)
+    starts = [first, *(e for _, e in splits)]
+    ends = [*(s for s, _ in splits), last]
+    # Splits sit next to whitespace, so only a non-ASCII neighbour can join a cluster across
+    # one (a combining mark after a space, a prepended mark before it).
+    if not text.isascii() and (
+        any(text[s] >= "\x80" or text[s - 1] >= "\x80" for s in starts if s)
+        or any(text[e] >= "\x80" or text[e - 1] >= "\x80" for e in ends if e < len(text))
+    ):
+        starts, ends = _on_boundaries(text, starts, ends)
+    if max(map(sub, ends, starts)) > max_chars:
+        return _split_long(text, starts, ends, max_chars)
+    return starts, ends
+
+
+def _strip_spaces(text: str, end: int) -> int:
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    return end
+
+
+def _in_code_line(text: str, line_starts: list[int], at: int) -> bool:
+    """Whether ``at`` is on an indented line or a ``>>>`` line: a line of code is one unit, so
+    "x = obj.attr. y" does not become two sentences."""
+    start = line_starts[bisect_right(line_starts, at) - 1]
+    return (start > 0 and text[start - 1] in " \t") or text.startswith(">>>", start)
+
+
+def _on_boundaries(text: str, starts: list[int], ends: list[int]) -> tuple[list[int], list[int]]:
+    """The units widened to grapheme boundaries, merged where they then touch."""
+    out_starts: list[int] = []
+    out_ends: list[int] = []
+    for s, e in zip(starts, ends):
+        s, e = floor_boundary(text, s), ceil_boundary(text, e)
+        if out_ends and s < out_ends[-1]:
+            out_ends[-1] = max(out_ends[-1], e)
+        else:
+            out_starts.append(s)
+            out_ends.append(e)
+    return out_starts, out_ends
+
+
+def _split_long(text: str, starts: list[int], ends: list[int], max_chars: int) -> tuple[list[int], list[int]]:
+    out_starts: list[int] = []
+    out_ends: list[int] = []
+    for s, e in zip(starts, ends):
+        while e - s > max_chars:
+            split = _split_point(text, s, e, max_chars)
+            if split is None:
+                break
+            out_starts.append(s)
+            out_ends.append(split[0])
+            s = split[1]
+        out_starts.append(s)
+        out_ends.append(e)
+    return out_starts, out_ends
+
+
+def _split_point(text: str, s: int, e: int, max_chars: int) -> tuple[int, int] | None:
+    """Where the first piece of the long unit ``text[s:e]`` ends and the next begins: at the
+    last space of its second half, else at a clear grapheme boundary just after, else at the
+    next space however far (a run of flags has no other place to split)."""
+    window = s + max_chars
+    space = text.rfind(" ", s + max_chars // 2, window)
+    if space < 0:
+        cut = clear_boundary(text, window, min(e, window + _BOUNDARY_SEARCH))
+        if cut is not None:
+            return cut, cut
+        space = text.find(" ", window, e)
+    while space > s:
+        after = space + 1
+        while after < e and text[after] == " ":
+            after += 1
+        end = strip_end(text, s, space)
+        if end > s and after < e and is_boundary(text, after, s):
+            return end, after
+        space = text.find(" ", after, e)
+    return None
+
+
+# --- what keeping units costs -----------------------------------------------------------------
+
+
+class Units:
+    """A text's units and what keeping some of them is estimated to cost, counted lazily: only
+    the units a cut considers are ever counted."""
+
+    def __init__(
+        self, text: str, starts: list[int], ends: list[int], max_tokens: int, tokenizer: Tokenizer
+    ) -> None:
+        self.text = text
+        self.starts = starts
+        self.ends = ends
+        self.max_tokens = max_tokens
+        self.tok = tokenizer
+        self.mark_cost = tokenizer.count(MARK)
+        self._unit_cost: dict[int, int] = {}
+        self._space_cost: dict[str, int] = {}
+        self._lead: dict[int, int] = {}
+
+    def unit_cost(self, i: int) -> int:
+        cost = self._unit_cost.get(i)
+        if cost is None:
+            unit = self.text[self.starts[i] : self.ends[i]]
+            cost = self._unit_cost[i] = self.tok.count_upto(unit, self.max_tokens)
+        return cost
+
+    def space_cost(self, a: int, b: int) -> int:
+        space = self.text[a:b]
+        if space in ("", " "):
+            return 0  # a single space joins the next word's token
+        cost = self._space_cost.get(space)
+        if cost is None:
+            cost = self._space_cost[space] = self.tok.count(space)
+        return cost
+
+    def lead(self, i: int) -> int:
+        """Where a kept run starting at unit ``i`` begins: back over its indentation and the line
+        break before it, so a line after an elision stays a line of its own."""
+        lead = self._lead.get(i)
+        if lead is None:
+            floor = self.ends[i - 1] if i > 0 else 0
+            lead = self.starts[i]
+            while lead > floor and self.text[lead - 1] in " \t":
+                lead -= 1
+            if lead > floor and self.text[lead - 1] in LINE_BREAKS:
+                lead -= 1
+                if lead > floor and self.text[lead - 1 : lead + 1] == "\r\n":
+                    lead -= 1
+            if not is_boundary(self.text, lead):
+                lead = self.starts[i]
+            self._lead[i] = lead
+        return lead
+
+    def estimate(self, kept: Sequence[int]) -> int:
+        """The estimated tokens of the cut keeping ``kept`` (sorted): units, the whitespace that
+        joins neighbours, and for every elision its mark and the line break kept after it."""
+        total = 0
+        marks = 0
+        previous = -2
+        for i in kept:
+            total += self.unit_cost(i)
+            if i == previous + 1:
+                total += self.space_cost(self.ends[previous], self.starts[i])
+            elif i > 0:
+                marks += 1
+                total += self.space_cost(self.lead(i), self.starts[i])
+            previous = i
+        if kept and kept[-1] < len(self.starts) - 1:
+            marks += 1
+        return total + marks * self.mark_cost
+
+    def spans(self, kept: Sequence[int]) -> list[tuple[int, int]]:
+        spans: list[tuple[int, int]] = []
+        previous = -2
+        for i in kept:
+            if i == previous + 1:
+                spans[-1] = (spans[-1][0], self.ends[i])
+            else:
+                start = self.lead(i) if i > 0 else self.starts[i]
+                spans.append((start, self.ends[i]))
+            previous = i
+        return spans
+
+
+class Focus(Units):
+    """Grows kept passages around the best units, estimating what they cost as it goes (the
+    focus cut checks the estimate with the one real count; the passages policy grows several
+    texts' passages at once)."""
+
+    def __init__(
+        self,
+        text: str,
+        starts: list[int],
+        ends: list[int],
+        max_tokens: int,
+        tokenizer: Tokenizer,
+        measure: Measure | None = None,
+    ) -> None:
+        super().__init__(text, starts, ends, max_tokens, tokenizer)
+        self.measure = measure or tokenizer.count
+        # What the measure adds to the estimate: its framing at first, then what counts tell.
+        self.correction = self.measure(MARK) - self.mark_cost if measure is not None else 0
+        self.kept: set[int] = set()
+        self.order: list[int] = []
+        self.total = 0  # estimate() of the kept units, kept up to date as units are added
+        self.last = -1  # the last kept unit
+
+    def _added_cost(self, i: int) -> int:
+        """What keeping unit ``i`` adds to :meth:`estimate` of the kept units, in O(1)."""
+        last_unit = len(self.starts) - 1
+        cost = self.unit_cost(i)
+        if i - 1 in self.kept:
+            cost += self.space_cost(self.ends[i - 1], self.starts[i])
+        elif i > 0:
+            cost += self.mark_cost + self.space_cost(self.lead(i), self.starts[i])
+        if i + 1 in self.kept:  # the elision before the next run closes
+            cost += self.space_cost(self.ends[i], self.starts[i + 1])
+            cost -= self.mark_cost + self.space_cost(self.lead(i + 1), self.starts[i + 1])
+        if i > self.last:  # the elision at the end moves, or closes
+            cost += (self.mark_cost if i < last_unit else 0) - (
+                self.mark_cost if 0 <= self.last < last_unit else 0
+            )
+        return cost
+
+    def try_add(self, i: int) -> bool:
+        if i in self.kept or self.unit_cost(i) > self.max_tokens:
+            return False
+        added = self._added_cost(i)
+        if self.total + added + self.correction > self.max_tokens:
+            return False
+        self.kept.add(i)
+        self.order.append(i)
+        self.total += added
+        self.last = max(self.last, i)
+        return True
+
+    def grow(
+        self, seed: int, scores: Mapping[int, float], goal: float, add: Callable[[int], bool] | None = None
+    ) -> None:
+        """Add neighbours of the run around ``seed`` until its units cost ``goal`` or neither
+        side fits: the better-scoring side first, on a tie the side nearer the seed, then the
+        earlier. ``add`` keeps a unit if it fits (default :meth:`try_add`: this text's room)."""
+        add = add or self.try_add
+        lo = hi = seed
+        tokens = self.unit_cost(seed)
+        blocked = [False, False]
+        while True:
+            while lo - 1 in self.kept:
+                lo -= 1
+                tokens += self.unit_cost(lo)
+            while hi + 1 in self.kept:
+                hi += 1
+                tokens += self.unit_cost(hi)
+            if tokens >= goal:
+                return
+            sides = []
+            if lo > 0 and not blocked[0]:
+                sides.append((-scores.get(lo - 1, 0.0), seed - lo, 0, lo - 1))
+            if hi + 1 < len(self.starts) and not blocked[1]:
+                sides.append((-scores.get(hi + 1, 0.0), hi - seed, 1, hi + 1))
+            if not sides:
+                return
+            *_, side, unit = min(sides)
+            if not add(unit):
+                blocked[side] = True
