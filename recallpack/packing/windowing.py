@@ -332,8 +332,8 @@ class _TiktokenSplitter(_Splitter):
         tokens = self.encoding.encode_ordinary(self.text[tail:end])
         if len(tokens) <= overlap and tail > start:
             tail, tokens = start, self.encoding.encode_ordinary(self.text[start:end])
-        if len(tokens) <= overlap:
-            return start + 1
+        if len(tokens) <= overlap:  # the whole window fits the overlap: from its next cluster on
+            return self.settle_overlap(start, start + 1, end, overlap)
         head = sum(map(self.lengths.__getitem__, tokens[: len(tokens) - overlap]))
         raw = self.text[tail:end].encode("utf-8", "surrogatepass")
         while head < len(raw) and (raw[head] & 0xC0) == 0x80:  # a cut inside a character
