@@ -12,6 +12,7 @@ provenance and scopes, rendered as a Markdown block that says it is evidence, no
 import logging
 
 from recallpack.adapters._embeddings import accept_host_embeddings as _accept_host_embeddings
+from recallpack.adapters.sizing import budget_for
 from recallpack.adapters.tokenizers import read_host_tokenizer
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.errors import (
@@ -41,7 +42,6 @@ from recallpack.packing.result import (
     TraceEntry,
 )
 from recallpack.packing.scopes import Reader, Scope
-from recallpack.packing.sizing import budget_for
 from recallpack.packing.tokenizers.base import Tokenizer
 from recallpack.packing.tokenizers.resolve import (
     count_tokens,

@@ -570,9 +570,7 @@ MAX_HOST_ADAPTER_LINES = 300
 #: Modules issue 24's other parts are splitting at the same time (the walk, the tokenizers, the
 #: pipeline, the passages policy's tuning); each leaves this list when it is under the cap.
 BEING_SPLIT = {
-    "recallpack.packing.packer",
     "recallpack.packing.passages",
-    "recallpack.packing.walk",
 }
 
 
@@ -588,3 +586,31 @@ def test_no_module_over_500_lines() -> None:
         if "bench" not in name and name not in BEING_SPLIT and (n := _lines(path)) > MAX_MODULE_LINES
     }
     assert long == {}
+
+
+#: What the hosts' model objects are read by (a LangChain chat model's profile and counter, a
+#: LlamaIndex LLM's metadata): only the adapters may name them.
+HOST_MODEL_NAMES = {"max_input_tokens", "context_window", "num_output", "get_num_tokens", "profile"}
+
+
+def _host_model_reads(tree: ast.AST) -> set[str]:
+    """Attributes named, and strings handed to getattr/hasattr, that are a host model's."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in HOST_MODEL_NAMES:
+            found.add(node.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
+            found.update(
+                a.value for a in node.args[1:2] if isinstance(a, ast.Constant) and a.value in HOST_MODEL_NAMES
+            )
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            found.update(a.value for a in node.args[:1] if isinstance(a, ast.Constant) and a.value in HOST_MODEL_NAMES)
+    return found
+
+
+def test_the_core_reads_no_host_model() -> None:
+    """No module under recallpack/packing reads a host model's window or counter (budget_for
+    reads them in recallpack/adapters/sizing.py), and the check sees them where they are."""
+    core = {p.name: sorted(_host_model_reads(ast.parse(p.read_text()))) for p in (PACKAGE / "packing").rglob("*.py")}
+    assert {name: reads for name, reads in core.items() if reads} == {}
+    assert _host_model_reads(ast.parse((PACKAGE / "adapters" / "sizing.py").read_text())) >= {"context_window", "profile"}

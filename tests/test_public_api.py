@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import recallpack
 
 
@@ -42,7 +44,8 @@ def test_docstring_examples_run() -> None:
     """The >>> examples in the public modules pass."""
     import doctest
 
-    from recallpack.packing import candidate, fusion, limits, packer, result, scopes, sizing, text
+    from recallpack.adapters import sizing
+    from recallpack.packing import candidate, fusion, limits, packer, result, scopes, text
     from recallpack.packing.tokenizers import resolve as tokenizer
 
     for module in (recallpack, packer, fusion, candidate, result, scopes, tokenizer, sizing, limits, text):
@@ -78,3 +81,14 @@ def test_reader_and_scope_moved_to_scopes_warn_from_result() -> None:
     assert recallpack.Reader.__module__ == "recallpack.packing.scopes"
     with pytest.raises(AttributeError):
         result.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_budget_for_keeps_its_old_path_for_one_release() -> None:
+    """recallpack.packing.sizing.budget_for still works, with a DeprecationWarning naming the adapters."""
+    import recallpack
+    from recallpack.packing import sizing
+
+    with pytest.warns(DeprecationWarning, match="recallpack.adapters.sizing"):
+        old = sizing.budget_for
+    assert old is recallpack.budget_for
+    assert old(8192, reserve_output=1000) == recallpack.budget_for(8192, reserve_output=1000)
