@@ -142,11 +142,7 @@ def keywords_of(
     """Type a constructor that takes its upstream positionally, then the fields of ``settings``
     (a settings model) by keyword: type checkers see exactly those keywords, so a misspelled one
     is an error there too. At run time the constructor is returned unchanged."""
-
-    def typed(init: Callable[..., None]) -> Any:
-        return init
-
-    return typed
+    return _unchanged
 
 
 def lanes_keywords_of(
@@ -155,11 +151,12 @@ def lanes_keywords_of(
     """Type a ``from_lanes`` constructor: its lanes positionally, then the fields of ``settings``
     (a settings model) by keyword, as :func:`keywords_of` types ``__init__``: a misspelled
     setting is an error for type checkers too. At run time the function is returned unchanged."""
+    return _unchanged
 
-    def typed(make: Callable[..., T]) -> Any:
-        return make
 
-    return typed
+def _unchanged(function: Any) -> Any:
+    # What the typing decorators do at run time: the signature they declare is for type checkers.
+    return function
 
 
 def check_query(
