@@ -161,13 +161,7 @@ class BudgetedRetriever(LangChainComponent, BaseRetriever):
 
     @classmethod
     @lanes_keywords_of(_LanesSettings)
-    def from_lanes(
-        cls,
-        lanes: Mapping[LaneKind | str, Upstream],
-        *,
-        weights: Mapping[LaneKind | str, float] | None = None,
-        **kwargs: Any,
-    ) -> BudgetedRetriever:
+    def from_lanes(cls, lanes: Mapping[LaneKind | str, Upstream], **kwargs: Any) -> BudgetedRetriever:
         """One retriever per lane kind (``{"sources": r1, "facts": r2}``), fused, then packed.
 
         Each lane's retriever is called (concurrently under ``ainvoke``), the ranked lists are
@@ -175,7 +169,7 @@ class BudgetedRetriever(LangChainComponent, BaseRetriever):
         is tagged with its lane. A document found by two lanes (same content and scope ids)
         counts once, under the lane that ranked it best.
         """
-        return cls(lanes=dict(lanes), weights=weights, **kwargs)
+        return cls(lanes=dict(lanes), **kwargs)
 
     # -- calls ----------------------------------------------------------------------------------
 
