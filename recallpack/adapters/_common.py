@@ -138,25 +138,16 @@ def host_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 def keywords_of(
     settings: Callable[P, object],
-) -> Callable[[Callable[Concatenate[Any, U, ...], None]], Callable[Concatenate[Any, U, P], None]]:
-    """Type a constructor that takes its upstream positionally, then the fields of ``settings``
-    (a settings model) by keyword: type checkers see exactly those keywords, so a misspelled one
-    is an error there too. At run time the constructor is returned unchanged."""
-    return _unchanged
-
-
-def lanes_keywords_of(
-    settings: Callable[P, object],
 ) -> Callable[[Callable[Concatenate[Any, U, ...], T]], Callable[Concatenate[Any, U, P], T]]:
-    """Type a ``from_lanes`` constructor: its lanes positionally, then the fields of ``settings``
-    (a settings model) by keyword, as :func:`keywords_of` types ``__init__``: a misspelled
-    setting is an error for type checkers too. At run time the function is returned unchanged."""
-    return _unchanged
+    """Type a constructor (``__init__``, or a ``from_lanes`` classmethod) that takes its upstream
+    (or its lanes) positionally, then the fields of ``settings`` (a settings model) by keyword:
+    type checkers see exactly those keywords, so a misspelled one is an error there too. At run
+    time the function is returned unchanged."""
 
+    def typed(function: Any) -> Any:
+        return function
 
-def _unchanged(function: Any) -> Any:
-    # What the typing decorators do at run time: the signature they declare is for type checkers.
-    return function
+    return typed
 
 
 def check_query(

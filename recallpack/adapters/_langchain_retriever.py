@@ -19,7 +19,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
-from recallpack.adapters._common import check_query, gather_or_cancel, lanes_keywords_of
+from recallpack.adapters._common import check_query, gather_or_cancel, keywords_of
 from recallpack.adapters._depth import Forward, forwarding, own_depth, search_kwargs_for
 from recallpack.adapters._langchain_documents import (
     LangChainComponent,
@@ -160,7 +160,7 @@ class BudgetedRetriever(LangChainComponent, BaseRetriever):
         return self
 
     @classmethod
-    @lanes_keywords_of(_LanesSettings)
+    @keywords_of(_LanesSettings)
     def from_lanes(cls, lanes: Mapping[LaneKind | str, Upstream], **kwargs: Any) -> BudgetedRetriever:
         """One retriever per lane kind (``{"sources": r1, "facts": r2}``), fused, then packed.
 

@@ -28,7 +28,6 @@ from recallpack.adapters._common import (
     gather_or_cancel,
     host_settings,
     keywords_of,
-    lanes_keywords_of,
 )
 from recallpack.adapters._llamaindex_events import packed
 from recallpack.adapters._llamaindex_nodes import (
@@ -112,7 +111,7 @@ class BudgetedRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager_of(own.get("callback_manager")))
 
     @classmethod
-    @lanes_keywords_of(_LanesSettings)
+    @keywords_of(_LanesSettings)
     def from_lanes(cls, lanes: Mapping[LaneKind | str, BaseRetriever], **settings: Any) -> BudgetedRetriever:
         """Several retrievers, one per lane kind, fused by reciprocal rank fusion, then packed.
 
