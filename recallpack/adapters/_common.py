@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
-from pydantic import PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import BeforeValidator, PrivateAttr, ValidationError, field_validator, model_validator
 
 from recallpack.adapters._embeddings import as_embed_fn
 from recallpack.packing.candidate import LaneKind, coerce_lane
@@ -62,18 +62,13 @@ class PackSettings(PackerSettings):
     """A fixed lane for every item; else metadata[lane_key]."""
     lane_key: str = "lane"
     """The metadata key that holds an item's lane."""
-    on_unknown_lane: UnknownLane = "raise"
+    on_unknown_lane: Annotated[UnknownLane, BeforeValidator(check_on_unknown_lane)] = "raise"
     """A metadata lane that is not a lane: 'raise', or 'default' (sources)."""
 
     @field_validator("lane", mode="before")
     @classmethod
     def _known_lane(cls, value: object) -> object:
         return None if value is None else coerce_lane(value)
-
-    @field_validator("on_unknown_lane", mode="before")
-    @classmethod
-    def _unknown_lane(cls, value: object) -> object:
-        return check_on_unknown_lane(value)
 
 
 class PackerComponent(PackSettings):
