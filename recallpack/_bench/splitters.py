@@ -26,33 +26,42 @@ OVERLAP = 30
 REPEAT = 7
 
 
+def _langchain(encoding: object) -> dict[str, Callable[[str], list[str]]]:
+    from langchain_text_splitters import TokenTextSplitter as LangChainSplitter
+
+    from recallpack.adapters.langchain_splitter import TokenWindowSplitter
+
+    # tiktoken keeps the encoding recallpack resolved, so this loads nothing from disk.
+    lc = LangChainSplitter(encoding_name="cl100k_base", chunk_size=MAX_TOKENS, chunk_overlap=OVERLAP)
+    return {
+        "LangChain TokenTextSplitter": lc.split_text,
+        "recallpack TokenWindowSplitter": TokenWindowSplitter(MAX_TOKENS, OVERLAP).split_text,
+    }
+
+
+def _llamaindex(encoding: object) -> dict[str, Callable[[str], list[str]]]:
+    from llama_index.core.node_parser import TokenTextSplitter as LlamaSplitter
+
+    from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
+
+    encode = encoding.encode  # type: ignore[attr-defined]
+    li = LlamaSplitter(chunk_size=MAX_TOKENS, chunk_overlap=OVERLAP, tokenizer=encode)
+    parser = TokenWindowNodeParser(max_tokens=MAX_TOKENS, overlap_tokens=OVERLAP)
+    return {
+        "LlamaIndex TokenTextSplitter": li.split_text,
+        "recallpack TokenWindowNodeParser": parser.split_text,
+    }
+
+
 def _splitters(encoding: object) -> tuple[dict[str, Callable[[str], list[str]]], list[str]]:
     """The hosts' token splitters that are installed, and a line for each that is not."""
     found: dict[str, Callable[[str], list[str]]] = {}
     skipped = []
-    try:
-        from langchain_text_splitters import TokenTextSplitter as LangChainSplitter
-
-        from recallpack.adapters.langchain_splitter import TokenWindowSplitter
-    except ImportError as exc:
-        skipped.append(f"  langchain: skipped ({exc})")
-    else:
-        # tiktoken keeps the encoding recallpack resolved, so this loads nothing from disk.
-        lc = LangChainSplitter(encoding_name="cl100k_base", chunk_size=MAX_TOKENS, chunk_overlap=OVERLAP)
-        found["LangChain TokenTextSplitter"] = lc.split_text
-        found["recallpack TokenWindowSplitter"] = TokenWindowSplitter(MAX_TOKENS, OVERLAP).split_text
-    try:
-        from llama_index.core.node_parser import TokenTextSplitter as LlamaSplitter
-
-        from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
-    except ImportError as exc:
-        skipped.append(f"  llamaindex: skipped ({exc})")
-    else:
-        encode = encoding.encode  # type: ignore[attr-defined]
-        li = LlamaSplitter(chunk_size=MAX_TOKENS, chunk_overlap=OVERLAP, tokenizer=encode)
-        found["LlamaIndex TokenTextSplitter"] = li.split_text
-        parser = TokenWindowNodeParser(max_tokens=MAX_TOKENS, overlap_tokens=OVERLAP)
-        found["recallpack TokenWindowNodeParser"] = parser.split_text
+    for host, splitters_of in (("langchain", _langchain), ("llamaindex", _llamaindex)):
+        try:
+            found.update(splitters_of(encoding))
+        except ImportError as exc:
+            skipped.append(f"  {host}: skipped ({exc})")
     return found, skipped
 
 

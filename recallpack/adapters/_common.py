@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
-from pydantic import PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import BeforeValidator, PrivateAttr, ValidationError, field_validator, model_validator
 
 from recallpack.adapters._embeddings import as_embed_fn
 from recallpack.packing.candidate import LaneKind, coerce_lane
@@ -62,18 +62,13 @@ class PackSettings(PackerSettings):
     """A fixed lane for every item; else metadata[lane_key]."""
     lane_key: str = "lane"
     """The metadata key that holds an item's lane."""
-    on_unknown_lane: UnknownLane = "raise"
+    on_unknown_lane: Annotated[UnknownLane, BeforeValidator(check_on_unknown_lane)] = "raise"
     """A metadata lane that is not a lane: 'raise', or 'default' (sources)."""
 
     @field_validator("lane", mode="before")
     @classmethod
     def _known_lane(cls, value: object) -> object:
         return None if value is None else coerce_lane(value)
-
-    @field_validator("on_unknown_lane", mode="before")
-    @classmethod
-    def _unknown_lane(cls, value: object) -> object:
-        return check_on_unknown_lane(value)
 
 
 class PackerComponent(PackSettings):
@@ -138,26 +133,14 @@ def host_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 def keywords_of(
     settings: Callable[P, object],
-) -> Callable[[Callable[Concatenate[Any, U, ...], None]], Callable[Concatenate[Any, U, P], None]]:
-    """Type a constructor that takes its upstream positionally, then the fields of ``settings``
-    (a settings model) by keyword: type checkers see exactly those keywords, so a misspelled one
-    is an error there too. At run time the constructor is returned unchanged."""
-
-    def typed(init: Callable[..., None]) -> Any:
-        return init
-
-    return typed
-
-
-def lanes_keywords_of(
-    settings: Callable[P, object],
 ) -> Callable[[Callable[Concatenate[Any, U, ...], T]], Callable[Concatenate[Any, U, P], T]]:
-    """Type a ``from_lanes`` constructor: its lanes positionally, then the fields of ``settings``
-    (a settings model) by keyword, as :func:`keywords_of` types ``__init__``: a misspelled
-    setting is an error for type checkers too. At run time the function is returned unchanged."""
+    """Type a constructor (``__init__``, or a ``from_lanes`` classmethod) that takes its upstream
+    (or its lanes) positionally, then the fields of ``settings`` (a settings model) by keyword:
+    type checkers see exactly those keywords, so a misspelled one is an error there too. At run
+    time the function is returned unchanged."""
 
-    def typed(make: Callable[..., T]) -> Any:
-        return make
+    def typed(function: Any) -> Any:
+        return function
 
     return typed
 

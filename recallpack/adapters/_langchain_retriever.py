@@ -19,7 +19,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
-from recallpack.adapters._common import check_query, gather_or_cancel, lanes_keywords_of
+from recallpack.adapters._common import check_query, gather_or_cancel, keywords_of
 from recallpack.adapters._depth import Forward, forwarding, own_depth, search_kwargs_for
 from recallpack.adapters._langchain_documents import (
     LanesSettings,
@@ -150,14 +150,8 @@ class BudgetedRetriever(LangChainComponent, BaseRetriever):
         return self
 
     @classmethod
-    @lanes_keywords_of(LanesSettings)
-    def from_lanes(
-        cls,
-        lanes: Mapping[LaneKind | str, Upstream],
-        *,
-        weights: Mapping[LaneKind | str, float] | None = None,
-        **kwargs: Any,
-    ) -> BudgetedRetriever:
+    @keywords_of(LanesSettings)
+    def from_lanes(cls, lanes: Mapping[LaneKind | str, Upstream], **kwargs: Any) -> BudgetedRetriever:
         """One retriever per lane kind (``{"sources": r1, "facts": r2}``), fused, then packed.
 
         Each lane's retriever is called (concurrently under ``ainvoke``), the ranked lists are
@@ -165,7 +159,7 @@ class BudgetedRetriever(LangChainComponent, BaseRetriever):
         is tagged with its lane. A document found by two lanes (same content and scope ids)
         counts once, under the lane that ranked it best.
         """
-        return cls(lanes=dict(lanes), weights=weights, **kwargs)
+        return cls(lanes=dict(lanes), **kwargs)
 
     # -- calls ----------------------------------------------------------------------------------
 

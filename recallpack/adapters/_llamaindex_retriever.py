@@ -27,7 +27,6 @@ from recallpack.adapters._common import (
     gather_or_cancel,
     host_settings,
     keywords_of,
-    lanes_keywords_of,
 )
 from recallpack.adapters._llamaindex_events import packed
 from recallpack.adapters._llamaindex_nodes import (
@@ -98,23 +97,17 @@ class BudgetedRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager_of(own.get("callback_manager")))
 
     @classmethod
-    @lanes_keywords_of(LanesSettings)
-    def from_lanes(
-        cls,
-        lanes: Mapping[LaneKind | str, BaseRetriever],
-        *,
-        weights: Mapping[LaneKind | str, float] | None = None,
-        rrf_k: int = DEFAULT_RRF_K,
-        **settings: Any,
-    ) -> BudgetedRetriever:
+    @keywords_of(LanesSettings)
+    def from_lanes(cls, lanes: Mapping[LaneKind | str, BaseRetriever], **settings: Any) -> BudgetedRetriever:
         """Several retrievers, one per lane kind, fused by reciprocal rank fusion, then packed.
 
         Each lane's nodes take that lane; a node found by several lanes (the same content) counts
-        once, under the lane that ranked it best, with the fused score. ``aretrieve`` calls the
-        lanes concurrently.
+        once, under the lane that ranked it best, with the fused score (``weights`` scales a lane's
+        votes, ``rrf_k`` is the fusion's constant). ``aretrieve`` calls the lanes concurrently.
         """
         # Checked here too, so a misspelled ``weights`` or ``rrf_k`` is named as the closest one.
         refuse_unknown(cls.__name__, settings, [*cls._OWN, *Packer.settings_names(), "weights", "rrf_k"])
+        weights, rrf_k = settings.pop("weights", None), settings.pop("rrf_k", DEFAULT_RRF_K)
         if not isinstance(lanes, Mapping) or not lanes:
             raise ConfigError(
                 f"lanes={lanes!r:.60} must be a non-empty mapping of lane name to retriever, "

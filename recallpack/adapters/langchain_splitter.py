@@ -21,8 +21,9 @@ True
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 from langchain_core.documents import Document
 
@@ -52,6 +53,20 @@ else:
 __all__ = ["TokenWindowSplitter"]
 
 _SETTINGS = ("max_tokens", "overlap_tokens", "tokenizer", "add_start_index")
+P = ParamSpec("P")
+
+
+def _refusing_unknown_settings(init: Callable[P, None]) -> Callable[P, None]:
+    """``init``, with a keyword it does not take refused first, as a ConfigError naming the
+    closest setting (rather than Python's TypeError)."""
+
+    @functools.wraps(init)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> None:
+        unknown = {k: v for k, v in kwargs.items() if k not in _SETTINGS}
+        refuse_unknown_settings(type(args[0]).__name__, unknown, _SETTINGS)
+        init(*args, **kwargs)
+
+    return checked
 
 
 class TokenWindowSplitter(WindowSplitting, _Base):
@@ -59,25 +74,8 @@ class TokenWindowSplitter(WindowSplitting, _Base):
     about ``overlap_tokens``; ``tokenizer`` is anything :func:`recallpack.get_tokenizer` takes
     (``None`` is cl100k_base), the same option the packer has."""
 
-    if TYPE_CHECKING:  # a misspelled keyword is a type error too
-
-        def __init__(
-            self,
-            max_tokens: int = DEFAULT_WINDOW_TOKENS,
-            overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
-            *,
-            tokenizer: TokenizerSpec = None,
-            add_start_index: bool = False,
-        ) -> None: ...
-
-    else:  # at run time, a ConfigError naming the closest setting, then the same constructor
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            unknown = {k: v for k, v in kwargs.items() if k not in _SETTINGS}
-            refuse_unknown_settings(type(self).__name__, unknown, _SETTINGS)
-            self._configure(*args, **kwargs)
-
-    def _configure(
+    @_refusing_unknown_settings  # a misspelled keyword is a type error too, and a ConfigError
+    def __init__(
         self,
         max_tokens: int = DEFAULT_WINDOW_TOKENS,
         overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,

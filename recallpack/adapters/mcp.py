@@ -47,7 +47,7 @@ from recallpack.adapters.mcp_sources import (
     retriever_source,
 )
 from recallpack.allowance import receipt_for, resolve_key
-from recallpack.packing.validation import did_you_mean
+from recallpack.packing.validation import did_you_mean, json_type
 
 __all__ = [
     "TOOL_NAME",
@@ -78,15 +78,8 @@ Transport = Literal["stdio", "http"]
 
 
 def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list) else "an object"
+    # The value follows in the message ("got a boolean True"), so a boolean is named by its type.
+    return "a boolean" if isinstance(value, bool) else json_type(value)
 
 
 def check_arguments(arguments: Mapping[str, Any] | None, *, default: int, ceiling: int) -> tuple[str, int]:

@@ -8,9 +8,10 @@ import numbers
 import re
 from collections.abc import Mapping, Sequence
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import (
+    BeforeValidator,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
@@ -144,6 +145,26 @@ class Span(CheckedModel):
         return self
 
 
+def finite_score(value: object, field: str = "score") -> float | None:
+    """``value`` as a finite float, or None; anything else is a ValueError saying why.
+
+    A number, not its text: "0.5" and True are refused, as are NaN, the infinities and an int
+    too large for a float (``10**400``), so no score sorts or fuses as nonsense downstream.
+    NumPy's scalars and Decimals (what a database driver returns) are numbers, taken as floats."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
+        kind = type(value).__name__
+        raise ValueError(f"{field} must be a number (an int or a float) or None, got {kind} {value!r:.40}")
+    try:
+        score = float(value)
+    except OverflowError:
+        raise ValueError(f"{field}={value!r:.40} does not fit a float; a score is a finite number") from None
+    if not math.isfinite(score):
+        raise ValueError(f"{field}={value!r} must be a finite number or None")
+    return score
+
+
 class Candidate(CheckedModel):
     """One retrieved item, in the order the caller should see it.
 
@@ -154,11 +175,11 @@ class Candidate(CheckedModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     text: str
-    lane: LaneKind = LaneKind.SOURCES
+    lane: Annotated[LaneKind, BeforeValidator(coerce_lane)] = LaneKind.SOURCES
     scope_ids: tuple[str, ...] = ()
     artifact_id: str | None = None
     artifact_content_id: str | None = None
-    score: float | None = None
+    score: Annotated[float | None, BeforeValidator(finite_score)] = None
     #: Where the item can be found again (a path, a URL, a page), shown on its resource line
     #: when it has no artifact ids. Adapters fill it from what the host's loaders record.
     citation: str | None = None
@@ -225,16 +246,6 @@ class Candidate(CheckedModel):
             raise ValueError(f"modality must be a str such as 'text', got {type(value).__name__}")
         return value
 
-    @field_validator("score", mode="before")
-    @classmethod
-    def _finite_score(cls, value: object) -> float | None:
-        return finite_score(value)
-
-    @field_validator("lane", mode="before")
-    @classmethod
-    def _lane_known(cls, value: object) -> LaneKind:
-        return coerce_lane(value)
-
     @field_validator("scope_ids", mode="before")
     @classmethod
     def _scope_ids_tuple(cls, value: object) -> object:
@@ -284,26 +295,6 @@ class Candidate(CheckedModel):
         if isinstance(dumped, dict) and not dumped.get("scope_ids"):
             dumped.pop("scope_ids", None)
         return dumped
-
-
-def finite_score(value: object, field: str = "score") -> float | None:
-    """``value`` as a finite float, or None; anything else is a ValueError saying why.
-
-    A number, not its text: "0.5" and True are refused, as are NaN, the infinities and an int
-    too large for a float (``10**400``), so no score sorts or fuses as nonsense downstream.
-    NumPy's scalars and Decimals (what a database driver returns) are numbers, taken as floats."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
-        kind = type(value).__name__
-        raise ValueError(f"{field} must be a number (an int or a float) or None, got {kind} {value!r:.40}")
-    try:
-        score = float(value)
-    except OverflowError:
-        raise ValueError(f"{field}={value!r:.40} does not fit a float; a score is a finite number") from None
-    if not math.isfinite(score):
-        raise ValueError(f"{field}={value!r} must be a finite number or None")
-    return score
 
 
 def _valid_scope_ids(value: object) -> bool:

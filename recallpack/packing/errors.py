@@ -64,10 +64,11 @@ class RecallpackWarning(UserWarning):
     """Something works, but less exactly than asked (for example, the heuristic tokenizer)."""
 
 
-def moved_names(module: str, moved: Mapping[str, str]) -> Callable[[str], Any]:
+def moved_names(module: str, moved: Mapping[str, str], *, gone: str = "name") -> Callable[[str], Any]:
     """A module ``__getattr__`` for names that moved: ``moved`` maps each old name to the module
     it lives in now. Using one still works for one release, with a DeprecationWarning that names
-    the new place; any other name is an AttributeError, as usual."""
+    the new place and what goes next release (``gone``: the old ``"name"``, or the whole
+    ``"module"``); any other name is an AttributeError, as usual."""
 
     def __getattr__(name: str) -> Any:
         home = moved.get(name)
@@ -75,7 +76,7 @@ def moved_names(module: str, moved: Mapping[str, str]) -> Callable[[str], Any]:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         warnings.warn(
             f"{module}.{name} moved to {home}.{name}; import it from there "
-            "(the old name goes in the next release)",
+            f"(the old {gone} goes in the next release)",
             DeprecationWarning,
             stacklevel=2,
         )

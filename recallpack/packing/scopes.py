@@ -7,8 +7,9 @@ scope ids an item's reader holds, and the block's header shows the Scopes it res
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Annotated
 
-from pydantic import ConfigDict, Field, StrictStr, ValidationError, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, StrictStr, ValidationError
 
 from recallpack.packing.candidate import clean_text
 from recallpack.packing.errors import RecallpackError
@@ -33,15 +34,10 @@ class Scope(_Setting):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str = Field(strict=True)
-    description: str = Field(default="", strict=True)
-
-    @field_validator("name", "description")
-    @classmethod
-    def _encodable(cls, value: str) -> str:
-        # Both are rendered in the block's header: a lone surrogate (a scope table read from
-        # JSON) would make the block unencodable as UTF-8 downstream, so it is repaired here.
-        return clean_text(value)
+    # Both are rendered in the block's header: a lone surrogate (a scope table read from JSON)
+    # would make the block unencodable as UTF-8 downstream, so it is repaired here.
+    name: Annotated[str, AfterValidator(clean_text)] = Field(strict=True)
+    description: Annotated[str, AfterValidator(clean_text)] = Field(default="", strict=True)
 
 
 class Reader(_Setting):

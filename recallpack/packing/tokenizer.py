@@ -6,9 +6,7 @@ its new place; the protocols of the hosts' tokenizers moved to :mod:`recallpack.
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from typing import Any
+from recallpack.packing.errors import moved_names
 
 _MOVED = {
     **dict.fromkeys(
@@ -26,14 +24,4 @@ _MOVED = {
 }  # fmt: skip
 
 
-def __getattr__(name: str) -> Any:
-    place = _MOVED.get(name)
-    if place is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"recallpack.packing.tokenizer.{name} moved to {place}.{name}; import it from there "
-        "(the old module goes in the next release)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module(place), name)
+__getattr__ = moved_names(__name__, _MOVED, gone="module")
