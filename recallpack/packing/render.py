@@ -312,6 +312,12 @@ class KeptLike(Protocol):
     def text(self) -> str: ...
     @property
     def cost(self) -> int: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def names(self) -> tuple[str, ...]: ...
+    @property
+    def uri(self) -> str | None: ...
 
 
 class Shown(Protocol):
@@ -334,6 +340,9 @@ class View(Protocol):
 
     #: Whether an item's label and resource line are shown (False: no need to make them).
     renders_items: bool
+    #: Whether the model is shown the block: then a measure that needs no block to count (None)
+    #: leaves it to be rendered once, when the walk fits.
+    shows_block: bool
 
     def header(self, scopes: Iterable[ScopeLike]) -> int:
         """The tokens of what comes before the items, with these shared scopes."""
@@ -346,7 +355,8 @@ class View(Protocol):
         """What ``c``, showing ``text``, adds (counted up to ``limit``: past it, any larger count)."""
         ...
     def measure(self, walk: Shown, max_tokens: int | None) -> tuple[int, str | None]:
-        """The exact count of what the model is shown, and the block (None: it is shown no block)."""
+        """The exact count of what the model is shown, and the block (None: no block is shown, or
+        the count needed none and it is rendered once the walk fits: see ``shows_block``)."""
         ...
     def block(self, evidence: Sequence[EvidenceLike], scopes: Sequence[ScopeLike],
               max_tokens: int | None) -> str:
@@ -366,6 +376,7 @@ class MarkdownBlock:
     actually rendered (whatever the template), and the walk gives back until it fits."""
 
     renders_items = True
+    shows_block = True
 
     def __init__(self, tokenizer: Tokenizer, template: LoadedTemplate | None) -> None:
         self.tok = tokenizer
@@ -393,19 +404,19 @@ class MarkdownBlock:
         return self.tok.count_upto(item_text(c.provenance.label, scopes, text, uri) + "\n", limit)
 
     def measure(self, walk: Shown, max_tokens: int | None) -> tuple[int, str | None]:
-        evidence = walk.evidence()
-        text = self.block(evidence, walk.shared_scopes(), max_tokens)
-        if self.template is not None or not self.tok.splits_at_line_starts or not evidence:
+        if self.template is not None or not self.tok.splits_at_line_starts or not walk.kept:
+            text = self.block(walk.evidence(), walk.shared_scopes(), max_tokens)
             return (self.tok.count(text) if text else 0), text
         # The default block is header + items joined by newlines, and these encodings split only
         # at line starts, so the walk's own counts add up exactly; the last item has no newline
         # after it. Their counts also add up before a space that starts a word, so only what
-        # follows the last such space is counted again, with and without the newline.
-        last = evidence[-1]
-        shown = item_text(last.label, last.scopes, last.text, last.resource_uri)
+        # follows the last such space is counted again, with and without the newline. No block
+        # is needed for that: it is rendered once, when the walk fits (a refit counts again).
+        last = walk.kept[-1]
+        shown = item_text(last.label, last.names, last.text, last.uri)
         tail = shown[_last_word_start(shown) :]
         newline = self.tok.count(tail + "\n") - self.tok.count(tail)
-        return walk.header_cost + sum(k.cost for k in walk.kept) - newline, text
+        return walk.header_cost + sum(k.cost for k in walk.kept) - newline, None
 
     def block(self, evidence: Sequence[EvidenceLike], scopes: Sequence[ScopeLike],
               max_tokens: int | None) -> str:
@@ -417,6 +428,7 @@ class JoinedTexts:
     block is still there for whoever asks (``to_markdown()``), rendered from the kept evidence."""
 
     renders_items = False  # an item's labels and resource line are not shown: no need to make them
+    shows_block = False
 
     def __init__(self, tokenizer: Tokenizer, join: Callable[[Sequence[str]], str],
                  template: LoadedTemplate | None) -> None:

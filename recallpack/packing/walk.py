@@ -152,6 +152,8 @@ class Walk(Ledger):
             else:
                 self.give_back_last()
             used, block = self.view.measure(self, max_tokens)
+        if block is None and self.view.shows_block:
+            block = self.view.block(self.evidence(), self.shared_scopes(), max_tokens)
         return Packed(self, used, block)
 
     def refit(self, used: int, max_tokens: int | None) -> bool:
