@@ -40,13 +40,15 @@ from recallpack.packing.text import ceil_boundary, floor_boundary
 from recallpack.packing.tokenizers import Tokenizer
 from recallpack.packing.units import (
     MARK,
-    WORD,
+    MAX_QUERY_TERMS,
+    MAX_TERM_CHARS,
     Focus,
     Measure,
     fold,
     has_text,
     join_spans,
     last_break,
+    query_terms,
     split_units,
     strip_end,
     word_hits,
@@ -197,24 +199,11 @@ _START = re.Match.start
 _K1 = 1.2
 _B = 0.75
 _TERM_SEARCHES = 16  # query words searched for one by one; a longer query reads the text's words once
-#: The distinct words of a query that are scored, in the order the query gives them. The query
-#: is end-user input: past this many, more words would cost a pass each and add no passage.
-MAX_QUERY_TERMS = 64
-#: A query word longer than this is no term (no word of a passage is a megabyte long): searching
-#: for it would cost in proportion to its length, and the query is end-user input.
-MAX_TERM_CHARS = 128
 
 
 def _query_terms(query: str) -> list[str]:
-    """The query's distinct words, case folded: the first :data:`MAX_QUERY_TERMS` of them of at
-    most :data:`MAX_TERM_CHARS` characters, sorted."""
-    terms: dict[str, None] = {}
-    for match in WORD.finditer(query):
-        if match.end() - match.start() <= MAX_TERM_CHARS:
-            terms.setdefault(fold(match.group()), None)
-            if len(terms) >= MAX_QUERY_TERMS:
-                break
-    return sorted(terms)
+    """The query's terms (:func:`~recallpack.packing.units.query_terms`), sorted."""
+    return sorted(query_terms(query))
 
 
 def _bm25(text: str, starts: list[int], ends: list[int], query: str) -> dict[int, float]:

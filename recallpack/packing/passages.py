@@ -40,18 +40,21 @@ from typing import Any
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, Span, coerce_candidate
 from recallpack.packing.cuts import Cut
-from recallpack.packing.embedding import EmbedFn
-from recallpack.packing.embedding import similarities as _similarities
+from recallpack.packing.embedding import EmbedFn, similarities
 from recallpack.packing.errors import CandidateError
 from recallpack.packing.result import Outcome, Reason
 from recallpack.packing.scopes import Scope
 from recallpack.packing.tally import WalkSettings, resource_of
-from recallpack.packing.units import MARK
-from recallpack.packing.units import WORD as _WORD
-from recallpack.packing.units import Focus as _Focus
-from recallpack.packing.units import fold as _fold
-from recallpack.packing.units import join_spans as _join
-from recallpack.packing.units import split_units as _units
+from recallpack.packing.units import (
+    MARK,
+    MAX_QUERY_TERMS,
+    Focus,
+    fold,
+    join_spans,
+    query_terms,
+    split_units,
+    word_hits,
+)
 from recallpack.packing.walk import Plan, Walk
 
 __all__ = ["PassagesWalk", "RANK_PRIOR", "CONTEXT_SHARE", "NEIGHBOR_SHARE", "MAX_QUERY_TERMS"]
@@ -63,9 +66,6 @@ RANK_PRIOR = 0.3
 CONTEXT_SHARE = 0.05
 #: A unit's score is raised by this share of each neighbour's.
 NEIGHBOR_SHARE = 0.3
-#: Distinct query words scored, in the order they come: the query is end-user input.
-MAX_QUERY_TERMS = 64
-MAX_TERM_CHARS = 128
 #: How far the walk reads: at most this many documents, and this many characters per budget token.
 REACH_DOCUMENTS = 64
 REACH_CHARS_PER_TOKEN = 256
@@ -250,20 +250,6 @@ _UnitBounds = tuple[list[int], list[int]]
 # --- scoring ----------------------------------------------------------------------------------
 
 
-def query_terms(query: str) -> list[str]:
-    """The query's distinct words, lower case, in the order they come, at most MAX_QUERY_TERMS;
-    a word longer than MAX_TERM_CHARS is none (no text holds it as a word worth finding, and
-    searching for a megabyte-long one would cost seconds)."""
-    terms: dict[str, None] = {}
-    for match in _WORD.finditer(query):
-        if match.end() - match.start() > MAX_TERM_CHARS:
-            continue
-        terms.setdefault(_fold(match.group()))
-        if len(terms) >= MAX_QUERY_TERMS:
-            break
-    return list(terms)
-
-
 def _inside_word(char: str) -> bool:
     return char.isalnum() or char == "_"  # what \w matches
 
@@ -277,16 +263,11 @@ def _hits(text: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
     work. ``str.count`` tells that at the speed of the string search, and the other words'
     occurrences are found by ``str.find``, several times faster than a regular expression scans
     a text that is not ASCII."""
-    lowered = _fold(text)  # the same length as the text: a position in it is one in the text
+    lowered = fold(text)  # the same length as the text: a position in it is one in the text
     found: dict[str, list[int]] = {}
     if len(terms) > _TERM_SEARCHES:
         # A long query: one pass over the text's words costs the same whatever its length.
-        known = set(terms)
-        for match in _WORD.finditer(lowered):
-            word = match.group()
-            if word in known:
-                found.setdefault(word, []).append(match.start())
-        return {term: at for term, at in found.items() if len(at) <= limit}
+        return {term: at for term, at in word_hits(lowered, terms).items() if len(at) <= limit}
     size = len(lowered)
     for term in terms:
         if not 0 < lowered.count(term) <= limit:
@@ -317,7 +298,7 @@ class _Layout:
 
 def _layout(documents: Sequence[_Document]) -> _Layout:
     text = "\n\n".join(doc.text for doc in documents)
-    starts, ends = _units(text, UNIT_CHARS)
+    starts, ends = split_units(text, UNIT_CHARS)
     offsets = list(itertools.accumulate((len(doc.text) + 2 for doc in documents), initial=0))
     units: list[_UnitBounds] = [([], []) for _ in documents]
     owner: list[tuple[int, int]] = []
@@ -366,15 +347,13 @@ def _embedded(documents: Sequence[_Document], units: Sequence[_UnitBounds], quer
     """Similarity of every unit to the query, from one call of ``embed``, scaled to 0..1."""
     keys = [(d, u) for d, (starts, _) in enumerate(units) for u in range(len(starts))]
     texts = [documents[d].text[units[d][0][u] : units[d][1][u]] for d, u in keys]
-    similarities = _similarities(embed, query, texts)
-    finite = [s for s in similarities.values() if math.isfinite(s)]
+    scored = similarities(embed, query, texts)
+    finite = [s for s in scored.values() if math.isfinite(s)]
     if not finite:
         return {}
     low, high = min(finite), max(finite)
     spread = high - low or 1.0
-    return {
-        key: (similarities[i] - low) / spread for i, key in enumerate(keys) if math.isfinite(similarities[i])
-    }
+    return {key: (scored[i] - low) / spread for i, key in enumerate(keys) if math.isfinite(scored[i])}
 
 
 def _combined(scores: dict[tuple[int, int], float], units: Sequence[_UnitBounds],
@@ -403,7 +382,7 @@ def _combined(scores: dict[tuple[int, int], float], units: Sequence[_UnitBounds]
 # --- choosing units ---------------------------------------------------------------------------
 
 
-class _Estimated(_Focus):
+class _Estimated(Focus):
     """A document's units, each costed from its length at the tokens per character this call
     measured: choosing counts no unit, and only what is kept is counted, once, exactly."""
 
@@ -474,7 +453,7 @@ class _Selection:
         cut = self.cuts[d]
         if u in cut.kept or self.used >= self.room or cut.unit_cost(u) > self.room - self.used:
             return False
-        added = cut._added_cost(u)
+        added = cut.added_cost(u)
         opening = not cut.kept
         if opening:
             if self.walk.s.max_items is not None and self.opened >= self.walk.s.max_items:
@@ -759,7 +738,7 @@ class PassagesWalk(Walk):
         header = self.view.header_delta(self, scopes)
         if doc.clipped and fit:
             return False  # read in part: never whole
-        text = doc.text if spans is None else _join(doc.text, spans)
+        text = doc.text if spans is None else join_spans(doc.text, spans)
         if doc.clipped and not text.endswith(MARK):
             text += MARK  # the rest of it was never read
         merged = len(doc.pieces) > 1 or doc.clipped

@@ -31,12 +31,15 @@ __all__ = [
     "MARK",
     "WORD",
     "Focus",
+    "MAX_QUERY_TERMS",
+    "MAX_TERM_CHARS",
     "Measure",
     "Units",
     "fold",
     "has_text",
     "join_spans",
     "last_break",
+    "query_terms",
     "split_units",
     "strip_end",
     "word_hits",
@@ -121,6 +124,26 @@ def fold(text: str) -> str:
     if len(folded) != len(text):  # a letter a later Unicode lengthens: it stays as it is
         folded = "".join(low if len(low := char.lower()) == 1 else char for char in text)
     return folded
+
+
+#: The distinct words of a query that are scored, in the order the query gives them. The query
+#: is end-user input: past this many, more words would cost a pass each and add no passage.
+MAX_QUERY_TERMS = 64
+#: A query word longer than this is no term (no word of a passage is a megabyte long): searching
+#: for it would cost in proportion to its length, and the query is end-user input.
+MAX_TERM_CHARS = 128
+
+
+def query_terms(query: str) -> list[str]:
+    """The query's distinct words, case folded, in the order they come: the first
+    :data:`MAX_QUERY_TERMS` of them of at most :data:`MAX_TERM_CHARS` characters."""
+    terms: dict[str, None] = {}
+    for match in WORD.finditer(query):
+        if match.end() - match.start() <= MAX_TERM_CHARS:
+            terms.setdefault(fold(match.group()), None)
+            if len(terms) >= MAX_QUERY_TERMS:
+                break
+    return list(terms)
 
 
 def word_hits(lowered: str, words: Iterable[str]) -> dict[str, list[int]]:
@@ -362,7 +385,7 @@ class Focus(Units):
         self.total = 0  # estimate() of the kept units, kept up to date as units are added
         self.last = -1  # the last kept unit
 
-    def _added_cost(self, i: int) -> int:
+    def added_cost(self, i: int) -> int:
         """What keeping unit ``i`` adds to :meth:`estimate` of the kept units, in O(1)."""
         last_unit = len(self.starts) - 1
         cost = self.unit_cost(i)
@@ -382,7 +405,7 @@ class Focus(Units):
     def try_add(self, i: int) -> bool:
         if i in self.kept or self.unit_cost(i) > self.max_tokens:
             return False
-        added = self._added_cost(i)
+        added = self.added_cost(i)
         if self.total + added + self.correction > self.max_tokens:
             return False
         self.kept.add(i)
