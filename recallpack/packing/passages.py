@@ -6,14 +6,11 @@ third of ten 1,000-token chunks, it is gone. Here every candidate may be cut to 
 
 1. Every candidate the walk reaches is gated as in any walk (text, scopes, reader, duplicates).
    Pieces of one document that overlap or touch (recorded offsets, or failing those an exact
-   overlap of their texts) become one document, so their shared text is paid for once.
+   overlap of their texts) become one document, so their shared text is paid for once
+   (:mod:`recallpack.packing.documents`).
 2. Each document's text is split into sentences and lines, and every unit is scored against the
-   query: BM25 over all the units of all the documents (raw text: nothing is tokenized to
-   score), or ``embed`` when given. A unit's score is raised by a share of its neighbours'
-   (an answer is often the sentence next to the one that names the question's words), scaled to
-   the best one, then divided by ``1 + 0.3 * position`` of its document among those shown: the
-   retriever's order is a prior, so a passage of the fifth document must match about twice as
-   well as one of the first to come before it. ``docs/how-the-walk-decides.md`` says why.
+   query, raw text, nothing tokenized (:mod:`recallpack.packing.scoring`: BM25 or ``embed``,
+   raised by its neighbours, divided by its document's rank prior).
 3. The best units are kept in that order, each with a little context around it (5% of the
    budget), until the room is full; then the kept passages widen, then the rest fills in rank
    order. Only units considered are counted, and the block is then counted exactly: what is
@@ -29,43 +26,36 @@ query there is nothing to score, and the Packer packs as ``prefix`` and says so.
 
 from __future__ import annotations
 
-import functools
-import itertools
 import math
-from bisect import bisect_right
-from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
-from recallpack.packing.candidate import Candidate, LaneKind, Provenance, Span, coerce_candidate
+from recallpack.packing.candidate import Candidate, LaneKind, Provenance, coerce_candidate
 from recallpack.packing.cuts import Cut
-from recallpack.packing.embedding import EmbedFn, similarities
-from recallpack.packing.errors import CandidateError
+from recallpack.packing.documents import Document, documents_of
 from recallpack.packing.result import Outcome, Reason
 from recallpack.packing.scopes import Scope
-from recallpack.packing.tally import WalkSettings, resource_of
-from recallpack.packing.units import (
-    MARK,
-    MAX_QUERY_TERMS,
-    Focus,
-    fold,
-    join_spans,
-    query_terms,
-    split_units,
-    word_hits,
+from recallpack.packing.scoring import (
+    NEIGHBOR_SHARE,
+    RANK_PRIOR,
+    UNIT_CHARS,
+    UnitBounds,
+    combined,
+    embedded,
+    layout_of,
+    lexical,
 )
+from recallpack.packing.tally import WalkSettings, resource_of
+from recallpack.packing.units import MARK, MAX_QUERY_TERMS, Focus, join_spans, query_terms
 from recallpack.packing.walk import Plan, Walk
 
-__all__ = ["PassagesWalk", "RANK_PRIOR", "CONTEXT_SHARE", "NEIGHBOR_SHARE", "MAX_QUERY_TERMS"]
+__all__ = [
+    "PassagesWalk", "RANK_PRIOR", "CONTEXT_SHARE", "NEIGHBOR_SHARE", "UNIT_CHARS", "MAX_QUERY_TERMS",
+    "query_terms",
+]
 
-#: A passage of the document at position ``p`` (0 is the first shown) scores ``1 / (1 + RANK_PRIOR * p)``
-#: of what it would in the first: the retriever's rank is a prior.
-RANK_PRIOR = 0.3
 #: The context kept around each best unit before the next one is taken, as a share of the budget.
 CONTEXT_SHARE = 0.05
-#: A unit's score is raised by this share of each neighbour's.
-NEIGHBOR_SHARE = 0.3
 #: How far the walk reads: at most this many documents, and this many characters per budget token.
 REACH_DOCUMENTS = 64
 REACH_CHARS_PER_TOKEN = 256
@@ -75,330 +65,20 @@ WHOLE_CHARS_PER_TOKEN = 6
 SAMPLE_CHARS = 512
 #: The exact count may leave this share of the budget free before the choice is filled again.
 FILL_SLACK = 0.05
-#: Units are sentences and lines, split at a space past this many characters.
-UNIT_CHARS = 600
-#: The exact-overlap fallback recognises a piece by its first characters, among the first
-#: candidates that recorded no offsets.
-OVERLAP_PROBE = 64
-OVERLAP_CANDIDATES = 16
-_TERM_SEARCHES = 16  # query words searched for one by one; more read the text's words once
 _MISSES = 8  # seeds in a row that do not fit before the search stops: the room is full
 _REFILLS = 2  # rounds that fill what the exact count says is still free
-_K1 = 1.2
-_B = 0.75
-
-
-@dataclass(slots=True)
-class _Piece:
-    """A candidate as a piece of its document: ``head`` is where the span's characters begin in its
-    text (what comes before is its own header), ``start``/``end`` where they sit in the parent."""
-
-    rank: int
-    candidate: Candidate
-    head: int
-    start: int
-    end: int
-
-    @property
-    def header(self) -> str:
-        return self.candidate.text[: self.head]
-
-
-class _Document:
-    """One item to be: a candidate, or pieces of one parent that overlap or touch, as one text.
-
-    ``text`` is the best-ranked piece's header and the pieces' union; ``regions`` says, per
-    piece, which ranges of it are which ranges of the piece's own text."""
-
-    def __init__(self, pieces: list[_Piece], extent: int | None = None) -> None:
-        lead = min(pieces, key=lambda p: p.rank)
-        self.lead = lead
-        self.pieces = sorted(pieces, key=lambda p: p.rank)
-        #: rank -> [(start in text, end in text, start in the piece's own text)]
-        self.regions: dict[int, list[tuple[int, int, int]]] = {}
-        #: Only the first ``extent`` characters of a text past the walk's reach are read: the rest
-        #: is never chosen, and an item cut there ends with the mark.
-        self.clipped = extent is not None and extent < len(lead.candidate.text)
-        if len(pieces) == 1:
-            self.text = lead.candidate.text[:extent] if self.clipped else lead.candidate.text
-            self.regions[lead.rank] = [(0, len(self.text), 0)]
-            return
-        ordered = sorted(pieces, key=lambda p: (p.start, p.rank))
-        base = ordered[0].start
-        header = lead.header
-        text = header
-        for piece in ordered:
-            content = piece.candidate.text[piece.head :]
-            at = len(header) + piece.start - base
-            shared = min(len(text) - at, len(content))
-            if shared > 0 and content[:shared] != text[at : at + shared]:
-                source = piece.candidate.span.source if piece.candidate.span is not None else "its span"
-                raise CandidateError(
-                    f"candidates[{piece.rank}]: {source} puts it {shared} characters into another "
-                    "piece of its document, but their texts differ there; fix the offsets, or leave "
-                    "them out"
-                )
-            if len(content) > shared:
-                text += content[max(shared, 0) :]
-            self.regions[piece.rank] = [(at, at + len(content), piece.head)]
-        if header:
-            self.regions[lead.rank].insert(0, (0, len(header), 0))
-        self.text = text
-
-    @property
-    def candidate(self) -> Candidate:
-        return self.lead.candidate
-
-    def piece_spans(self, rank: int, spans: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
-        """``spans`` of the document's text, as ranges of piece ``rank``'s own text."""
-        out: list[tuple[int, int]] = []
-        for start, end, own in self.regions[rank]:
-            shift = own - start
-            out.extend(
-                (max(s, start) + shift, min(e, end) + shift) for s, e in spans if s < end and e > start
-            )
-        return tuple(out)
-
-
-def _pieces(
-    shown: Sequence[tuple[int, Candidate]], uri_of: Callable[[Candidate], str | None],
-    extents: dict[int, int],
-) -> list[_Document]:
-    """The shown candidates as documents, in rank order: pieces of one parent that overlap or
-    touch are one document (same lane, scopes, header and resource line, or they stay apart).
-    A candidate read only in part (``extents``) is a document of its own."""
-    whole = [(r, c) for r, c in shown if r not in extents]
-    spans: dict[int, Span] = {r: c.span for r, c in whole if c.span is not None}
-    unplaced = [(r, c) for r, c in whole if c.span is None]
-    if len(unplaced) > 1:
-        spans.update(_exact_overlaps(unplaced))
-    groups: dict[tuple[Any, ...], list[_Piece]] = {}
-    singles: list[_Document] = []
-    for rank, c in shown:
-        span = spans.get(rank)
-        if span is None:
-            singles.append(_Document([_Piece(rank, c, 0, 0, len(c.text))], extents.get(rank)))
-            continue
-        head = len(c.text) - (span.end - span.start)
-        key = (span.parent, c.lane, c.scope_ids, c.text[:head], uri_of(c))
-        groups.setdefault(key, []).append(_Piece(rank, c, head, span.start, span.end))
-    documents = singles
-    for pieces in groups.values():
-        pieces.sort(key=lambda p: (p.start, p.rank))
-        run = [pieces[0]]
-        reach = pieces[0].end
-        for piece in pieces[1:]:
-            if piece.start <= reach:
-                run.append(piece)
-                reach = max(reach, piece.end)
-            else:
-                documents.append(_Document(run))
-                run, reach = [piece], piece.end
-        documents.append(_Document(run))
-    documents.sort(key=lambda d: d.lead.rank)
-    return documents
-
-
-def _exact_overlaps(items: Sequence[tuple[int, Candidate]]) -> dict[int, Span]:
-    """Spans for candidates that overlap another exactly (a splitter's overlap: the end of one
-    is the start of the next) when nothing recorded where they sit. Among the first
-    OVERLAP_CANDIDATES of them, the second half of each text is searched for the start of each
-    other: a few hundred substring searches at most."""
-    items = [(r, c) for r, c in items[:OVERLAP_CANDIDATES] if len(c.text) >= 2 * OVERLAP_PROBE]
-    if len(items) < 2:
-        return {}
-    by_rank = dict(items)
-    follows: dict[int, tuple[int, int]] = {}  # rank -> (the rank it continues, at what offset)
-    for other, b in items:
-        head = b.text[:OVERLAP_PROBE]
-        for rank, a in items:
-            if rank == other:
-                continue
-            at = a.text.find(head, len(a.text) // 2)
-            if at < 0:
-                continue
-            tail = a.text[at:]
-            if len(b.text) > len(tail) and b.text.startswith(tail):
-                follows[other] = (rank, at)
-                break
-    if not follows:
-        return {}
-    placed: dict[int, tuple[str, int]] = {}
-
-    def place(rank: int, seen: frozenset[int] = frozenset()) -> tuple[str, int]:
-        if rank in placed:
-            return placed[rank]
-        before = follows.get(rank)
-        if before is None or before[0] in seen:
-            placed[rank] = (f"overlap:{rank}", 0)
-        else:
-            parent, start = place(before[0], seen | {rank})
-            placed[rank] = (parent, start + before[1])
-        return placed[rank]
-
-    spans = {}
-    for rank in {*follows, *(r for r, _ in follows.values())}:
-        parent, start = place(rank)
-        spans[rank] = Span(parent=parent, start=start, end=start + len(by_rank[rank].text), source="overlap")
-    return spans
-
-
-#: A document's units: where each starts, where each ends.
-_UnitBounds = tuple[list[int], list[int]]
-
-
-# --- scoring ----------------------------------------------------------------------------------
-
-
-def _inside_word(char: str) -> bool:
-    return char.isalnum() or char == "_"  # what \w matches
-
-
-def _hits(text: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
-    """Where each query word occurs in ``text`` as a whole word, case folded, linear in the text;
-    a word found, even inside other words, more than ``limit`` times is left out.
-
-    A word that occurs more often than there are units (``the``, ``of``) says little about which
-    one answers (its BM25 weight is near zero), and taking each occurrence would be most of the
-    work. ``str.count`` tells that at the speed of the string search, and the other words'
-    occurrences are found by ``str.find``, several times faster than a regular expression scans
-    a text that is not ASCII."""
-    lowered = fold(text)  # the same length as the text: a position in it is one in the text
-    found: dict[str, list[int]] = {}
-    if len(terms) > _TERM_SEARCHES:
-        # A long query: one pass over the text's words costs the same whatever its length.
-        return {term: at for term, at in word_hits(lowered, terms).items() if len(at) <= limit}
-    size = len(lowered)
-    for term in terms:
-        if not 0 < lowered.count(term) <= limit:
-            continue
-        width, at, whole = len(term), lowered.find(term), []
-        while at >= 0:
-            end = at + width
-            starts_word = not at or not _inside_word(lowered[at - 1])
-            if starts_word and (end >= size or not _inside_word(lowered[end])):
-                whole.append(at)
-            at = lowered.find(term, end)
-        if whole:
-            found[term] = whole
-    return found
-
-
-@dataclass(frozen=True)
-class _Layout:
-    """The documents as one text, apart by a blank line (no unit or word spans it), split into
-    units once: each unit's start and end in that text, which document and unit it is."""
-
-    text: str
-    starts: list[int]
-    ends: list[int]
-    owner: list[tuple[int, int]]
-    units: list[_UnitBounds]  # per document, in the document's own text
-
-
-def _layout(documents: Sequence[_Document]) -> _Layout:
-    text = "\n\n".join(doc.text for doc in documents)
-    starts, ends = split_units(text, UNIT_CHARS)
-    offsets = list(itertools.accumulate((len(doc.text) + 2 for doc in documents), initial=0))
-    units: list[_UnitBounds] = [([], []) for _ in documents]
-    owner: list[tuple[int, int]] = []
-    d = 0
-    for start, end in zip(starts, ends):
-        while start >= offsets[d + 1]:
-            d += 1
-        doc_starts, doc_ends = units[d]
-        owner.append((d, len(doc_starts)))
-        doc_starts.append(start - offsets[d])
-        doc_ends.append(min(end, offsets[d + 1] - 2) - offsets[d])
-    return _Layout(text, starts, ends, owner, units)
-
-
-def _lexical(layout: _Layout, query: str) -> dict[tuple[int, int], float]:
-    """BM25 of every unit that holds a query word, over all the units of all the documents.
-
-    The documents are searched as one text, so the work per query word does not grow with the
-    number of documents."""
-    text, starts, ends, owner = layout.text, layout.starts, layout.ends, layout.owner
-    n = len(starts)
-    terms = query_terms(query)
-    if not terms or not n:
-        return {}
-    # Each hit's unit, by C-level bisection over the units' starts: a hit is in the unit it
-    # starts in (a word never spans two units: they split at spaces and line breaks).
-    where = functools.partial(bisect_right, starts)
-    by_term = _hits(text, terms, n)
-    if not by_term:
-        return {}
-    average = max(1.0, (sum(ends) - sum(starts)) / n)
-    scores: dict[tuple[int, int], float] = {}
-    for found in by_term.values():
-        tf = Counter(map(where, found))  # unit + 1 -> occurrences
-        idf = math.log(1.0 + (n - len(tf) + 0.5) / (len(tf) + 0.5))
-        for after, count in tf.items():
-            unit = after - 1
-            norm = _K1 * (1.0 - _B + _B * (ends[unit] - starts[unit]) / average)
-            place = owner[unit]
-            scores[place] = scores.get(place, 0.0) + idf * count * (_K1 + 1.0) / (count + norm)
-    return scores
-
-
-def _embedded(documents: Sequence[_Document], units: Sequence[_UnitBounds], query: str,
-              embed: EmbedFn) -> dict[tuple[int, int], float]:
-    """Similarity of every unit to the query, from one call of ``embed``, scaled to 0..1."""
-    keys = [(d, u) for d, (starts, _) in enumerate(units) for u in range(len(starts))]
-    texts = [documents[d].text[units[d][0][u] : units[d][1][u]] for d, u in keys]
-    scored = similarities(embed, query, texts)
-    finite = [s for s in scored.values() if math.isfinite(s)]
-    if not finite:
-        return {}
-    low, high = min(finite), max(finite)
-    spread = high - low or 1.0
-    return {key: (scored[i] - low) / spread for i, key in enumerate(keys) if math.isfinite(scored[i])}
-
-
-def _combined(scores: dict[tuple[int, int], float], units: Sequence[_UnitBounds],
-              ) -> tuple[dict[tuple[int, int], float], list[dict[int, float]]]:
-    """Each unit's score raised by its neighbours', scaled to the best, divided by its document's
-    prior; and per document the raised scores (which side a passage grows to)."""
-    raised: list[dict[int, float]] = [{} for _ in units]
-    for (d, u), score in scores.items():
-        own = raised[d]
-        own[u] = own.get(u, 0.0) + score
-        for v in (u - 1, u + 1):
-            if 0 <= v < len(units[d][0]):
-                own[v] = own.get(v, 0.0) + NEIGHBOR_SHARE * score
-    best = max((s for own in raised for s in own.values()), default=0.0)
-    if best <= 0:
-        return {}, raised
-    combined = {
-        (d, u): s / best / (1.0 + RANK_PRIOR * d)
-        for d, own in enumerate(raised)
-        for u, s in own.items()
-        if s > 0
-    }
-    return combined, raised
 
 
 # --- choosing units ---------------------------------------------------------------------------
 
 
-class _Estimated(Focus):
-    """A document's units, each costed from its length at the tokens per character this call
-    measured: choosing counts no unit, and only what is kept is counted, once, exactly."""
-
-    def __init__(self, text: str, starts: list[int], ends: list[int], max_tokens: int, tokenizer: Any,
-                 ratio: float) -> None:
-        super().__init__(text, starts, ends, max_tokens, tokenizer)
-        self.ratio = ratio
-
-    def unit_cost(self, i: int) -> int:
-        cost = self._unit_cost.get(i)
-        if cost is None:
-            cost = self._unit_cost[i] = max(1, math.ceil((self.ends[i] - self.starts[i]) * self.ratio))
-        return cost
+def _estimates(starts: list[int], ends: list[int], ratio: float) -> dict[int, int]:
+    """Every unit's tokens, estimated from its length at ``ratio`` tokens per character."""
+    ceil = math.ceil
+    return {i: max(1, ceil((e - s) * ratio)) for i, (s, e) in enumerate(zip(starts, ends))}
 
 
-def _ratio(documents: Sequence[_Document], units: Sequence[_UnitBounds],
+def _ratio(documents: Sequence[Document], units: Sequence[UnitBounds],
            ranked: Sequence[tuple[int, int]], tokenizer: Any) -> float:
     """Tokens per character of the text most likely kept (the best units, else the first
     document's start), from one exact count of about SAMPLE_CHARS characters."""
@@ -419,7 +99,7 @@ def _ratio(documents: Sequence[_Document], units: Sequence[_UnitBounds],
 class _Selection:
     """Which units of which documents are kept, with what they are estimated to cost."""
 
-    def __init__(self, walk: PassagesWalk, documents: list[_Document], units: list[_UnitBounds],
+    def __init__(self, walk: PassagesWalk, documents: list[Document], units: list[UnitBounds],
                  room: int, ranked: list[tuple[int, int]], raised: list[dict[int, float]]) -> None:
         self.walk = walk
         self.documents = documents
@@ -429,8 +109,10 @@ class _Selection:
         self.goal = max(1, int(CONTEXT_SHARE * room))
         tok = walk.tok
         ratio = _ratio(documents, units, ranked, tok)
+        # Every unit costed from its length at the tokens per character this call measured:
+        # choosing counts no unit, and only what is kept is counted, once, exactly.
         self.cuts = [
-            _Estimated(doc.text, starts, ends, room, tok, ratio)
+            Focus(doc.text, starts, ends, room, tok, costs=_estimates(starts, ends, ratio))
             for doc, (starts, ends) in zip(documents, units)
         ]
         self.overhead: dict[int, int] = {}
@@ -567,14 +249,15 @@ def _choose(walk: PassagesWalk, max_tokens: int) -> _Selection:
     """Score every unit of the walk's documents against its query and choose the best, within an
     estimate of ``max_tokens``."""
     documents = walk.documents
-    layout = _layout(documents)
+    texts = [doc.text for doc in documents]
+    layout = layout_of(texts)
     units = layout.units
     if walk.embed is None:
-        scores = _lexical(layout, walk.query)
+        scores = lexical(layout, walk.query)
     else:
-        scores = _embedded(documents, units, walk.query, walk.embed)
-    combined, raised = _combined(scores, units)
-    ranked = sorted(combined, key=lambda k: (-combined[k], k))
+        scores = embedded(texts, units, walk.query, walk.embed)
+    best, raised = combined(scores, units)
+    ranked = sorted(best, key=lambda k: (-best[k], k))
     # Aimed a little under the budget: an estimate off by a percent or two then lands within
     # FILL_SLACK of it, and the exact count needs no second round to give back or fill.
     aim = max_tokens - int(max_tokens * FILL_SLACK / 2)
@@ -597,7 +280,7 @@ class PassagesWalk(Walk):
         self.query: str = query
         self.gates: dict[int, tuple[Reason, Outcome]] = {}
         self.coerced: list[Candidate] = []
-        self.documents: list[_Document] = []
+        self.documents: list[Document] = []
         self.selection: _Selection | None = None
         self.header_estimate = 0
         self.item_costs: dict[tuple[int, str], int] = {}  # what a document's kept text costs
@@ -626,7 +309,7 @@ class PassagesWalk(Walk):
         if not shown:
             self._materialize(whole=True)
             return
-        self.documents = _pieces(shown, lambda c: resource_of(c, self.s), self.extents)
+        self.documents = documents_of(shown, lambda c: resource_of(c, self.s), self.extents)
         if self.s.max_tokens is None:
             self._materialize(whole=True)
             return
@@ -730,7 +413,7 @@ class PassagesWalk(Walk):
             self.tail_reason = Reason.OVER_BUDGET
         return True
 
-    def _keep_document(self, rank: int, doc: _Document, spans: list[tuple[int, int]] | None,
+    def _keep_document(self, rank: int, doc: Document, spans: list[tuple[int, int]] | None,
                        fit: bool = False) -> bool:
         """Keep ``doc`` (its ``spans``, or all of it); with ``fit``, only if it fits the room left."""
         c = doc.candidate
@@ -762,7 +445,7 @@ class PassagesWalk(Walk):
             self.entries[-1] = self.entries[-1]._replace(kept_spans=doc.piece_spans(rank, spans or whole))
         return True
 
-    def _merged(self, rank: int, c: Candidate, doc: _Document, spans: list[tuple[int, int]]) -> None:
+    def _merged(self, rank: int, c: Candidate, doc: Document, spans: list[tuple[int, int]]) -> None:
         self._count_reason(Reason.MERGED, 1)
         record = self._entry(rank, c, Outcome.DROPPED, Reason.MERGED, None, None)
         self.entries.append(record._replace(

@@ -285,7 +285,8 @@ class Units:
     the units a cut considers are ever counted."""
 
     def __init__(
-        self, text: str, starts: list[int], ends: list[int], max_tokens: int, tokenizer: Tokenizer
+        self, text: str, starts: list[int], ends: list[int], max_tokens: int, tokenizer: Tokenizer,
+        costs: dict[int, int] | None = None,
     ) -> None:
         self.text = text
         self.starts = starts
@@ -293,7 +294,8 @@ class Units:
         self.max_tokens = max_tokens
         self.tok = tokenizer
         self.mark_cost = tokenizer.count(MARK)
-        self._unit_cost: dict[int, int] = {}
+        # Costs a caller estimated itself (every unit's, up front): then no unit is counted.
+        self._unit_cost: dict[int, int] = {} if costs is None else costs
         self._space_cost: dict[str, int] = {}
         self._lead: dict[int, int] = {}
 
@@ -375,8 +377,9 @@ class Focus(Units):
         max_tokens: int,
         tokenizer: Tokenizer,
         measure: Measure | None = None,
+        costs: dict[int, int] | None = None,
     ) -> None:
-        super().__init__(text, starts, ends, max_tokens, tokenizer)
+        super().__init__(text, starts, ends, max_tokens, tokenizer, costs)
         self.measure = measure or tokenizer.count
         # What the measure adds to the estimate: its framing at first, then what counts tell.
         self.correction = self.measure(MARK) - self.mark_cost if measure is not None else 0

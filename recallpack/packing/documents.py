@@ -1,0 +1,178 @@
+"""Candidates as pieces of their documents: pieces of one parent that overlap or touch become one
+document, so the text they share is paid for once (the ``passages`` policy's step 1).
+
+Where a piece sits is read from what the hosts record (recallpack's own windows, LangChain's
+``start_index``, LlamaIndex's character offsets, all as a candidate's ``span``); failing those,
+an exact overlap of two texts (a splitter's overlap: the end of one is the start of the next).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from recallpack.packing.candidate import Candidate, Span
+from recallpack.packing.errors import CandidateError
+
+__all__ = ["Piece", "Document", "documents_of", "exact_overlaps", "OVERLAP_PROBE", "OVERLAP_CANDIDATES"]
+
+#: The exact-overlap fallback recognises a piece by its first characters, among the first
+#: candidates that recorded no offsets.
+OVERLAP_PROBE = 64
+OVERLAP_CANDIDATES = 16
+
+
+@dataclass(slots=True)
+class Piece:
+    """A candidate as a piece of its document: ``head`` is where the span's characters begin in its
+    text (what comes before is its own header), ``start``/``end`` where they sit in the parent."""
+
+    rank: int
+    candidate: Candidate
+    head: int
+    start: int
+    end: int
+
+    @property
+    def header(self) -> str:
+        return self.candidate.text[: self.head]
+
+
+class Document:
+    """One item to be: a candidate, or pieces of one parent that overlap or touch, as one text.
+
+    ``text`` is the best-ranked piece's header and the pieces' union; ``regions`` says, per
+    piece, which ranges of it are which ranges of the piece's own text."""
+
+    def __init__(self, pieces: list[Piece], extent: int | None = None) -> None:
+        lead = min(pieces, key=lambda p: p.rank)
+        self.lead = lead
+        self.pieces = sorted(pieces, key=lambda p: p.rank)
+        #: rank -> [(start in text, end in text, start in the piece's own text)]
+        self.regions: dict[int, list[tuple[int, int, int]]] = {}
+        #: Only the first ``extent`` characters of a text past the walk's reach are read: the rest
+        #: is never chosen, and an item cut there ends with the mark.
+        self.clipped = extent is not None and extent < len(lead.candidate.text)
+        if len(pieces) == 1:
+            self.text = lead.candidate.text[:extent] if self.clipped else lead.candidate.text
+            self.regions[lead.rank] = [(0, len(self.text), 0)]
+            return
+        ordered = sorted(pieces, key=lambda p: (p.start, p.rank))
+        base = ordered[0].start
+        header = lead.header
+        text = header
+        for piece in ordered:
+            content = piece.candidate.text[piece.head :]
+            at = len(header) + piece.start - base
+            shared = min(len(text) - at, len(content))
+            if shared > 0 and content[:shared] != text[at : at + shared]:
+                source = piece.candidate.span.source if piece.candidate.span is not None else "its span"
+                raise CandidateError(
+                    f"candidates[{piece.rank}]: {source} puts it {shared} characters into another "
+                    "piece of its document, but their texts differ there; fix the offsets, or leave "
+                    "them out"
+                )
+            if len(content) > shared:
+                text += content[max(shared, 0) :]
+            self.regions[piece.rank] = [(at, at + len(content), piece.head)]
+        if header:
+            self.regions[lead.rank].insert(0, (0, len(header), 0))
+        self.text = text
+
+    @property
+    def candidate(self) -> Candidate:
+        return self.lead.candidate
+
+    def piece_spans(self, rank: int, spans: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+        """``spans`` of the document's text, as ranges of piece ``rank``'s own text."""
+        out: list[tuple[int, int]] = []
+        for start, end, own in self.regions[rank]:
+            shift = own - start
+            out.extend(
+                (max(s, start) + shift, min(e, end) + shift) for s, e in spans if s < end and e > start
+            )
+        return tuple(out)
+
+
+def documents_of(
+    shown: Sequence[tuple[int, Candidate]], uri_of: Callable[[Candidate], str | None],
+    extents: dict[int, int],
+) -> list[Document]:
+    """The shown candidates as documents, in rank order: pieces of one parent that overlap or
+    touch are one document (same lane, scopes, header and resource line, or they stay apart).
+    A candidate read only in part (``extents``) is a document of its own."""
+    whole = [(r, c) for r, c in shown if r not in extents]
+    spans: dict[int, Span] = {r: c.span for r, c in whole if c.span is not None}
+    unplaced = [(r, c) for r, c in whole if c.span is None]
+    if len(unplaced) > 1:
+        spans.update(exact_overlaps(unplaced))
+    groups: dict[tuple[Any, ...], list[Piece]] = {}
+    singles: list[Document] = []
+    for rank, c in shown:
+        span = spans.get(rank)
+        if span is None:
+            singles.append(Document([Piece(rank, c, 0, 0, len(c.text))], extents.get(rank)))
+            continue
+        head = len(c.text) - (span.end - span.start)
+        key = (span.parent, c.lane, c.scope_ids, c.text[:head], uri_of(c))
+        groups.setdefault(key, []).append(Piece(rank, c, head, span.start, span.end))
+    documents = singles
+    for pieces in groups.values():
+        pieces.sort(key=lambda p: (p.start, p.rank))
+        run = [pieces[0]]
+        reach = pieces[0].end
+        for piece in pieces[1:]:
+            if piece.start <= reach:
+                run.append(piece)
+                reach = max(reach, piece.end)
+            else:
+                documents.append(Document(run))
+                run, reach = [piece], piece.end
+        documents.append(Document(run))
+    documents.sort(key=lambda d: d.lead.rank)
+    return documents
+
+
+def exact_overlaps(items: Sequence[tuple[int, Candidate]]) -> dict[int, Span]:
+    """Spans for candidates that overlap another exactly (a splitter's overlap: the end of one
+    is the start of the next) when nothing recorded where they sit. Among the first
+    OVERLAP_CANDIDATES of them, the second half of each text is searched for the start of each
+    other: a few hundred substring searches at most."""
+    items = [(r, c) for r, c in items[:OVERLAP_CANDIDATES] if len(c.text) >= 2 * OVERLAP_PROBE]
+    if len(items) < 2:
+        return {}
+    by_rank = dict(items)
+    follows: dict[int, tuple[int, int]] = {}  # rank -> (the rank it continues, at what offset)
+    for other, b in items:
+        head = b.text[:OVERLAP_PROBE]
+        for rank, a in items:
+            if rank == other:
+                continue
+            at = a.text.find(head, len(a.text) // 2)
+            if at < 0:
+                continue
+            tail = a.text[at:]
+            if len(b.text) > len(tail) and b.text.startswith(tail):
+                follows[other] = (rank, at)
+                break
+    if not follows:
+        return {}
+    placed: dict[int, tuple[str, int]] = {}
+
+    def place(rank: int, seen: frozenset[int] = frozenset()) -> tuple[str, int]:
+        if rank in placed:
+            return placed[rank]
+        before = follows.get(rank)
+        if before is None or before[0] in seen:
+            placed[rank] = (f"overlap:{rank}", 0)
+        else:
+            parent, start = place(before[0], seen | {rank})
+            placed[rank] = (parent, start + before[1])
+        return placed[rank]
+
+    spans = {}
+    for rank in {*follows, *(r for r, _ in follows.values())}:
+        parent, start = place(rank)
+        spans[rank] = Span(parent=parent, start=start, end=start + len(by_rank[rank].text), source="overlap")
+    return spans

@@ -1,0 +1,170 @@
+"""How well each unit of the documents answers the query (the ``passages`` policy's step 2).
+
+Every document's text is split into sentences and lines once, and each unit is scored: BM25 over
+all the units of all the documents (raw text: nothing is tokenized to score), or ``embed`` when
+given. A unit's score is then raised by a share of its neighbours' (an answer is often the
+sentence next to the one that names the question's words), scaled to the best, and divided by
+``1 + RANK_PRIOR * position`` of its document: the retriever's order is a prior.
+``docs/how-the-walk-decides.md`` says why.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from recallpack.packing.embedding import EmbedFn, similarities
+from recallpack.packing.units import fold, query_terms, split_units, word_hits
+
+__all__ = [
+    "Layout", "UnitBounds", "layout_of", "lexical", "embedded", "combined", "hits",
+    "RANK_PRIOR", "NEIGHBOR_SHARE", "UNIT_CHARS",
+]
+
+#: A passage of the document at position ``p`` (0 is the first shown) scores ``1 / (1 + RANK_PRIOR * p)``
+#: of what it would in the first: the retriever's rank is a prior.
+RANK_PRIOR = 0.3
+#: A unit's score is raised by this share of each neighbour's.
+NEIGHBOR_SHARE = 0.3
+#: Units are sentences and lines, split at a space past this many characters.
+UNIT_CHARS = 600
+_TERM_SEARCHES = 16  # query words searched for one by one; more read the text's words once
+_K1 = 1.2
+_B = 0.75
+
+#: A document's units: where each starts, where each ends.
+UnitBounds = tuple[list[int], list[int]]
+
+
+def _inside_word(char: str) -> bool:
+    return char.isalnum() or char == "_"  # what \w matches
+
+
+def hits(text: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
+    """Where each query word occurs in ``text`` as a whole word, case folded, linear in the text;
+    a word found, even inside other words, more than ``limit`` times is left out.
+
+    A word that occurs more often than there are units (``the``, ``of``) says little about which
+    one answers (its BM25 weight is near zero), and taking each occurrence would be most of the
+    work. ``str.count`` tells that at the speed of the string search, and the other words'
+    occurrences are found by ``str.find``, several times faster than a regular expression scans
+    a text that is not ASCII."""
+    lowered = fold(text)  # the same length as the text: a position in it is one in the text
+    found: dict[str, list[int]] = {}
+    if len(terms) > _TERM_SEARCHES:
+        # A long query: one pass over the text's words costs the same whatever its length.
+        return {term: at for term, at in word_hits(lowered, terms).items() if len(at) <= limit}
+    size = len(lowered)
+    for term in terms:
+        if not 0 < lowered.count(term) <= limit:
+            continue
+        width, at, whole = len(term), lowered.find(term), []
+        while at >= 0:
+            end = at + width
+            starts_word = not at or not _inside_word(lowered[at - 1])
+            if starts_word and (end >= size or not _inside_word(lowered[end])):
+                whole.append(at)
+            at = lowered.find(term, end)
+        if whole:
+            found[term] = whole
+    return found
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The documents as one text, apart by a blank line (no unit or word spans it), split into
+    units once: each unit's start and end in that text, which document and unit it is."""
+
+    text: str
+    starts: list[int]
+    ends: list[int]
+    owner: list[tuple[int, int]]
+    units: list[UnitBounds]  # per document, in the document's own text
+
+
+def layout_of(texts: Sequence[str]) -> Layout:
+    text = "\n\n".join(texts)
+    starts, ends = split_units(text, UNIT_CHARS)
+    offsets = list(itertools.accumulate((len(t) + 2 for t in texts), initial=0))
+    units: list[UnitBounds] = [([], []) for _ in texts]
+    owner: list[tuple[int, int]] = []
+    d = 0
+    for start, end in zip(starts, ends):
+        while start >= offsets[d + 1]:
+            d += 1
+        doc_starts, doc_ends = units[d]
+        owner.append((d, len(doc_starts)))
+        doc_starts.append(start - offsets[d])
+        doc_ends.append(min(end, offsets[d + 1] - 2) - offsets[d])
+    return Layout(text, starts, ends, owner, units)
+
+
+def lexical(layout: Layout, query: str) -> dict[tuple[int, int], float]:
+    """BM25 of every unit that holds a query word, over all the units of all the documents.
+
+    The documents are searched as one text, so the work per query word does not grow with the
+    number of documents."""
+    text, starts, ends, owner = layout.text, layout.starts, layout.ends, layout.owner
+    n = len(starts)
+    terms = query_terms(query)
+    if not terms or not n:
+        return {}
+    # Each hit's unit, by C-level bisection over the units' starts: a hit is in the unit it
+    # starts in (a word never spans two units: they split at spaces and line breaks).
+    where = functools.partial(bisect_right, starts)
+    by_term = hits(text, terms, n)
+    if not by_term:
+        return {}
+    average = max(1.0, (sum(ends) - sum(starts)) / n)
+    scores: dict[tuple[int, int], float] = {}
+    for found in by_term.values():
+        tf = Counter(map(where, found))  # unit + 1 -> occurrences
+        idf = math.log(1.0 + (n - len(tf) + 0.5) / (len(tf) + 0.5))
+        for after, count in tf.items():
+            unit = after - 1
+            norm = _K1 * (1.0 - _B + _B * (ends[unit] - starts[unit]) / average)
+            place = owner[unit]
+            scores[place] = scores.get(place, 0.0) + idf * count * (_K1 + 1.0) / (count + norm)
+    return scores
+
+
+def embedded(texts: Sequence[str], units: Sequence[UnitBounds], query: str,
+              embed: EmbedFn) -> dict[tuple[int, int], float]:
+    """Similarity of every unit to the query, from one call of ``embed``, scaled to 0..1."""
+    keys = [(d, u) for d, (starts, _) in enumerate(units) for u in range(len(starts))]
+    shown = [texts[d][units[d][0][u] : units[d][1][u]] for d, u in keys]
+    scored = similarities(embed, query, shown)
+    finite = [s for s in scored.values() if math.isfinite(s)]
+    if not finite:
+        return {}
+    low, high = min(finite), max(finite)
+    spread = high - low or 1.0
+    return {key: (scored[i] - low) / spread for i, key in enumerate(keys) if math.isfinite(scored[i])}
+
+
+def combined(scores: dict[tuple[int, int], float], units: Sequence[UnitBounds],
+              ) -> tuple[dict[tuple[int, int], float], list[dict[int, float]]]:
+    """Each unit's score raised by its neighbours', scaled to the best, divided by its document's
+    prior; and per document the raised scores (which side a passage grows to)."""
+    raised: list[dict[int, float]] = [{} for _ in units]
+    for (d, u), score in scores.items():
+        own = raised[d]
+        own[u] = own.get(u, 0.0) + score
+        for v in (u - 1, u + 1):
+            if 0 <= v < len(units[d][0]):
+                own[v] = own.get(v, 0.0) + NEIGHBOR_SHARE * score
+    best = max((s for own in raised for s in own.values()), default=0.0)
+    if best <= 0:
+        return {}, raised
+    combined = {
+        (d, u): s / best / (1.0 + RANK_PRIOR * d)
+        for d, own in enumerate(raised)
+        for u, s in own.items()
+        if s > 0
+    }
+    return combined, raised
