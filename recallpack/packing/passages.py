@@ -33,6 +33,7 @@ from typing import Any
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, coerce_candidate
 from recallpack.packing.cuts import Cut
 from recallpack.packing.documents import Document, documents_of
+from recallpack.packing.render import MarkdownBlock
 from recallpack.packing.result import Outcome, Reason
 from recallpack.packing.scopes import Scope
 from recallpack.packing.scoring import (
@@ -46,6 +47,7 @@ from recallpack.packing.scoring import (
     lexical,
 )
 from recallpack.packing.tally import WalkSettings, resource_of
+from recallpack.packing.tokenizers.pieces import PieceCounts
 from recallpack.packing.units import MARK, MAX_QUERY_TERMS, Focus, join_spans, query_terms
 from recallpack.packing.walk import Plan, Walk
 
@@ -70,12 +72,6 @@ _REFILLS = 2  # rounds that fill what the exact count says is still free
 
 
 # --- choosing units ---------------------------------------------------------------------------
-
-
-def _estimates(starts: list[int], ends: list[int], ratio: float) -> dict[int, int]:
-    """Every unit's tokens, estimated from its length at ``ratio`` tokens per character."""
-    ceil = math.ceil
-    return {i: max(1, ceil((e - s) * ratio)) for i, (s, e) in enumerate(zip(starts, ends))}
 
 
 def _ratio(documents: Sequence[Document], units: Sequence[UnitBounds],
@@ -112,7 +108,7 @@ class _Selection:
         # Every unit costed from its length at the tokens per character this call measured:
         # choosing counts no unit, and only what is kept is counted, once, exactly.
         self.cuts = [
-            Focus(doc.text, starts, ends, room, tok, costs=_estimates(starts, ends, ratio))
+            Focus(doc.text, starts, ends, room, tok, tokens_per_char=ratio)
             for doc, (starts, ends) in zip(documents, units)
         ]
         self.overhead: dict[int, int] = {}
@@ -285,6 +281,11 @@ class PassagesWalk(Walk):
         self.header_estimate = 0
         self.item_costs: dict[tuple[int, str], int] = {}  # what a document's kept text costs
         self.looks: dict[int, tuple[tuple[Scope, ...], tuple[str, ...], str | None]] = {}
+        # A chosen item is priced piece by piece when the default block's counts add up, so
+        # that a refit encodes only what changed in a document, not all of it again.
+        additive = isinstance(self.view, MarkdownBlock) and self.view.template is None
+        additive = additive and self.tok.splits_at_line_starts
+        self.item_view = MarkdownBlock(PieceCounts(self.tok), None) if additive else self.view
 
     # -- what the cost model says ---------------------------------------------------------------
 
@@ -433,11 +434,12 @@ class PassagesWalk(Walk):
             cost = self.view.item(self, c, names, text, uri, limit)
             if limit is not None and cost > limit:
                 return False
+            self.item_costs[doc.lead.rank, text] = cost  # exact: a choice that keeps it whole reuses it
         else:  # a refit changes a document or two: the others are not counted again
             key = (doc.lead.rank, text)
             cost = self.item_costs.get(key, -1)
             if cost < 0:
-                cost = self.item_costs[key] = self.view.item(self, c, names, text, uri, None)
+                cost = self.item_costs[key] = self.item_view.item(self, c, names, text, uri, None)
         whole = [(0, len(doc.text))]
         cut = None if spans is None and not merged else Cut(text, tuple(spans or whole), "passages")
         self._keep(rank, c, scopes, names, text, cost, header, cut, uri)

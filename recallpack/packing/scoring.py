@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,10 +41,6 @@ _B = 0.75
 UnitBounds = tuple[list[int], list[int]]
 
 
-def _inside_word(char: str) -> bool:
-    return char.isalnum() or char == "_"  # what \w matches
-
-
 def hits(text: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
     """Where each query word occurs in ``text`` as a whole word, case folded, linear in the text;
     a word found, even inside other words, more than ``limit`` times is left out.
@@ -66,8 +62,10 @@ def hits(text: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
         width, at, whole = len(term), lowered.find(term), []
         while at >= 0:
             end = at + width
-            starts_word = not at or not _inside_word(lowered[at - 1])
-            if starts_word and (end >= size or not _inside_word(lowered[end])):
+            # Inside a word is what \w matches: a letter, a digit or "_".
+            before = lowered[at - 1] if at else " "
+            after = lowered[end] if end < size else " "
+            if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
                 whole.append(at)
             at = lowered.find(term, end)
         if whole:
@@ -90,17 +88,17 @@ class Layout:
 def layout_of(texts: Sequence[str]) -> Layout:
     text = "\n\n".join(texts)
     starts, ends = split_units(text, UNIT_CHARS)
-    offsets = list(itertools.accumulate((len(t) + 2 for t in texts), initial=0))
-    units: list[UnitBounds] = [([], []) for _ in texts]
+    units: list[UnitBounds] = []
     owner: list[tuple[int, int]] = []
-    d = 0
-    for start, end in zip(starts, ends):
-        while start >= offsets[d + 1]:
-            d += 1
-        doc_starts, doc_ends = units[d]
-        owner.append((d, len(doc_starts)))
-        doc_starts.append(start - offsets[d])
-        doc_ends.append(min(end, offsets[d + 1] - 2) - offsets[d])
+    offset = first = 0
+    for d, doc in enumerate(texts):
+        limit = offset + len(doc)
+        # The document's units are those that start before the next document does.
+        last = bisect_left(starts, limit + 2, first)
+        doc_starts = [s - offset for s in starts[first:last]]
+        units.append((doc_starts, [min(e, limit) - offset for e in ends[first:last]]))
+        owner.extend(zip(itertools.repeat(d), range(last - first)))
+        first, offset = last, limit + 2
     return Layout(text, starts, ends, owner, units)
 
 

@@ -18,6 +18,7 @@ units begin and end (:func:`split_units`), its words and where they occur (:data
 
 from __future__ import annotations
 
+import math
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -225,12 +226,23 @@ def _in_code_line(text: str, line_starts: list[int], at: int) -> bool:
     return (start > 0 and text[start - 1] in " \t") or text.startswith(">>>", start)
 
 
+def _plain_break(a: str, b: str) -> bool:
+    """True when ``a`` and ``b`` are ASCII with a boundary between them (all but CR LF)."""
+    return a < "\x80" and b < "\x80" and not (a == "\r" and b == "\n")
+
+
 def _on_boundaries(text: str, starts: list[int], ends: list[int]) -> tuple[list[int], list[int]]:
     """The units widened to grapheme boundaries, merged where they then touch."""
     out_starts: list[int] = []
     out_ends: list[int] = []
+    size = len(text)
     for s, e in zip(starts, ends):
-        s, e = floor_boundary(text, s), ceil_boundary(text, e)
+        # Most splits have ASCII on both sides, where only CR LF is no boundary: those are
+        # settled here, without the grapheme rules.
+        if 0 < s < size and not _plain_break(text[s - 1], text[s]):
+            s = floor_boundary(text, s)
+        if 0 < e < size and not _plain_break(text[e - 1], text[e]):
+            e = ceil_boundary(text, e)
         if out_ends and s < out_ends[-1]:
             out_ends[-1] = max(out_ends[-1], e)
         else:
@@ -286,7 +298,7 @@ class Units:
 
     def __init__(
         self, text: str, starts: list[int], ends: list[int], max_tokens: int, tokenizer: Tokenizer,
-        costs: dict[int, int] | None = None,
+        tokens_per_char: float | None = None,
     ) -> None:
         self.text = text
         self.starts = starts
@@ -294,16 +306,20 @@ class Units:
         self.max_tokens = max_tokens
         self.tok = tokenizer
         self.mark_cost = tokenizer.count(MARK)
-        # Costs a caller estimated itself (every unit's, up front): then no unit is counted.
-        self._unit_cost: dict[int, int] = {} if costs is None else costs
+        #: When given, a unit's cost is estimated from its length at this rate: no unit is counted.
+        self.tokens_per_char = tokens_per_char
+        self._unit_cost: dict[int, int] = {}
         self._space_cost: dict[str, int] = {}
         self._lead: dict[int, int] = {}
 
     def unit_cost(self, i: int) -> int:
         cost = self._unit_cost.get(i)
         if cost is None:
-            unit = self.text[self.starts[i] : self.ends[i]]
-            cost = self._unit_cost[i] = self.tok.count_upto(unit, self.max_tokens)
+            if self.tokens_per_char is not None:
+                cost = max(1, math.ceil((self.ends[i] - self.starts[i]) * self.tokens_per_char))
+            else:
+                cost = self.tok.count_upto(self.text[self.starts[i] : self.ends[i]], self.max_tokens)
+            self._unit_cost[i] = cost
         return cost
 
     def space_cost(self, a: int, b: int) -> int:
@@ -377,9 +393,9 @@ class Focus(Units):
         max_tokens: int,
         tokenizer: Tokenizer,
         measure: Measure | None = None,
-        costs: dict[int, int] | None = None,
+        tokens_per_char: float | None = None,
     ) -> None:
-        super().__init__(text, starts, ends, max_tokens, tokenizer, costs)
+        super().__init__(text, starts, ends, max_tokens, tokenizer, tokens_per_char)
         self.measure = measure or tokenizer.count
         # What the measure adds to the estimate: its framing at first, then what counts tell.
         self.correction = self.measure(MARK) - self.mark_cost if measure is not None else 0

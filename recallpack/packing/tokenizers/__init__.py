@@ -4,7 +4,8 @@
 - ``tiktoken_tokenizer``: a tiktoken ``Encoding`` as a Tokenizer;
 - ``simple``: the heuristic estimate, the UTF-8 byte bound, and the caller's callable;
 - ``sources``: where an encoding's files come from (tiktoken's cache, the shipped copies);
-- ``resolve``: names and objects to Tokenizers, one per encoding per registry.
+- ``resolve``: names and objects to Tokenizers, one per encoding per registry;
+- ``pieces``: a text counted as its pieces' sum, each encoded once (a walk that counts again).
 """
 
 from recallpack.packing.tokenizers.base import Tokenizer
