@@ -34,6 +34,7 @@ __all__ = [
     "check_encoding",
     "check_budget",
     "add_budget_flags",
+    "budget_settings",
     "parse_lines",
     "read_candidates",
     "shell_words",
@@ -107,6 +108,18 @@ def check_budget(max_tokens: int, ceiling: int) -> None:
             f"--max-tokens {max_tokens} is over the ceiling of {ceiling}; add "
             f"--max-tokens-ceiling {max_tokens} if one request should really take that much"
         )
+
+
+def budget_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The Packer settings of the flags pack and serve share (:func:`add_budget_flags`'s and
+    ``--policy``), checked first with :func:`check_budget`."""
+    check_budget(args.max_tokens, args.max_tokens_ceiling)
+    return {
+        "max_tokens": args.max_tokens,
+        "max_tokens_ceiling": args.max_tokens_ceiling,
+        "max_items": args.max_items,
+        "policy": args.policy,
+    }
 
 
 def add_budget_flags(

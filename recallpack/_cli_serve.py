@@ -15,7 +15,7 @@ from recallpack import (
     Reader,
     Scope,
 )
-from recallpack._cli_input import UsageError, add_budget_flags, check_budget, check_encoding, whole_number
+from recallpack._cli_input import UsageError, add_budget_flags, budget_settings, check_encoding, whole_number
 from recallpack.allowance import resolve_key
 from recallpack.packing.tokenizers import DEFAULT_ENCODING
 
@@ -126,7 +126,7 @@ def _serve_reader(args: argparse.Namespace) -> Reader | None:
 
 def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The Packer settings of ``serve``'s flags, checked in the flags' own words."""
-    check_budget(args.max_tokens, args.max_tokens_ceiling)
+    settings = budget_settings(args)
     if args.transport != "http" and (args.host is not None or args.port is not None):
         raise UsageError("--host and --port are for --transport http; stdio needs neither")
     docs_only = {"--window-tokens": args.window_tokens, "--overlap-tokens": args.overlap_tokens,
@@ -134,13 +134,7 @@ def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
     for flag, value in docs_only.items():
         if value is not None and args.docs is None:
             raise UsageError(f"{flag} is for --docs; a --retriever factory sets up its own retriever")
-    settings: dict[str, Any] = {
-        "max_tokens": args.max_tokens,
-        "max_tokens_ceiling": args.max_tokens_ceiling,
-        "max_items": args.max_items,
-        "policy": args.policy,
-        "reader": _serve_reader(args),
-    }
+    settings["reader"] = _serve_reader(args)
     if args.encoding is not None:
         check_encoding(args.encoding)
         settings["tokenizer"] = args.encoding

@@ -32,7 +32,7 @@ from recallpack._cli_input import (
     FIELDS,
     UsageError,
     add_budget_flags,
-    check_budget,
+    budget_settings,
     check_encoding,
     parse_lines,
     read_candidates,
@@ -158,7 +158,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _pack(args: argparse.Namespace) -> int:
-    check_budget(args.max_tokens, args.max_tokens_ceiling)
+    settings = budget_settings(args)
     check_encoding(args.encoding)
     name, data = _read_bytes(args.file)
     lines = parse_lines(name, data)
@@ -166,11 +166,8 @@ def _pack(args: argparse.Namespace) -> int:
     try:
         result = recall(
             candidates,
-            max_tokens=args.max_tokens,
-            max_items=args.max_items,
-            policy=args.policy,
+            **settings,
             tokenizer=args.encoding,
-            max_tokens_ceiling=args.max_tokens_ceiling,
             query=args.query,
             reader=Reader.everyone() if args.show_scoped else None,
         )

@@ -36,28 +36,28 @@ def _window_of(model: object) -> tuple[int, int | None, str]:
     if hasattr(metadata, "context_window"):  # a LlamaIndex LLM (LLMMetadata)
         window = _int(getattr(metadata, "context_window", None))
         output = _int(getattr(metadata, "num_output", None))
+        reserved = output if output is not None and output >= 0 else None
         name = f"{type(model).__name__}.metadata.context_window"
-        if window is None or window < 1:
-            raise ConfigError(
-                f"{name}={window!r} is not a window; pass the window as an int: budget_for(8192, ...)"
-            )
-        return window, output if output is not None and output >= 0 else None, name
-    if hasattr(model, "profile"):  # a LangChain chat model (langchain-core 1.x)
+        message = f"{name}={window!r} is not a window; pass the window as an int: budget_for(8192, ...)"
+    elif hasattr(model, "profile"):  # a LangChain chat model (langchain-core 1.x)
         profile = getattr(model, "profile", None)
         window = _int(profile.get("max_input_tokens")) if isinstance(profile, Mapping) else None
-        name = f"{type(model).__name__}.profile['max_input_tokens']"
-        if window is None or window < 1:
-            raise ConfigError(
-                f"{type(model).__name__} does not say its window ({name} is not set): pass "
-                "profile={'max_input_tokens': ...} to the model, or the window as an int: "
-                "budget_for(128_000, ...)"
-            )
         own = _int(getattr(model, "max_tokens", None))  # the answer length it was configured with
-        return window, own if own is not None and own > 0 else None, name
-    raise ConfigError(
-        f"budget_for() takes a LangChain chat model, a LlamaIndex LLM or a window in tokens (an int), "
-        f"got {type(model).__name__}"
-    )
+        reserved = own if own is not None and own > 0 else None
+        name = f"{type(model).__name__}.profile['max_input_tokens']"
+        message = (
+            f"{type(model).__name__} does not say its window ({name} is not set): pass "
+            "profile={'max_input_tokens': ...} to the model, or the window as an int: "
+            "budget_for(128_000, ...)"
+        )
+    else:
+        raise ConfigError(
+            f"budget_for() takes a LangChain chat model, a LlamaIndex LLM or a window in tokens (an int), "
+            f"got {type(model).__name__}"
+        )
+    if window is None or window < 1:
+        raise ConfigError(message)
+    return window, reserved, name
 
 
 def _prompt_tokenizer(model: object, tokenizer: TokenizerSpec) -> Tokenizer:

@@ -133,6 +133,10 @@ def assemble(
     def withhold(index: int, reason: WithheldReason) -> None:
         withheld.append(Withheld(index=index, key=items[index].key, reason=reason))
 
+    def keep(index: int, content: str) -> None:
+        seen.add(content)
+        kept.append(index)
+
     # First every receipt is checked, and corrections are kept: they are read whatever the
     # allowance, so an optional block repeating a correction's bytes is the repeat.
     optional: list[tuple[int, Receipt, str]] = []
@@ -151,11 +155,10 @@ def assemble(
         elif content in seen:
             withhold(index, WithheldReason.DUPLICATE)
         else:
-            seen.add(content)
-            kept.append(index)
+            keep(index, content)
             corrections.append(index)
 
-    used_blocks, used_items, used_tokens = _charge(optional, allowance, seen, kept, withhold)
+    used_blocks, used_items, used_tokens = _charge(optional, allowance, seen, keep, withhold)
     return Assembly(
         kept=tuple(sorted(kept)),
         corrections=tuple(sorted(corrections)),
@@ -176,7 +179,7 @@ def _charge(
     optional: Sequence[tuple[int, Receipt, str]],
     allowance: Allowance,
     seen: set[str],
-    kept: list[int],
+    keep: Callable[[int, str], None],
     withhold: Callable[[int, WithheldReason], None],
 ) -> tuple[int, int, int]:
     """Keep the optional blocks (newest first) that fit what is left; return blocks, items, tokens."""
@@ -191,8 +194,7 @@ def _charge(
         elif used_tokens + receipt.tokens > allowance.max_tokens:
             withhold(index, WithheldReason.OVER_TOKENS)
         else:
-            seen.add(content)
-            kept.append(index)
+            keep(index, content)
             used_blocks += 1
             used_items += receipt.items
             used_tokens += receipt.tokens

@@ -148,6 +148,13 @@ class Ledger:
         lefts = [self._lane_left(k) for k in self._lane_keys(c)]
         return room, (min(lefts) if lefts else None)
 
+    def _limits(self, c: Candidate, header: int) -> tuple[int | None, int | None, int | None]:
+        """:meth:`_rooms`, and the tighter of the two (None: no bound): what ``c`` is priced within."""
+        room, lane_room = self._rooms(c, header)
+        if lane_room is None:
+            return room, None, room
+        return room, lane_room, lane_room if room is None else min(room, lane_room)
+
     def _lane_keys(self, c: Candidate) -> list[LaneKind | Provenance]:
         budgets = self.s.lane_budgets
         return [k for k in (c.lane, c.provenance) if k in budgets] if budgets else []

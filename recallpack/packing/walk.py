@@ -206,8 +206,7 @@ class Walk(Ledger):
             return self._end(rank, c, Reason.OVER_ITEM_CAP)
         scopes = self._scopes(c)
         header = self.view.header_delta(self, scopes)
-        room, lane_room = self._rooms(c, header)
-        limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
+        room, lane_room, limit = self._limits(c, header)
         uri, names = self._uri(c), self._names(scopes)
         cost = self.view.item(self, c, names, c.text, uri, limit)
         fits_global = room is None or cost <= room
@@ -236,8 +235,7 @@ class Walk(Ledger):
         c = coerce_candidate(self.candidates[rank], rank)
         scopes = self._scopes(c)
         header = self.view.header_delta(self, scopes)
-        room, lane_room = self._rooms(c, header)
-        limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
+        room, lane_room, limit = self._limits(c, header)
         if limit is None or limit <= 0:
             return False
         old = self.entries[rank]

@@ -6,12 +6,14 @@ encoding, a byte bound, an estimate, the caller's own function) fills in.
 
 from __future__ import annotations
 
+import functools
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-__all__ = ["Tokenizer", "CountCache"]
+__all__ = ["Tokenizer", "CountCache", "keeps_what_fits"]
 
 _CACHE_MAX_TEXT = 65_536  # longer texts are not cached: hashing them would cost more than it saves
 _CACHE_CHARS = 16_000_000  # what one tokenizer's cache may hold, in characters of cached text
@@ -140,3 +142,21 @@ class Tokenizer(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+_T = TypeVar("_T", bound=Tokenizer)
+
+
+def keeps_what_fits(cut: Callable[[_T, str, int], str]) -> Callable[[_T, str, int], str]:
+    """A ``truncate`` made of the cut proper: no room keeps nothing, a text that fits is kept
+    whole, and ``cut`` is called only for a text over ``max_tokens`` (at least 1)."""
+
+    @functools.wraps(cut)
+    def truncate(self: _T, text: str, max_tokens: int) -> str:
+        if max_tokens <= 0:
+            return ""
+        if self.count_upto(text, max_tokens) <= max_tokens:
+            return text
+        return cut(self, text, max_tokens)
+
+    return truncate

@@ -9,7 +9,7 @@ from typing import Any
 
 from recallpack.packing.errors import RecallpackError, TokenizerError
 from recallpack.packing.text import floor_boundary
-from recallpack.packing.tokenizers.base import Tokenizer
+from recallpack.packing.tokenizers.base import Tokenizer, keeps_what_fits
 
 __all__ = ["HeuristicTokenizer", "ByteTokenizer", "CallableTokenizer", "callable_name", "DEFAULT_ENCODING"]
 
@@ -60,11 +60,8 @@ class ByteTokenizer(Tokenizer):
     def count_upto(self, text: str, limit: int) -> int:
         return limit + 1 if len(text) > limit else self._count(text)  # a char is >= 1 byte
 
+    @keeps_what_fits
     def truncate(self, text: str, max_tokens: int) -> str:
-        if max_tokens <= 0:
-            return ""
-        if self.count_upto(text, max_tokens) <= max_tokens:
-            return text
         head = text[:max_tokens]
         data = head.encode("utf-8", "surrogatepass")[:max_tokens]
         cut = len(data.decode("utf-8", "ignore"))  # drops a character cut in the middle
@@ -109,11 +106,8 @@ class CallableTokenizer(Tokenizer):
             )
         return value
 
+    @keeps_what_fits
     def truncate(self, text: str, max_tokens: int) -> str:
-        if max_tokens <= 0:
-            return ""
-        if self.count(text) <= max_tokens:
-            return text
         # Invariant: text[:fits] counts at most max_tokens (or is empty), text[:over] more.
         fits, over = 0, len(text)
         # Grow the probe from max_tokens chars first, so a small cut of a huge text counts

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from recallpack.packing.tokenizers.base import Tokenizer
+from recallpack.packing.tokenizers.base import Tokenizer, keeps_what_fits
 
 if TYPE_CHECKING:
     import tiktoken
@@ -73,11 +73,8 @@ class TiktokenTokenizer(Tokenizer):
             return head
         return self.count(text)
 
+    @keeps_what_fits
     def truncate(self, text: str, max_tokens: int) -> str:
-        if max_tokens <= 0:
-            return ""
-        if self.count_upto(text, max_tokens) <= max_tokens:
-            return text
         tokens = self._head_tokens(text, max_tokens + _PIECE_MARGIN)
         keep = min(max_tokens, len(tokens))
         while keep > 0:
