@@ -429,8 +429,7 @@ class PassagesWalk(Walk):
         if fit:  # whole, within every cap, or not at all
             if self.s.max_items is not None and len(self.kept) >= self.s.max_items:
                 return False
-            room, lane_room = self._rooms(c, header)
-            limit = room if lane_room is None else (lane_room if room is None else min(room, lane_room))
+            *_, limit = self._limits(c, header)
             cost = self.view.item(self, c, names, text, uri, limit)
             if limit is not None and cost > limit:
                 return False

@@ -12,6 +12,7 @@ remembers what each piece counted, so a text counted again encodes only the piec
 
 from __future__ import annotations
 
+import functools
 import re
 
 from recallpack.packing.errors import ConfigError
@@ -41,31 +42,20 @@ class PieceCounts(Tokenizer):
     """``tokenizer``'s exact counts, taken piece by piece and remembered for as long as this
     object lives (one walk): made for a text counted again after a small change."""
 
+    splits_at_line_starts = True  # the sums are the inner tokenizer's exact counts
+
     def __init__(self, tokenizer: Tokenizer) -> None:
         if not tokenizer.splits_at_line_starts:
             raise ConfigError(
                 f"{tokenizer.name}: its counts are not known to add up at a sentence's end; count it whole"
             )
         super().__init__()
-        self.inner = tokenizer
-        self.name = tokenizer.name
-        self.splits_at_line_starts = True
-        self.runs_caller_code = tokenizer.runs_caller_code
-        self._pieces: dict[str, int] = {}
-
-    def _piece(self, piece: str) -> int:
-        count = self._pieces.get(piece)
-        if count is None:
-            count = self._pieces[piece] = self.inner.count(piece)
-        return count
+        self.inner, self.name, self.runs_caller_code = tokenizer, tokenizer.name, tokenizer.runs_caller_code
+        self._piece = functools.cache(tokenizer.count)
 
     def _count(self, text: str) -> int:
-        total = 0
-        start = 0
-        for at in additive_cuts(text):
-            total += self._piece(text[start:at])
-            start = at
-        return total + self._piece(text[start:])
+        bounds = [0, *additive_cuts(text), len(text)]
+        return sum(self._piece(text[a:b]) for a, b in zip(bounds, bounds[1:]))
 
     def count(self, text: str) -> int:
         return self._count(text)  # the pieces are remembered; the whole need not be
