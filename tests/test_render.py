@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recallpack import Candidate, Reader, Scope, TemplateError, recall
-from recallpack.packing.render import header_text, item_text
+from recallpack.packing.render import code_span, header_text, item_text, oneline
 
 READER = Reader(id="sam", scopes={"org-7": Scope(name="book-club", description="Neighborhood book club, Kawasaki")})
 
@@ -157,3 +159,15 @@ def test_budget_pieces_equal_the_template(scopes: list[tuple[str, str]], items: 
     shared = [dict(name=name, description=description) for name, description in scopes]
     expected = header_text(scopes) + "\n".join(item_text(*item) for item in items)
     assert render(load_template(), evidence, shared) == expected
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=st.text(alphabet=st.sampled_from(list("ab `\t\n\r\x0b\x0c\x1c\x85\u00a0\u2028\u3000\u200b\x00é")), max_size=20))
+def test_a_code_span_is_its_definition_on_any_text(value: str) -> None:
+    """oneline joins every whitespace run into one space and strips; code_span fences past the
+    longest backtick run: the fast paths for plain values give exactly that."""
+    joined = re.sub(r"\s+", " ", value).strip()
+    assert oneline(value) == joined
+    longest = max((len(run) for run in re.findall(r"`+", joined)), default=0)
+    fence = "`" * (longest + 1)
+    assert code_span(value) == (f"{fence} {joined} {fence}" if longest else f"{fence}{joined}{fence}")

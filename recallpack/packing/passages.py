@@ -26,6 +26,7 @@ query there is nothing to score, and the Packer packs as ``prefix`` and says so.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -129,26 +130,30 @@ class _Selection:
 
     def try_add(self, d: int, u: int) -> bool:
         cut = self.cuts[d]
-        if u in cut.kept or self.used >= self.room or cut.unit_cost(u) > self.room - self.used:
+        left = self.room - self.used
+        if left <= 0 or u in cut.kept or cut.unit_cost(u) > left:
             return False
         added = cut.added_cost(u)
+        framing = 0
         opening = not cut.kept
-        if opening:
+        if opening:  # the document opens: its item's framing comes with it
             if self.walk.s.max_items is not None and self.opened >= self.walk.s.max_items:
                 return False
-            added += self._framing(d)
-        if self.used + added > self.room:
+            framing = self._framing(d)
+        if added + framing > left:
             return False
-        budgets = self.walk.s.lane_budgets
-        for key in self.lane_keys[d]:
-            if self.lane_used.get(key, 0) + added > budgets[key]:
+        keys = self.lane_keys[d]
+        if keys:
+            budgets, used = self.walk.s.lane_budgets, self.lane_used
+            if any(used.get(key, 0) + added + framing > budgets[key] for key in keys):
                 return False
-        for key in self.lane_keys[d]:
-            self.lane_used[key] = self.lane_used.get(key, 0) + added
+            for key in keys:
+                used[key] = used.get(key, 0) + added + framing
         cut.kept.add(u)
-        cut.total += added - (self._framing(d) if opening else 0)
-        cut.last = max(cut.last, u)
-        self.used += added
+        cut.total += added
+        if u > cut.last:
+            cut.last = u
+        self.used += added + framing
         self.opened += opening
         self.order.append((d, u))
         return True
@@ -156,7 +161,7 @@ class _Selection:
     def grow(self, d: int, seed: int, goal: float) -> None:
         """Widen the passage around ``seed`` of document ``d`` to ``goal`` tokens, as a focus cut
         does, within this choice's room."""
-        self.cuts[d].grow(seed, self.raised[d], goal, add=lambda unit: self.try_add(d, unit))
+        self.cuts[d].grow(seed, self.raised[d], goal, add=functools.partial(self.try_add, d))
 
     def select(self) -> None:
         """Best units first, each with its context; then the passages widen; then the rest fills

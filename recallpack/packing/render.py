@@ -63,6 +63,7 @@ INDENT = "    "
 _LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 _NEXT_LINE = "\n" + INDENT
 _WHITESPACE_RUN = re.compile(r"\s+")
+_BACKTICKS = re.compile(r"`+")
 
 
 def evidence_lines(text: str) -> str:
@@ -81,7 +82,9 @@ def evidence_lines(text: str) -> str:
 def code_span(value: str) -> str:
     """An inline code span that a backtick inside ``value`` cannot close early."""
     value = oneline(value)
-    longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
+    if "`" not in value:  # most labels, scopes and resource lines
+        return f"`{value}`"
+    longest = max(len(run) for run in _BACKTICKS.findall(value))
     fence = "`" * (longest + 1)
     if longest:
         return f"{fence} {value} {fence}"
@@ -89,6 +92,9 @@ def code_span(value: str) -> str:
 
 
 def oneline(value: str) -> str:
+    # A printable str has no whitespace but the ASCII space: without two in a row, nothing to join.
+    if value.isprintable() and "  " not in value:
+        return value.strip()
     return _WHITESPACE_RUN.sub(" ", value).strip()
 
 

@@ -440,25 +440,28 @@ class Focus(Units):
         side fits: the better-scoring side first, on a tie the side nearer the seed, then the
         earlier. ``add`` keeps a unit if it fits (default :meth:`try_add`: this text's room)."""
         add = add or self.try_add
+        kept, cost, last = self.kept, self.unit_cost, len(self.starts) - 1
         lo = hi = seed
-        tokens = self.unit_cost(seed)
-        blocked = [False, False]
+        tokens = cost(seed)
+        left = right = True  # not yet blocked on that side
         while True:
-            while lo - 1 in self.kept:
+            while lo - 1 in kept:
                 lo -= 1
-                tokens += self.unit_cost(lo)
-            while hi + 1 in self.kept:
+                tokens += cost(lo)
+            while hi + 1 in kept:
                 hi += 1
-                tokens += self.unit_cost(hi)
+                tokens += cost(hi)
             if tokens >= goal:
                 return
-            sides = []
-            if lo > 0 and not blocked[0]:
-                sides.append((-scores.get(lo - 1, 0.0), seed - lo, 0, lo - 1))
-            if hi + 1 < len(self.starts) and not blocked[1]:
-                sides.append((-scores.get(hi + 1, 0.0), hi - seed, 1, hi + 1))
-            if not sides:
+            can_left, can_right = left and lo > 0, right and hi < last
+            if can_left and can_right:
+                before, after = scores.get(lo - 1, 0.0), scores.get(hi + 1, 0.0)
+                go_left = before > after or (before == after and seed - lo <= hi - seed)
+            elif can_left or can_right:
+                go_left = can_left
+            else:
                 return
-            *_, side, unit = min(sides)
-            if not add(unit):
-                blocked[side] = True
+            if go_left:
+                left = add(lo - 1)
+            else:
+                right = add(hi + 1)
