@@ -46,9 +46,8 @@ class Document:
     piece, which ranges of it are which ranges of the piece's own text."""
 
     def __init__(self, pieces: list[Piece], extent: int | None = None) -> None:
-        lead = min(pieces, key=lambda p: p.rank)
-        self.lead = lead
-        self.pieces = sorted(pieces, key=lambda p: p.rank)
+        self.pieces = pieces if len(pieces) == 1 else sorted(pieces, key=lambda p: p.rank)
+        self.lead = lead = self.pieces[0]
         #: rank -> [(start in text, end in text, start in the piece's own text)]
         self.regions: dict[int, list[tuple[int, int, int]]] = {}
         #: Only the first ``extent`` characters of a text past the walk's reach are read: the rest
@@ -104,9 +103,15 @@ def documents_of(
     A candidate read only in part (``extents``) is a document of its own."""
     whole = [(r, c) for r, c in shown if r not in extents]
     spans: dict[int, Span] = {r: c.span for r, c in whole if c.span is not None}
-    unplaced = [(r, c) for r, c in whole if c.span is None]
-    if len(unplaced) > 1:
-        spans.update(exact_overlaps(unplaced))
+    # Texts that recorded no offsets are compared only with those they could be one document
+    # with (the same lane, scopes and resource line): far fewer searches than every pair.
+    kin: dict[tuple[Any, ...], list[tuple[int, Candidate]]] = {}
+    for r, c in whole:
+        if c.span is None:
+            kin.setdefault((c.lane, c.scope_ids, uri_of(c)), []).append((r, c))
+    for unplaced in kin.values():
+        if len(unplaced) > 1:
+            spans.update(exact_overlaps(unplaced))
     groups: dict[tuple[Any, ...], list[Piece]] = {}
     singles: list[Document] = []
     for rank, c in shown:

@@ -286,6 +286,7 @@ class PassagesWalk(Walk):
         self.header_estimate = 0
         self.item_costs: dict[tuple[int, str], int] = {}  # what a document's kept text costs
         self.looks: dict[int, tuple[tuple[Scope, ...], tuple[str, ...], str | None]] = {}
+        self.frames: dict[tuple[Provenance, tuple[str, ...], str | None], int] = {}
         # A chosen item is priced piece by piece when the default block's counts add up, so
         # that a refit encodes only what changed in a document, not all of it again.
         additive = isinstance(self.view, MarkdownBlock) and self.view.template is None
@@ -306,7 +307,11 @@ class PassagesWalk(Walk):
     def framing(self, c: Candidate) -> int:
         """What an item adds to the block around its text (label, resource line, joins)."""
         _, names, uri = self.look(c)
-        return self.view.item(self, c, names, "", uri, None)
+        key = (c.provenance, names, uri)  # what the framing is made of: documents often share it
+        cost = self.frames.get(key)
+        if cost is None:
+            cost = self.frames[key] = self.view.item(self, c, names, "", uri, None)
+        return cost
 
     # -- the run --------------------------------------------------------------------------------
 
