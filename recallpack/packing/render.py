@@ -84,11 +84,8 @@ def code_span(value: str) -> str:
     value = oneline(value)
     if "`" not in value:  # most labels, scopes and resource lines
         return f"`{value}`"
-    longest = max(len(run) for run in _BACKTICKS.findall(value))
-    fence = "`" * (longest + 1)
-    if longest:
-        return f"{fence} {value} {fence}"
-    return f"{fence}{value}{fence}"
+    fence = "`" * (max(len(run) for run in _BACKTICKS.findall(value)) + 1)
+    return f"{fence} {value} {fence}"  # spaced, so a backtick at either end stays inside
 
 
 def oneline(value: str) -> str:
