@@ -296,14 +296,17 @@ def _own_callable(frame: Any, module: str, caller: Any, stack: set[str]) -> bool
     """Whether ``frame`` runs the caller's own callable rather than entering its module: a method
     of the caller's own object or class (an inherited or overridden one, in another module), code
     of the module that defines the caller's object (a model's validators, run by its base class),
-    or a closure or lambda of a module on the stack, handed down (a sort key, a callback)."""
+    or a callable a module on the stack handed down (a closure, a lambda, a method of one of its
+    own objects: a sort key, a callback)."""
     mine, theirs = _owner(frame), _owner(caller)
     if mine is not None and (mine is theirs or mine is type(theirs)):
         return True
-    kind = theirs if isinstance(theirs, type) else type(theirs)
-    if theirs is not None and _module_of_class(kind) == module:
+    if theirs is not None and _module_of_class(theirs if isinstance(theirs, type) else type(theirs)) == module:
         return True
-    return module in stack and ("<locals>" in frame.f_code.co_qualname or frame.f_code.co_name == "<lambda>")
+    if module not in stack:
+        return False
+    nested = "<locals>" in frame.f_code.co_qualname or frame.f_code.co_name == "<lambda>"
+    return nested or (mine is not None and _module_of_class(mine if isinstance(mine, type) else type(mine)) == module)
 
 
 def _module_of_class(kind: type) -> str | None:
@@ -439,7 +442,8 @@ def test_a_pack_from_each_adapter_passes_through_each_module_once(entry: str) ->
     adapter's public module, its host translation module, pipeline.py, packer.py, walk.py and the
     passages walk) is entered from outside at most once per pack, in that order; (b) no module
     calls into a layer already on the call stack below it, except the caller's own callables (a
-    method of its own object, a model's validators, a closure it handed down). A resumed coroutine
+    method of its own object, a model's validators, a closure, lambda or method of its own object
+    it handed down). A resumed coroutine
     is no new entry. The making of the call's Packer from per-call settings (``Packer.replace``,
     before anything is fetched: the overrides are checked, and the fetch depth read from them,
     before an upstream is called) is left out of (a), and checked by (b)."""
