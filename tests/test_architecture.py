@@ -182,12 +182,17 @@ def _calls_out_of_the_packer(call: Callable[[], object]) -> tuple[list[str], lis
         elif callee == packer and caller.startswith(str(PACKAGE)):
             back.append(Path(caller).name)
 
+    _profiled(profile, call)
+    return out, back
+
+
+def _profiled(profile: Callable[[Any, str, object], None], call: Callable[[], object]) -> None:
+    """Run ``call`` with ``profile`` seeing its call events (sys.setprofile), then stop."""
     sys.setprofile(profile)
     try:
         call()
     finally:
         sys.setprofile(None)
-    return out, back
 
 
 @pytest.mark.parametrize(
@@ -268,6 +273,208 @@ def test_no_adapter_repeats_what_the_core_pipeline_does() -> None:
         if found := used & PIPELINE_NAMES:
             named[path.name] = sorted(found)
     assert named == {}
+
+
+# -- one pack passes through each module once -----------------------------------------------------
+
+#: The layers a pack from an adapter passes through: the adapters' public and retriever modules,
+#: their host translation modules, the pipeline, the Packer, the walk and the passages walk. Every
+#: other recallpack module is a leaf: it returns values to whoever calls it (errors, Candidates,
+#: text, tokenizers, validation, the view, the ledger, the events), and the trace checks it never
+#: enters a layer.
+PACK_LAYERS = frozenset({
+    "adapters/langchain.py", "adapters/_langchain_retriever.py", "adapters/_langchain_documents.py",
+    "adapters/llamaindex.py", "adapters/_llamaindex_retriever.py", "adapters/_llamaindex_nodes.py",
+    "packing/pipeline.py", "packing/packer.py", "packing/walk.py", "packing/passages.py",
+})  # fmt: skip
+
+
+def _module_of(frame: Any) -> str | None:
+    path = Path(frame.f_code.co_filename)
+    return path.relative_to(PACKAGE).as_posix() if path.is_relative_to(PACKAGE) else None
+
+
+def _owner(frame: Any) -> object:
+    """The object a frame runs a method of (its ``self`` or ``cls``), or None."""
+    code = frame.f_code
+    return frame.f_locals.get(code.co_varnames[0]) if code.co_argcount and code.co_varnames[0] in ("self", "cls") else None
+
+
+def _own_callable(frame: Any, module: str, caller: Any, stack: set[str]) -> bool:
+    """Whether ``frame`` runs the caller's own callable rather than entering its module: a method
+    of the caller's own object or class (an inherited or overridden one, in another module), code
+    of the module that defines the caller's object (a model's validators, run by its base class),
+    or a callable a module on the stack handed down (a closure, a lambda, a method of one of its
+    own objects: a sort key, a callback)."""
+    mine, theirs = _owner(frame), _owner(caller)
+    if mine is not None and (mine is theirs or mine is type(theirs)):
+        return True
+    if theirs is not None and _module_of_class(theirs if isinstance(theirs, type) else type(theirs)) == module:
+        return True
+    if module not in stack:
+        return False
+    nested = "<locals>" in frame.f_code.co_qualname or frame.f_code.co_name == "<lambda>"
+    return nested or (mine is not None and _module_of_class(mine if isinstance(mine, type) else type(mine)) == module)
+
+
+def _module_of_class(kind: type) -> str | None:
+    source = getattr(sys.modules.get(kind.__module__), "__file__", None)
+    path = Path(source) if source else None
+    return path.relative_to(PACKAGE).as_posix() if path is not None and path.is_relative_to(PACKAGE) else None
+
+
+def _layers_entered(call: Callable[[], object]) -> tuple[list[str], list[str], list[str]]:
+    """While ``call`` runs: the layers entered, in order (a call into a layer from anything but
+    itself, not a resumed coroutine nor the caller's own callable, and not within the making of
+    the call's Packer); the calls into a layer already on the call stack (callbacks up); and the
+    calls from a leaf into a layer."""
+    replace = Packer.replace.__code__
+    entered: list[str] = []
+    up: list[str] = []
+    leaked: list[str] = []
+    started: list[Any] = []  # the frames seen: a coroutine resumed is no new call
+
+    def profile(frame: Any, event: str, arg: object) -> None:
+        module = _module_of(frame) if event == "call" else None
+        if module is None or any(frame is seen for seen in started):
+            return
+        started.append(frame)
+        chain, making, back = [], frame.f_code is replace, frame.f_back
+        while back is not None:
+            if (name := _module_of(back)) is not None:
+                chain.append((name, back))
+            making = making or back.f_code is replace
+            back = back.f_back
+        caller, below = (chain[0] if chain else (None, None)), {name for name, _ in chain}
+        if caller[0] == module or module not in PACK_LAYERS:
+            return
+        if caller[1] is not None and _own_callable(frame, module, caller[1], below):
+            return
+        if module in below:
+            up.append(f"{caller[0]} -> {module}:{frame.f_code.co_name}")
+        if not making:
+            entered.append(module)
+            if caller[0] is not None and caller[0] not in PACK_LAYERS:
+                leaked.append(f"{caller[0]} -> {module}:{frame.f_code.co_name}")
+
+    call()  # once before: what a first call imports is no part of a pack
+    _profiled(profile, call)
+    return entered, up, leaked
+
+
+def _adapter_packs() -> dict[str, tuple[Callable[[], object], list[str]]]:
+    """Each adapter entry point, over real retrievers and the stdlib's docstrings, and the layers
+    its pack passes through."""
+    import asyncio
+    import warnings
+
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from langchain_core.documents import Document
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.schema import NodeWithScore, TextNode
+    from llama_index.retrievers.bm25 import BM25Retriever as LlamaBM25
+
+    from recallpack.adapters import langchain as lc
+    from recallpack.adapters import llamaindex as li
+    from recallpack.testing import HashingEmbedding, HashingEmbeddings, paragraphs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # langchain-community's sunset notice
+        from langchain_community.retrievers import BM25Retriever
+
+    texts, query = paragraphs()[:300], "parse command line arguments"
+    docs = [Document(page_content=text, metadata={"source": module}) for module, text in texts]
+    bm25, store = BM25Retriever.from_documents(docs), InMemoryVectorStore.from_documents(docs, HashingEmbeddings())
+    one = lc.BudgetedRetriever(bm25, max_tokens=300)
+    lanes = lc.BudgetedRetriever.from_lanes({"sources": bm25, "facts": store.as_retriever()}, max_tokens=300)
+    compressor = lc.BudgetCompressor(max_tokens=300)
+    evidence, evidence_k = one.as_evidence(), one.as_evidence(k=3)
+    nodes = [TextNode(text=text, metadata={"module": module}) for module, text in texts]
+    index = VectorStoreIndex(nodes, embed_model=HashingEmbedding())
+    llama = li.BudgetedRetriever(index.as_retriever(), max_tokens=300)
+    llama_lanes = li.BudgetedRetriever.from_lanes(
+        {"sources": index.as_retriever(), "facts": LlamaBM25.from_defaults(nodes=nodes)}, max_tokens=300
+    )
+    postprocessor = li.BudgetPostprocessor(max_tokens=300)
+    handed = [NodeWithScore(node=node, score=1.0) for node in nodes[:40]]
+    walk = ["packing/pipeline.py", "packing/packer.py", "packing/walk.py", "packing/passages.py"]
+    chain = ["adapters/_langchain_retriever.py", "adapters/_langchain_documents.py", *walk]
+    compress = ["adapters/langchain.py", "adapters/_langchain_documents.py", *walk]
+    retrieve = ["adapters/_llamaindex_retriever.py", "adapters/_llamaindex_nodes.py", *walk]
+    postprocess = ["adapters/llamaindex.py", "adapters/_llamaindex_nodes.py", *walk]
+    return {
+        "langchain invoke": (lambda: one.invoke(query), chain),
+        "langchain ainvoke": (lambda: asyncio.run(one.ainvoke(query)), chain),
+        "langchain lanes invoke": (lambda: lanes.invoke(query), chain),
+        "langchain lanes ainvoke": (lambda: asyncio.run(lanes.ainvoke(query)), chain),
+        "langchain recall": (lambda: one.recall(query, max_tokens=200), chain),
+        "langchain as_evidence": (lambda: evidence.invoke(query), chain),
+        "langchain as_evidence overrides": (lambda: evidence_k.invoke(query), chain),
+        "langchain compress_documents": (lambda: compressor.compress_documents(docs[:40], query), compress),
+        "langchain acompress_documents": (
+            lambda: asyncio.run(compressor.acompress_documents(docs[:40], query)), compress
+        ),
+        "langchain render_evidence": (lambda: lc.render_evidence.invoke(docs[:10]), compress[:-1]),
+        "llamaindex retrieve": (lambda: llama.retrieve(query), retrieve),
+        "llamaindex aretrieve": (lambda: asyncio.run(llama.aretrieve(query)), retrieve),
+        "llamaindex lanes retrieve": (lambda: llama_lanes.retrieve(query), retrieve),
+        "llamaindex lanes aretrieve": (lambda: asyncio.run(llama_lanes.aretrieve(query)), retrieve),
+        "llamaindex recall": (lambda: llama.recall(query, max_tokens=200, fetch_k=20), retrieve),
+        "llamaindex arecall": (lambda: asyncio.run(llama.arecall(query)), retrieve),
+        "llamaindex postprocess_nodes": (lambda: postprocessor.postprocess_nodes(handed, query_str=query), postprocess),
+        "llamaindex apostprocess_nodes": (
+            lambda: asyncio.run(postprocessor.apostprocess_nodes(handed, query_str=query)), postprocess
+        ),
+    }
+
+
+ADAPTER_PACKS = [
+    "langchain invoke", "langchain ainvoke", "langchain lanes invoke", "langchain lanes ainvoke",
+    "langchain recall", "langchain as_evidence", "langchain as_evidence overrides",
+    "langchain compress_documents", "langchain acompress_documents", "langchain render_evidence",
+    "llamaindex retrieve", "llamaindex aretrieve", "llamaindex lanes retrieve", "llamaindex lanes aretrieve",
+    "llamaindex recall", "llamaindex arecall", "llamaindex postprocess_nodes", "llamaindex apostprocess_nodes",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("entry", ADAPTER_PACKS)
+def test_a_pack_from_each_adapter_passes_through_each_module_once(entry: str) -> None:
+    """A pack from each adapter entry point passes through each module once, with no return to a
+    module it has left.
+
+    The trace follows calls between recallpack's own modules; the hosts' frames and the stdlib's
+    are transparent, and so are the leaves (every module but :data:`PACK_LAYERS`: they return
+    values and never call back up, which the trace checks too). Then (a) each layer (the
+    adapter's public module, its host translation module, pipeline.py, packer.py, walk.py and the
+    passages walk) is entered from outside at most once per pack, in that order; (b) no module
+    calls into a layer already on the call stack below it, except the caller's own callables (a
+    method of its own object, a model's validators, a closure, lambda or method of its own object
+    it handed down). A resumed coroutine
+    is no new entry. The making of the call's Packer from per-call settings (``Packer.replace``,
+    before anything is fetched: the overrides are checked, and the fetch depth read from them,
+    before an upstream is called) is left out of (a), and checked by (b)."""
+    call, layers = _adapter_packs()[entry]
+    entered, up, leaked = _layers_entered(call)
+    assert (entered, up, leaked) == (layers, [], [])
+
+
+def test_the_pack_trace_sees_a_return_to_a_module_left() -> None:
+    """The trace above fails a pack that returns to a module it left or calls up the stack: the
+    pipeline's own fetch-and-translate form (Pipeline.recall, a script's short way), handed an
+    adapter's functions, enters their module again."""
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document
+
+    from recallpack.adapters._langchain_documents import document_item, kept_documents
+    from recallpack.packing.pipeline import Pipeline, Source
+
+    docs = [Document(page_content=p) for p in (inspect.getdoc(ast) or "").split("\n\n") if p.strip()]
+    pipeline = Pipeline([Source()], translate=document_item)
+    packer = Packer(max_tokens=200)
+    entered, _, _ = _layers_entered(lambda: kept_documents(pipeline.recall(packer, "grammar", lambda d: [docs]).kept))
+    assert entered.count("adapters/_langchain_documents.py") > 1
 
 
 def _code_names(tree: ast.AST) -> set[str]:

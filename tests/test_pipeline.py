@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recallpack import ConfigError, LaneKind, Packer
-from recallpack.packing import embedding, pipeline
+from recallpack.packing import embedding, pipeline, sources
 from recallpack.packing.pipeline import Item, ItemSettings, Pipeline, Source
 
 MODULES = ("argparse", "json", "csv", "pathlib", "shutil", "logging", "textwrap", "difflib")
@@ -23,8 +23,8 @@ def read(name: str, position: int) -> Item:
 
 
 def test_docstring_examples_run() -> None:
-    """The >>> examples of the pipeline and embedding modules pass."""
-    for module in (pipeline, embedding):
+    """The >>> examples of the pipeline, sources and embedding modules pass."""
+    for module in (pipeline, sources, embedding):
         outcome = doctest.testmod(module)
         assert outcome.failed == 0 and outcome.attempted > 0, module
 

@@ -31,6 +31,7 @@ __all__ = [
     "host_settings",
     "check_query",
     "check_recall_settings",
+    "k_or_max_items",
     "takes_config_of",
     "gather_or_cancel",
     "keywords_of",
@@ -119,7 +120,8 @@ class PackerComponent(PackSettings):
                 f"{name}= is decided by {type(self).__name__} (it is what its host shows the model) "
                 "and cannot be set per call"
             )
-        return self._packer.replace(**host_settings(overrides))
+        # No overrides: the component's own Packer, as replace() would return it.
+        return self._packer.replace(**host_settings(overrides)) if overrides else self._packer
 
 
 def host_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -159,6 +161,15 @@ def check_query(
 
 #: What LangChain's BudgetedRetriever takes per call besides the Packer's settings.
 _CALL_SETTINGS = ("k", "fetch_k", "verbose")
+
+
+def k_or_max_items(k: object, max_items: object) -> int | None:
+    """LangChain's ``k`` (its retrievers' number of results) as ``max_items``, checked; refused
+    when a ``max_items`` given too (``"unset"``: none) says otherwise."""
+    k = check_max_items(k, "k")
+    if max_items != "unset" and max_items != k:
+        raise ConfigError(f"k={k!r} and max_items={max_items!r} disagree; pass one (k is max_items)")
+    return k
 
 
 def check_recall_settings(retriever: Any, overrides: Mapping[str, Any]) -> None:

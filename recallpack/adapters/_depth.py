@@ -12,7 +12,7 @@ import copy
 import inspect
 from typing import Any, Literal, TypeVar
 
-__all__ = ["Forward", "forwarding", "own_depth", "search_kwargs_for", "corpus_size", "with_top_k"]
+__all__ = ["Forward", "forwarding", "own_depth", "search_kwargs_for", "corpus_size", "with_top_k", "deepened"]
 
 #: How a depth reaches a LangChain retriever: a per-call ``k=``, a copy with its ``k`` set, or not.
 Forward = Literal["kwarg", "copy", "none"]
@@ -82,3 +82,11 @@ def with_top_k(retriever: R, depth: int) -> R:
     copied = copy.copy(retriever)
     copied.similarity_top_k = depth if size is None else min(depth, size)  # type: ignore[attr-defined]
     return copied
+
+
+def deepened(retriever: R, depth: int | None) -> R:
+    """``retriever``, or a shallow copy of it asking for ``depth`` results: the caller's keeps its
+    own top-k, and the copy shares the index, store and callbacks."""
+    if depth is None or depth == own_depth(retriever):
+        return retriever
+    return with_top_k(retriever, depth)

@@ -1,24 +1,26 @@
-"""LangChain Documents in and out: the upstream's output checked, each read as an Item, the kept
-ones copied back; and what every LangChain component shares (``k`` as ``max_items``)."""
+"""LangChain Documents in and out: the upstream's output checked, each read as an Item, packed
+by the core's pipeline, the kept ones copied back, all in one call (:func:`pack_documents`), so
+the pipeline never calls back here; and what every LangChain component shares (``k`` as
+``max_items``, the pipeline of Documents handed over)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from langchain_core.documents import Document
-from pydantic import model_validator
+from pydantic import PrivateAttr, model_validator
 
-from recallpack.adapters._common import PackerComponent
+from recallpack.adapters._common import PackerComponent, k_or_max_items
 from recallpack.packing.candidate import LaneKind
-from recallpack.packing.errors import ConfigError, UpstreamError
+from recallpack.packing.errors import UpstreamError
 from recallpack.packing.fusion import DEFAULT_RRF_K
-from recallpack.packing.pipeline import Item, Kept, Pipeline, Source
+from recallpack.packing.pipeline import Item, Kept, Packs, Pipeline, Returned, Source
+from recallpack.packing.result import RecallResult
 from recallpack.packing.translate import evidence_metadata, score_from
-from recallpack.packing.validation import check_max_items
 
-__all__ = ["LangChainComponent", "LanesSettings", "k_or_max_items", "documents_of",
-           "listed", "document_item", "kept_documents"]
+__all__ = ["LangChainComponent", "LanesSettings", "documents_of", "document_item",
+           "kept_documents", "pack_documents", "apack_documents"]
 
 
 def documents_of(output: object, source: str) -> list[Document]:
@@ -32,13 +34,6 @@ def documents_of(output: object, source: str) -> list[Document]:
                 "langchain_core.documents.Document (wrap plain texts as Document(page_content=...))"
             )
     return list(output)
-
-
-def listed(documents: object) -> object:
-    """A sequence of documents as a list; anything else as is, for documents_of to name."""
-    if isinstance(documents, Sequence) and not isinstance(documents, str):
-        return list(documents)
-    return documents
 
 
 def document_item(doc: Document, position: int) -> Item:
@@ -61,8 +56,42 @@ def kept_documents(kept: Sequence[Kept[Document]]) -> list[Document]:
     return copies
 
 
+#: Per source: what it returned (checked here) and how an error names it.
+Outputs = Sequence[tuple[object, str]]
+
+
+def _read(outputs: Outputs, depths: Sequence[int | None] | None) -> Returned[Document]:
+    docs = [documents_of(output, name) for output, name in outputs]
+    items = [[document_item(doc, i) for i, doc in enumerate(listed)] for listed in docs]
+    return Returned(docs, items, depths)
+
+
+def pack_documents(
+    pipeline: Pipeline[Document], packs: Packs, query: str | None, outputs: Outputs,
+    depths: Sequence[int | None] | None = None,
+) -> tuple[list[Document], RecallResult]:
+    """One pack of what each source returned (checked, read as Items), by ``pipeline`` once: the
+    copies of the kept Documents and the result. ``depths``: what the sources were asked for
+    (None: the Documents were handed over)."""
+    outcome = pipeline.packed(packs, query, _read(outputs, depths))
+    return kept_documents(outcome.kept), outcome.result
+
+
+async def apack_documents(
+    pipeline: Pipeline[Document], packs: Packs, query: str | None, outputs: Outputs,
+    depths: Sequence[int | None] | None = None,
+) -> tuple[list[Document], RecallResult]:
+    """:func:`pack_documents` for async code, packed by ``packs.arecall``."""
+    outcome = await pipeline.apacked(packs, query, _read(outputs, depths))
+    return kept_documents(outcome.kept), outcome.result
+
+
 class LangChainComponent(PackerComponent):
     """Documents in, Candidates to the Packer, copies of the kept Documents out."""
+
+    #: The host setting that fetches more of the Documents it is handed (None: none).
+    _KNOB: ClassVar[str | None] = "k"
+    _handed: Pipeline[Document] = PrivateAttr()
 
     if TYPE_CHECKING:
         # LangChain's name for max_items, so type checkers accept it as validation does; at run
@@ -82,16 +111,11 @@ class LangChainComponent(PackerComponent):
             data["max_items"] = k_or_max_items(data.pop("k"), data.get("max_items", "unset"))
         return data
 
-    def _handed(self, knob: str | None) -> Pipeline[Document]:
-        """The pipeline of Documents handed over (not fetched); ``knob`` fetches more of them."""
-        return Pipeline([Source()], translate=document_item, items=self._items, knob=knob)
-
-
-def k_or_max_items(k: object, max_items: object) -> int | None:
-    k = check_max_items(k, "k")
-    if max_items != "unset" and max_items != k:
-        raise ConfigError(f"k={k!r} and max_items={max_items!r} disagree; pass one (k is max_items)")
-    return k
+    @model_validator(mode="after")
+    def _handed_pipeline(self) -> LangChainComponent:
+        # Built once, as the Packer is: a pack of handed Documents enters the pipeline once.
+        self._handed = Pipeline([Source()], items=self._items, knob=self._KNOB)
+        return self
 
 
 class LanesSettings(LangChainComponent):

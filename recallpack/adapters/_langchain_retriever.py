@@ -19,15 +19,13 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
-from recallpack.adapters._common import check_query, gather_or_cancel, keywords_of
+from recallpack.adapters._common import check_query, gather_or_cancel, k_or_max_items, keywords_of
 from recallpack.adapters._depth import Forward, forwarding, own_depth, search_kwargs_for
 from recallpack.adapters._langchain_documents import (
     LanesSettings,
     LangChainComponent,
-    document_item,
-    documents_of,
-    k_or_max_items,
-    kept_documents,
+    apack_documents,
+    pack_documents,
 )
 from recallpack.adapters._langchain_events import (
     areport,
@@ -40,8 +38,9 @@ from recallpack.packing.candidate import LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackWarning
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights
 from recallpack.packing.packer import Packer
-from recallpack.packing.pipeline import Outcome, Pipeline, Source
+from recallpack.packing.pipeline import Pipeline
 from recallpack.packing.result import RecallResult
+from recallpack.packing.sources import Source, depths
 from recallpack.packing.validation import check_max_items
 
 if TYPE_CHECKING:
@@ -136,7 +135,7 @@ class BudgetedRetriever(LangChainComponent, BaseRetriever):
         ]
         sources = [Source(a.lane, own_depth(a.upstream), a.forward != "none") for a in self._asked]
         self._pipeline = Pipeline(
-            sources, translate=document_item, items=self._items, weights=self.weights,
+            sources, items=self._items, weights=self.weights,
             rrf_k=self.rrf_k, fetch_k=self.fetch_k,
         )  # fmt: skip
         blind = [type(a.upstream).__name__ for a in self._asked if a.forward == "none"]
@@ -167,27 +166,27 @@ class BudgetedRetriever(LangChainComponent, BaseRetriever):
     def _get_relevant_documents(  # type: ignore[override]
         self, query: str, /, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return kept_documents(self._recall(query, run_manager, kwargs).kept)
+        return self._recall(query, run_manager, kwargs)[0]
 
     async def _aget_relevant_documents(  # type: ignore[override]
         self, query: str, /, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return kept_documents((await self._arecall(query, run_manager, kwargs)).kept)
+        return (await self._arecall(query, run_manager, kwargs))[0]
 
     def recall(self, query: str, config: RunnableConfig | None = None, **kwargs: Any) -> RecallResult:
         """The RecallResult (evidence, report, trace) of one call, instead of its Documents: the
         same packing, traced as the same retriever run as ``invoke``'s."""
         with retriever_run(self, query, config, kwargs) as run:
-            outcome = self._recall(query, run, kwargs)
-        run.on_retriever_end(kept_documents(outcome.kept))
-        return outcome.result
+            kept, result = self._recall(query, run, kwargs)
+        run.on_retriever_end(kept)
+        return result
 
     async def arecall(self, query: str, config: RunnableConfig | None = None, **kwargs: Any) -> RecallResult:
         """The RecallResult of one ``ainvoke``."""
         async with aretriever_run(self, query, config, kwargs) as run:
-            outcome = await self._arecall(query, run, kwargs)
-        await run.on_retriever_end(kept_documents(outcome.kept))
-        return outcome.result
+            kept, result = await self._arecall(query, run, kwargs)
+        await run.on_retriever_end(kept)
+        return result
 
     def as_evidence(self, **overrides: Any) -> Runnable[str, str]:
         """A ``Runnable[str, str]``: the query in, the Markdown evidence block out.
@@ -224,41 +223,40 @@ class BudgetedRetriever(LangChainComponent, BaseRetriever):
         assert isinstance(self.retriever, Runnable)  # a callable was wrapped by validation
         return {None: self.retriever}
 
-    def _call(self, query: object, kwargs: Mapping[str, Any]) -> tuple[Packer, int | None]:
-        """One call's Packer and fetch_k, its overrides validated before any fetch."""
+    def _call(self, query: object, kwargs: Mapping[str, Any]) -> tuple[Packer, list[int | None]]:
+        """One call's Packer and how deep each upstream is asked to search, its overrides
+        validated before any fetch."""
         check_query(query, kwargs)
         overrides = {k: v for k, v in kwargs.items() if k not in _IGNORED}
         if "k" in overrides:
             overrides["max_items"] = k_or_max_items(overrides.pop("k"), overrides.get("max_items", "unset"))
         fetch_k = check_max_items(overrides.pop("fetch_k", self.fetch_k), "fetch_k")
-        return self._per_call(overrides), fetch_k
+        packer = self._per_call(overrides)
+        return packer, depths(self._pipeline.sources, packer.max_tokens, packer.max_items, fetch_k)
+
+    # Fetched here, then packed and mapped back in one call into _langchain_documents: the
+    # pipeline is handed what the upstreams returned and never calls back into the adapter.
 
     def _recall(
         self, query: str, run: CallbackManagerForRetrieverRun, kwargs: Mapping[str, Any]
-    ) -> Outcome[Document]:
-        packer, fetch_k = self._call(query, kwargs)
-
-        def fetch(depths: list[int | None]) -> list[list[Document]]:
-            calls = [(a, *a.call(run, depth)) for a, depth in zip(self._asked, depths, strict=True)]
-            return [documents_of(up.invoke(query, **kw), a.name) for a, up, kw in calls]
-
-        outcome = self._pipeline.recall(packer, query, fetch, fetch_k=fetch_k)
-        report(outcome.result, run.get_child())
-        return outcome
+    ) -> tuple[list[Document], RecallResult]:
+        packer, asked = self._call(query, kwargs)
+        calls = [(a, *a.call(run, depth)) for a, depth in zip(self._asked, asked, strict=True)]
+        outputs = [(up.invoke(query, **kw), a.name) for a, up, kw in calls]
+        kept, result = pack_documents(self._pipeline, packer, query, outputs, asked)
+        report(result, run.get_child())
+        return kept, result
 
     async def _arecall(
         self, query: str, run: AsyncCallbackManagerForRetrieverRun, kwargs: Mapping[str, Any]
-    ) -> Outcome[Document]:
-        packer, fetch_k = self._call(query, kwargs)
-
-        async def fetch(depths: list[int | None]) -> list[list[Document]]:
-            calls = [a.call(run, depth) for a, depth in zip(self._asked, depths, strict=True)]
-            outputs = await gather_or_cancel([up.ainvoke(query, **kw) for up, kw in calls])
-            return [documents_of(out, a.name) for a, out in zip(self._asked, outputs, strict=True)]
-
-        outcome = await self._pipeline.arecall(packer, query, fetch, fetch_k=fetch_k)
-        await areport(outcome.result, run.get_child())
-        return outcome
+    ) -> tuple[list[Document], RecallResult]:
+        packer, asked = self._call(query, kwargs)
+        calls = [a.call(run, depth) for a, depth in zip(self._asked, asked, strict=True)]
+        returned = await gather_or_cancel([up.ainvoke(query, **kw) for up, kw in calls])
+        outputs = [(out, a.name) for a, out in zip(self._asked, returned, strict=True)]
+        kept, result = await apack_documents(self._pipeline, packer, query, outputs, asked)
+        await areport(result, run.get_child())
+        return kept, result
 
     _get_ls_params = retriever_ls_params  # the upstream's LangSmith parameters, and the budget
 

@@ -1,6 +1,8 @@
-"""LlamaIndex nodes read as Items and copied back, how deep a LlamaIndex retriever searches, the
-tokenizer a user set in Settings, and the checks of what LlamaIndex hands the adapters (a
-metadata mode, a callback manager, an upstream's nodes)."""
+"""LlamaIndex nodes in and out: what each upstream returned checked and read as Items, packed by
+the core's pipeline, the kept ones copied back, in one call (:func:`pack_nodes`), so the
+pipeline never calls back here; a LlamaIndex retriever as a pipeline source, the tokenizer a
+user set in Settings, and the checks of what LlamaIndex hands the adapters (a metadata mode, a
+callback manager, an upstream's nodes)."""
 
 from __future__ import annotations
 
@@ -17,32 +19,27 @@ from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeWithS
 from pydantic import ValidationError
 
 from recallpack.adapters._common import PackSettings
-from recallpack.adapters._depth import corpus_size, own_depth, with_top_k
+from recallpack.adapters._depth import corpus_size, own_depth
+from recallpack.adapters._llamaindex_events import packed
 from recallpack.packing.candidate import LaneKind, Span
 from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError
 from recallpack.packing.fusion import DEFAULT_RRF_K
-from recallpack.packing.pipeline import Item, Kept, Source
+from recallpack.packing.pipeline import Item, Kept, Outcome, Packs, Pipeline, Returned, Source
 from recallpack.packing.result import PackReport, RecallResult
-from recallpack.packing.tokenizers import (
-    CallableTokenizer,
-    Tokenizer,
-    TokenizerSpec,
-    get_tokenizer,
-    is_known_encoding,
-)
+from recallpack.packing.tokenizers import CallableTokenizer, Tokenizer, is_known_encoding
 from recallpack.packing.translate import EVIDENCE_METADATA_KEYS, evidence_metadata
 
 __all__ = [
     "RetrieverSettings",
     "LanesSettings",
     "source_of",
-    "deepened",
     "settings_tokenizer",
     "nodes_of",
     "NodeReader",
     "kept_nodes",
+    "pack_nodes",
+    "apack_nodes",
     "node_span",
-    "EveryModeView",
     "REPORT_KEY",
     "report_of",
     "metadata_mode_of",
@@ -54,6 +51,8 @@ __all__ = [
 #: The node metadata key under which each kept node carries the report of the packing that kept
 #: it: one report per query, on that query's own nodes (hidden from the LLM and embedding views).
 REPORT_KEY = "recallpack_report"
+#: The kept node copies and the RecallResult of one packing.
+Packed = tuple[list[NodeWithScore], RecallResult]
 
 
 def settings_tokenizer() -> Tokenizer | None:
@@ -70,44 +69,6 @@ def settings_tokenizer() -> Tokenizer | None:
             return None
     name = getattr(user, "__qualname__", type(user).__name__)
     return CallableTokenizer(user, name=f"llama_index Settings.tokenizer ({name})")
-
-
-def compact_view(texts: Sequence[str]) -> str:
-    """What compact, tree_summarize, compact_accumulate (PromptHelper.repack) and the context chat
-    engine show: the stripped texts joined by a blank line."""
-    return "\n\n".join(t.strip() for t in texts if t.strip())
-
-
-def simple_summarize_view(texts: Sequence[str]) -> str:
-    """What simple_summarize shows: it joins the texts with "\\n" and passes the one-item list
-    from PromptHelper.truncate as context_str, so the prompt holds the list's str(): quoted, with
-    escaped newlines."""
-    return str(["\n".join(texts)])
-
-
-class EveryModeView:
-    """The context as the LLM sees it in whichever response mode the engine runs, which a node
-    postprocessor cannot know: the longest, by this tokenizer, of compact's view,
-    simple_summarize's, and each node alone (refine and accumulate repack each node by itself,
-    stripped as compact strips it). Budgeting it bounds what every mode shows.
-
-    With a tiktoken encoding, compact's count is the sum of its stripped parts' (each starts a
-    pre-token), so a node alone never counts more and is not counted again."""
-
-    def __init__(self, tokenizer: TokenizerSpec) -> None:
-        self.tokenizer = get_tokenizer(tokenizer)
-        self._parts_add_up = self.tokenizer.splits_at_line_starts
-
-    def __call__(self, texts: Sequence[str]) -> str:
-        views = [compact_view(texts), simple_summarize_view(texts)]
-        if not self._parts_add_up:
-            views += [t.strip() for t in texts]
-        return max(views, key=self.tokenizer.count)
-
-    @staticmethod
-    def item_view(text: str) -> str:
-        """One text as it appears in the view that is usually longest, simple_summarize's."""
-        return repr(text)[1:-1]
 
 
 def metadata_mode_of(value: object) -> MetadataMode:
@@ -258,6 +219,40 @@ def kept_nodes(kept: Sequence[Kept[NodeWithScore]], result: RecallResult) -> lis
     return copies
 
 
+#: Per source: what it returned (checked here, as a list of NodeWithScore).
+Outputs = Sequence[object]
+
+
+def _read(
+    outputs: Outputs, mode: MetadataMode, depths: Sequence[int | None] | None
+) -> Returned[NodeWithScore]:
+    nodes, read = [nodes_of(output) for output in outputs], NodeReader(mode)
+    return Returned(nodes, [[read(node, i) for i, node in enumerate(listed)] for listed in nodes], depths)
+
+
+def _back(component: str, query: str | None, outcome: Outcome[NodeWithScore]) -> Packed:
+    result = packed(component, query, outcome.result)  # the event, in the caller's span
+    return kept_nodes(outcome.kept, result), result
+
+
+def pack_nodes(
+    pipeline: Pipeline[NodeWithScore], packs: Packs, query: str | None, outputs: Outputs,
+    component: str, mode: MetadataMode, depths: Sequence[int | None] | None = None,
+) -> Packed:
+    """One pack of what each source returned (checked, read in ``mode``), by ``pipeline`` once;
+    its event, named by ``component``; the kept node copies and the result. ``depths``: what the
+    sources were asked for (None: the nodes were handed over)."""
+    return _back(component, query, pipeline.packed(packs, query, _read(outputs, mode, depths)))
+
+
+async def apack_nodes(
+    pipeline: Pipeline[NodeWithScore], packs: Packs, query: str | None, outputs: Outputs,
+    component: str, mode: MetadataMode, depths: Sequence[int | None] | None = None,
+) -> Packed:
+    """:func:`pack_nodes` for async code, packed by ``packs.arecall``."""
+    return _back(component, query, await pipeline.apacked(packs, query, _read(outputs, mode, depths)))
+
+
 def source_of(retriever: object, fetch_k: int | None, where: str, lane: LaneKind | None = None) -> Source:
     """A LlamaIndex retriever as a pipeline source: its own ``similarity_top_k``, whether a depth
     reaches it (it has one), and how many nodes it holds (a BM25 retriever refuses more)."""
@@ -274,14 +269,6 @@ def source_of(retriever: object, fetch_k: int | None, where: str, lane: LaneKind
             stacklevel=4,
         )
     return Source(lane, own_depth(retriever), forwards, corpus_size(retriever))
-
-
-def deepened(retriever: BaseRetriever, depth: int | None) -> BaseRetriever:
-    """``retriever``, or a shallow copy of it asking for ``depth`` results: the caller's keeps its
-    own top-k, and the copy shares the index, store and callbacks."""
-    if depth is None or depth == own_depth(retriever):
-        return retriever
-    return with_top_k(retriever, depth)
 
 
 class RetrieverSettings(PackSettings):

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,18 +27,17 @@ from recallpack.adapters._common import (
     host_settings,
     keywords_of,
 )
-from recallpack.adapters._llamaindex_events import packed
+from recallpack.adapters._depth import deepened
 from recallpack.adapters._llamaindex_nodes import (
     MALFORMED,
     LanesSettings,
-    NodeReader,
+    Packed,
     RetrieverSettings,
+    apack_nodes,
     callback_manager_of,
-    deepened,
-    kept_nodes,
     malformed,
     metadata_mode_of,
-    nodes_of,
+    pack_nodes,
     settings_tokenizer,
     source_of,
 )
@@ -47,14 +45,12 @@ from recallpack.packing.candidate import LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError
 from recallpack.packing.fusion import DEFAULT_RRF_K
 from recallpack.packing.packer import Packer, PackerSettings
-from recallpack.packing.pipeline import ITEM_SETTINGS, ItemSettings, Outcome, Pipeline
+from recallpack.packing.pipeline import ITEM_SETTINGS, ItemSettings, Pipeline
 from recallpack.packing.result import RecallResult
+from recallpack.packing.sources import depths
 from recallpack.packing.validation import check_max_items, refuse_unknown
 
 __all__ = ["BudgetedRetriever", "EvidenceQueryEngine"]
-
-#: The kept node copies and the RecallResult of one packing.
-Packed = tuple[list[NodeWithScore], RecallResult]
 
 # Re-exported without __all__, hence the ignore; this is how LlamaIndex's own modules get it.
 dispatcher = instrument.get_dispatcher(__name__)  # type: ignore[attr-defined]
@@ -92,8 +88,7 @@ class BudgetedRetriever(BaseRetriever):
         self.packer = Packer(**host_settings(settings))
         source = source_of(retriever, self.fetch_k, "retriever")
         self._upstreams: list[BaseRetriever] = [retriever]
-        self._pipeline = Pipeline([source], translate=NodeReader(self.metadata_mode), items=self._items,
-                                  fetch_k=self.fetch_k)  # fmt: skip
+        self._pipeline: Pipeline[NodeWithScore] = Pipeline([source], items=self._items, fetch_k=self.fetch_k)
         super().__init__(callback_manager=callback_manager_of(own.get("callback_manager")))
 
     @classmethod
@@ -124,11 +119,9 @@ class BudgetedRetriever(BaseRetriever):
         built = cls(next(iter(given.values())), **settings)
         sources = [source_of(r, built.fetch_k, f"lanes[{kind.value!r}]", kind) for kind, r in given.items()]
         built._upstreams = list(given.values())
-        read = NodeReader(built.metadata_mode)
         built._pipeline = Pipeline(
-            sources, translate=read, items=built._items, weights=dict(weights or {}), rrf_k=rrf_k,
-            fetch_k=built.fetch_k,
-        )  # fmt: skip
+            sources, items=built._items, weights=dict(weights or {}), rrf_k=rrf_k, fetch_k=built.fetch_k
+        )
         return built
 
     # -- settings ---------------------------------------------------------------------------------
@@ -146,52 +139,54 @@ class BudgetedRetriever(BaseRetriever):
     def _per_call(self, overrides: Mapping[str, Any]) -> Packer:
         """The Packer of one call's settings, checked as at construction."""
         refuse_unknown(type(self).__name__, overrides, self._SETTINGS)
-        return self.packer.replace(**host_settings(overrides))
+        # No overrides: the retriever's own Packer, as replace() would return it.
+        return self.packer.replace(**host_settings(overrides)) if overrides else self.packer
 
-    def _call(self, query: QueryType, overrides: Mapping[str, Any]) -> tuple[QueryBundle, Packer, int | None]:
+    def _call(
+        self, query: QueryType, overrides: Mapping[str, Any]
+    ) -> tuple[QueryBundle, Packer, list[int | None]]:
+        """One call's query, Packer and how deep each upstream is asked to search, its overrides
+        validated before any fetch."""
         check_query(query, overrides, bundle=QueryBundle)
         settings = dict(overrides)
         fetch_k = check_max_items(settings.pop("fetch_k", None), "fetch_k")
         bundle = QueryBundle(query) if isinstance(query, str) else query
-        return bundle, self._per_call(settings), fetch_k
+        packer = self._per_call(settings)
+        fetch_k = self.fetch_k if fetch_k is None else fetch_k
+        return bundle, packer, depths(self._pipeline.sources, packer.max_tokens, packer.max_items, fetch_k)
 
-    # -- fetching and packing ---------------------------------------------------------------------
+    # -- fetching, then packing and mapping back in one call into _llamaindex_nodes ----------------
 
-    def _fetch(self, bundle: QueryBundle, depths: list[int | None]) -> list[list[NodeWithScore]]:
+    def _fetch(self, bundle: QueryBundle, asked: list[int | None]) -> list[object]:
         # The upstream's own errors (a timeout, a refused connection) propagate as they are, as
         # through the LangChain adapter; LlamaIndex's failures on what it returned do not.
-        fetched = []
-        for upstream, depth in zip(self._upstreams, depths, strict=True):
+        fetched: list[object] = []
+        for upstream, depth in zip(self._upstreams, asked, strict=True):
             try:
-                fetched.append(nodes_of(deepened(upstream, depth).retrieve(bundle)))
+                fetched.append(deepened(upstream, depth).retrieve(bundle))
             except MALFORMED as exc:
                 raise malformed(type(upstream).__name__, exc) from exc
         return fetched
 
-    async def _afetch(self, bundle: QueryBundle, depths: list[int | None]) -> list[list[NodeWithScore]]:
-        searched = [deepened(r, depth) for r, depth in zip(self._upstreams, depths, strict=True)]
+    async def _afetch(self, bundle: QueryBundle, asked: list[int | None]) -> list[object]:
+        searched = [deepened(r, depth) for r, depth in zip(self._upstreams, asked, strict=True)]
         try:
-            results = await gather_or_cancel([r.aretrieve(bundle) for r in searched])
+            return await gather_or_cancel([r.aretrieve(bundle) for r in searched])
         except MALFORMED as exc:
             where = type(self._upstreams[0]).__name__ if len(searched) == 1 else "of a lane"
             raise malformed(where, exc) from exc
-        return [nodes_of(nodes) for nodes in results]
-
-    def _finish(self, bundle: QueryBundle, outcome: Outcome[NodeWithScore]) -> Packed:
-        result = packed(type(self).__name__, bundle.query_str or None, outcome.result)
-        return kept_nodes(outcome.kept, result), result
 
     def _packed(self, query: QueryType, overrides: Mapping[str, Any]) -> Packed:
-        bundle, packer, fetch_k = self._call(query, overrides)
-        fetch = functools.partial(self._fetch, bundle)
-        outcome = self._pipeline.recall(packer, bundle.query_str or None, fetch, fetch_k=fetch_k)
-        return self._finish(bundle, outcome)
+        bundle, packer, asked = self._call(query, overrides)
+        outputs = self._fetch(bundle, asked)
+        return pack_nodes(self._pipeline, packer, bundle.query_str or None, outputs, type(self).__name__,
+                          self.metadata_mode, asked)  # fmt: skip
 
     async def _apacked(self, query: QueryType, overrides: Mapping[str, Any]) -> Packed:
-        bundle, packer, fetch_k = self._call(query, overrides)
-        fetch = functools.partial(self._afetch, bundle)
-        outcome = await self._pipeline.arecall(packer, bundle.query_str or None, fetch, fetch_k=fetch_k)
-        return self._finish(bundle, outcome)
+        bundle, packer, asked = self._call(query, overrides)
+        outputs = await self._afetch(bundle, asked)
+        return await apack_nodes(self._pipeline, packer, bundle.query_str or None, outputs,
+                                 type(self).__name__, self.metadata_mode, asked)  # fmt: skip
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._packed(query_bundle, {})[0]

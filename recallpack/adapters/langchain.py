@@ -17,7 +17,7 @@ never imports this module.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from recallpack.adapters._extras import require
 
@@ -28,12 +28,11 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.base import RunnableSerializable
 
-from recallpack.adapters._langchain_documents import LangChainComponent, documents_of, kept_documents, listed
+from recallpack.adapters._langchain_documents import LangChainComponent, apack_documents, pack_documents
 from recallpack.adapters._langchain_events import REPORT_EVENT, areport, report
 from recallpack.adapters._langchain_retriever import BudgetedRetriever
 from recallpack.adapters.langchain_splitter import TokenWindowSplitter
 from recallpack.packing.packer import Packer
-from recallpack.packing.pipeline import Outcome
 from recallpack.packing.result import RecallResult
 
 __all__ = [
@@ -57,6 +56,7 @@ class EvidenceRenderer(LangChainComponent, RunnableSerializable[list[Document], 
     """
 
     name: str | None = "recallpack_render_evidence"
+    _KNOB: ClassVar[str | None] = None  # it is handed what it renders, and fetches nothing
 
     def invoke(self, input: list[Document], config: RunnableConfig | None = None, **kwargs: Any) -> str:
         # Per-call settings (from invoke or .bind) are validated, never silently ignored.
@@ -75,9 +75,9 @@ class EvidenceRenderer(LangChainComponent, RunnableSerializable[list[Document], 
         return await self._acall_with_config(arender, input, config)
 
     def _render(self, docs: list[Document], packer: Packer) -> str:
-        docs = documents_of(docs, "render_evidence input")
+        _, result = pack_documents(self._handed, packer, None, [(docs, "render_evidence input")])
         # Into this runnable's own run, which _call_with_config made the current one.
-        return report(self._handed(None).pack(packer, None, docs).result, None).to_markdown()
+        return report(result, None).to_markdown()
 
 
 render_evidence: Runnable[list[Document], str] = EvidenceRenderer()
@@ -95,24 +95,32 @@ class BudgetCompressor(LangChainComponent, BaseDocumentCompressor):
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
-        outcome = self._compressed(documents, query or None)
-        report(outcome.result, callbacks)
-        return kept_documents(outcome.kept)
+        kept, result = self._compressed(documents, query or None)
+        report(result, callbacks)
+        return kept
 
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         # Not LangChain's thread hop: arecall leaves the loop itself if it may call an embedding.
-        docs = documents_of(listed(documents), "compressor input")
-        outcome = await self._handed("k").apack(self.packer, query or None, docs)
-        await areport(outcome.result, callbacks)
-        return kept_documents(outcome.kept)
+        handed = [(_listed(documents), "compressor input")]
+        kept, result = await apack_documents(self._handed, self.packer, query or None, handed)
+        await areport(result, callbacks)
+        return kept
 
     def compress(self, documents: Sequence[Document], query: str | None = None) -> RecallResult:
         """The RecallResult of compressing ``documents`` (evidence, report, trace). A compressor
         cannot fetch more than it is handed: a budget left unused names the base retriever's ``k``."""
-        return self._compressed(documents, query).result
+        return self._compressed(documents, query)[1]
 
-    def _compressed(self, documents: Sequence[Document], query: str | None) -> Outcome[Document]:
-        docs = documents_of(listed(documents), "compressor input")
-        return self._handed("k").pack(self.packer, query, docs)
+    def _compressed(
+        self, documents: Sequence[Document], query: str | None
+    ) -> tuple[list[Document], RecallResult]:
+        return pack_documents(self._handed, self.packer, query, [(_listed(documents), "compressor input")])
+
+
+def _listed(documents: object) -> object:
+    """A sequence of documents as a list; anything else as is, for the check to name."""
+    if isinstance(documents, Sequence) and not isinstance(documents, str):
+        return list(documents)
+    return documents

@@ -35,25 +35,24 @@ from recallpack.adapters._extras import require
 require("llama_index.core", extra="llamaindex", feature=__name__)
 
 import llama_index.core.instrumentation as instrument
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator, model_validator
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from recallpack.adapters._common import PackerComponent
-from recallpack.adapters._llamaindex_events import RecallPackedEvent, packed
+from recallpack.adapters._llamaindex_events import RecallPackedEvent
 from recallpack.adapters._llamaindex_nodes import (
     REPORT_KEY,
-    EveryModeView,
-    NodeReader,
-    kept_nodes,
-    nodes_of,
+    apack_nodes,
+    pack_nodes,
     report_of,
     settings_tokenizer,
 )
 from recallpack.adapters._llamaindex_retriever import BudgetedRetriever, EvidenceQueryEngine
+from recallpack.adapters._llamaindex_views import EveryModeView
 from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
 from recallpack.packing.errors import ConfigError
-from recallpack.packing.pipeline import Outcome, Pipeline, Source
+from recallpack.packing.pipeline import Pipeline, Source
 from recallpack.packing.result import RecallResult
 
 __all__ = [
@@ -130,11 +129,19 @@ class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
     )
 
     _last_result: RecallResult | None = PrivateAttr(default=None)
+    _handed: Pipeline[NodeWithScore] = PrivateAttr()
 
     @field_validator("response_mode", mode="before")
     @classmethod
     def _known_mode(cls, mode: object) -> str | None:
         return _deprecated_response_mode(mode, RESPONSE_MODES)
+
+    @model_validator(mode="after")
+    def _handed_pipeline(self) -> BudgetPostprocessor:
+        # Built once, as the Packer is. A postprocessor cannot fetch more than it is handed: the
+        # engine's similarity_top_k can.
+        self._handed = Pipeline([Source()], items=self._items, knob="similarity_top_k")
+        return self
 
     def _host_settings(self) -> dict[str, Any]:
         # A synthesizer shows the LLM the node texts joined, not recallpack's Markdown block, so
@@ -167,26 +174,20 @@ class BudgetPostprocessor(PackerComponent, BaseNodePostprocessor):
         self, nodes: Sequence[NodeWithScore], query: str | None = None
     ) -> tuple[list[NodeWithScore], RecallResult]:
         """The kept node copies and the RecallResult (report and trace) of this one call."""
-        return self._finish(query, self._handed().pack(self.packer, query, nodes_of(nodes)))
+        kept, self._last_result = pack_nodes(
+            self._handed, self.packer, query, [nodes], self.class_name(), self.metadata_mode
+        )
+        return kept, self._last_result
 
     @dispatcher.span
     async def apack_nodes(
         self, nodes: Sequence[NodeWithScore], query: str | None = None
     ) -> tuple[list[NodeWithScore], RecallResult]:
         """:meth:`pack_nodes` for async engines: an embedding model is never called on the loop."""
-        return self._finish(query, await self._handed().apack(self.packer, query, nodes_of(nodes)))
-
-    def _handed(self) -> Pipeline[NodeWithScore]:
-        # A postprocessor cannot fetch more than it is handed: the engine's similarity_top_k can.
-        return Pipeline([Source()], translate=NodeReader(self.metadata_mode), items=self._items,
-                        knob="similarity_top_k")  # fmt: skip
-
-    def _finish(
-        self, query: str | None, outcome: Outcome[NodeWithScore]
-    ) -> tuple[list[NodeWithScore], RecallResult]:
-        result = packed(self.class_name(), query, outcome.result)
-        self._last_result = result
-        return kept_nodes(outcome.kept, result), result
+        kept, self._last_result = await apack_nodes(
+            self._handed, self.packer, query, [nodes], self.class_name(), self.metadata_mode
+        )
+        return kept, self._last_result
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None

@@ -1,12 +1,15 @@
 """One pack from a host's upstreams, written once for every host: depth, lanes, fusion, map-back.
 
 An adapter is a small transport (as httpx's ``Client`` owns its send loop and plugs in a
-transport): it fetches from its upstreams, reads each of its items as an :class:`Item` (text,
-metadata, score, modality) and copies the kept evidence back onto its own objects. Everything
-in between is here, host-neutral: how deep each upstream is asked to search (the fetch depth),
-one lane per upstream or lanes read from metadata, weights and reciprocal rank fusion, the
-Candidates, the packing itself, the report's note of the depth asked, and which of the host's
-own objects each kept evidence stands for.
+transport): it asks :func:`~recallpack.packing.sources.depths` how deep to fetch, fetches from
+its upstreams, reads each of its items as an :class:`Item` (text, metadata, score, modality),
+hands both to :meth:`Pipeline.packed` once (as :class:`Returned`), and copies the kept
+evidence back onto its own objects when that returns. Everything in between is here,
+host-neutral: one lane per upstream or lanes read from metadata, weights and reciprocal rank
+fusion, the Candidates, the packing itself, the report's note of the depth asked, and which of
+the host's own objects each kept evidence stands for. The pipeline calls nothing of the
+adapter's: plain data in, plain data out. (:meth:`Pipeline.recall` and :meth:`Pipeline.pack`
+call a ``fetch`` and a ``translate`` they are given instead: the short way, for a script.)
 
 >>> from recallpack import Packer
 >>> pipeline = Pipeline([Source()], translate=lambda text, position: Item(text, {}))
@@ -24,12 +27,13 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 from recallpack.packing.candidate import Candidate, LaneKind, Span, coerce_lane
 from recallpack.packing.errors import ConfigError
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse
-from recallpack.packing.limits import fetch_depth
 from recallpack.packing.result import Evidence, RecallResult
+from recallpack.packing.sources import Source, depths
 from recallpack.packing.translate import UnknownLane, candidate_from, check_on_unknown_lane
 from recallpack.packing.validation import check_max_items
 
-__all__ = ["Item", "ItemSettings", "Source", "Kept", "Outcome", "Pipeline", "Packs", "ITEM_SETTINGS"]
+__all__ = ["Item", "ItemSettings", "Source", "Kept", "Outcome", "Returned", "Pipeline", "Packs",
+           "ITEM_SETTINGS"]
 
 T = TypeVar("T")
 
@@ -102,18 +106,6 @@ class ItemSettings:
 
 
 @dataclass(frozen=True)
-class Source:
-    """One upstream as the pipeline sees it: the lane it answers for (None: each item's lane is
-    read from its metadata), how many results it returns by its own settings when it says, whether
-    the adapter can ask it for another number, and the most it can return (a small corpus)."""
-
-    lane: LaneKind | None = None
-    own_depth: int | None = None
-    forwards: bool = False
-    most: int | None = None
-
-
-@dataclass(frozen=True)
 class Kept(Generic[T]):
     """One kept item: the host's own object it came from and its evidence. ``score`` is the
     fused score when lanes were fused (None otherwise: the object keeps its own)."""
@@ -135,13 +127,25 @@ class Outcome(Generic[T]):
 Fetched = Sequence[Sequence[T]]
 
 
+@dataclass(frozen=True)
+class Returned(Generic[T]):
+    """What the sources returned for one pack, as plain data: per source, its host objects and
+    the same read as Items (``items[s][i]`` is ``objects[s][i]``), and the depths they were asked
+    for (None: the objects were handed over, not fetched)."""
+
+    objects: Fetched[T]
+    items: Sequence[Sequence[Item]]
+    depths: Sequence[int | None] | None = None
+
+
 class Pipeline(Generic[T]):
     """Between an adapter's fetch and its map-back, for one component: built once, checked then.
 
     ``sources`` are its upstreams, in order: one with no lane (items take their lane from their
     metadata, or ``items.lane``), or one per lane, whose results are fused by reciprocal rank
     fusion (``weights`` scale a lane's votes; ``rrf_k`` damps the top ranks). ``translate(obj,
-    position)`` reads one host object as an :class:`Item`. ``knob`` is the host setting that asks
+    position)`` reads one host object as an :class:`Item`, for :meth:`recall` and :meth:`pack`
+    (an adapter reads its own and calls :meth:`packed`). ``knob`` is the host setting that asks
     for more candidates, named in a report whose budget was left unused (None: none is named).
     """
 
@@ -149,7 +153,7 @@ class Pipeline(Generic[T]):
         self,
         sources: Sequence[Source],
         *,
-        translate: Callable[[T, int], Item],
+        translate: Callable[[T, int], Item] | None = None,
         items: ItemSettings = ItemSettings(),  # noqa: B008  # frozen: one shared default is safe
         weights: Mapping[Any, Any] | None = None,
         rrf_k: object = DEFAULT_RRF_K,
@@ -175,36 +179,23 @@ class Pipeline(Generic[T]):
     # -- the steps, in order ----------------------------------------------------------------------
 
     def depths(self, packs: Packs, fetch_k: object = None) -> list[int | None]:
-        """How many results to ask each source for: ``fetch_k`` (this call's, else the
-        component's) when given; else, for a source that says its own depth, enough to fill
-        the budget (:func:`~recallpack.packing.limits.fetch_depth`); else None (its own). Never
-        more than a source holds; None for a source that cannot be asked."""
+        """How many results to ask each source for (:func:`~recallpack.packing.sources.depths`):
+        ``fetch_k`` (this call's, else the component's) when given, else enough for the budget."""
         fetch_k = self.fetch_k if fetch_k is None else check_max_items(fetch_k, "fetch_k")
-        depths: list[int | None] = []
-        for source in self.sources:
-            depth = None
-            if source.forwards:
-                if fetch_k is not None:
-                    depth = fetch_k
-                elif source.own_depth is not None:
-                    depth = fetch_depth(packs.max_tokens, packs.max_items, source.own_depth)
-            if depth is not None and source.most is not None:
-                depth = min(depth, source.most)
-            depths.append(depth)
-        return depths
+        return depths(self.sources, packs.max_tokens, packs.max_items, fetch_k)
 
-    def rank(self, fetched: Fetched[T]) -> tuple[list[T], list[Candidate]]:
-        """The host objects in packing order (fused, for lanes) and their Candidates."""
-        if len(fetched) != len(self.sources):
+    def rank(self, fetched: Fetched[T], items: Sequence[Sequence[Item]]) -> tuple[list[T], list[Candidate]]:
+        """The host objects in packing order (fused, for lanes) and their Candidates, from the
+        objects each source returned and those objects read as Items (``items[s][i]`` is
+        ``fetched[s][i]``)."""
+        if len(fetched) != len(self.sources) or len(items) != len(self.sources):
             raise ConfigError(f"fetched {len(fetched)} result lists for {len(self.sources)} sources")
-        translate = self.translate
-        per_source = [[translate(obj, i) for i, obj in enumerate(objs)] for objs in fetched]
         if not self.fused:
-            return list(fetched[0]), self.items.candidates(per_source[0])
+            return list(fetched[0]), self.items.candidates(items[0])
         index = {source.lane: n for n, source in enumerate(self.sources)}
         ranked = {
-            source.lane: self.items.candidates(items, source.lane)
-            for source, items in zip(self.sources, per_source, strict=True)
+            source.lane: self.items.candidates(read, source.lane)
+            for source, read in zip(self.sources, items, strict=True)
             if source.lane is not None
         }
         merged = fuse(ranked, weights=self.weights, k=self.rrf_k)
@@ -232,7 +223,29 @@ class Pipeline(Generic[T]):
         ]
         return Outcome(result, kept)
 
-    # -- one pack, end to end ----------------------------------------------------------------------
+    # -- one pack, end to end: plain data in, plain data out ----------------------------------------
+
+    def packed(self, packs: Packs, query: str | None, returned: Returned[T]) -> Outcome[T]:
+        """Rank what the sources returned, pack, note the depths they were asked for, and pair
+        each kept evidence with its object: an adapter's one call into the pipeline per pack."""
+        ordered, candidates = self.rank(returned.objects, returned.items)
+        result = self.noted(packs.recall(candidates, query=query), returned.depths)
+        return self.outcome(result, ordered, candidates)
+
+    async def apacked(self, packs: Packs, query: str | None, returned: Returned[T]) -> Outcome[T]:
+        """:meth:`packed`, packed by ``packs.arecall`` (an ``embed`` model never runs on the event loop)."""
+        ordered, candidates = self.rank(returned.objects, returned.items)
+        result = self.noted(await packs.arecall(candidates, query=query), returned.depths)
+        return self.outcome(result, ordered, candidates)
+
+    # -- the same, with the fetch and the translation handed in as callables ------------------------
+
+    def read(self, fetched: Fetched[T]) -> list[list[Item]]:
+        """``fetched`` read as Items by this pipeline's ``translate``."""
+        translate = self.translate
+        if translate is None:
+            raise ConfigError("this Pipeline was built without translate=...: pass the Items to packed()")
+        return [[translate(obj, i) for i, obj in enumerate(objs)] for objs in fetched]
 
     def recall(
         self,
@@ -242,11 +255,10 @@ class Pipeline(Generic[T]):
         *,
         fetch_k: object = None,
     ) -> Outcome[T]:
-        """Fetch (``fetch(depths)``: per source, the host objects it returned), rank, pack, note."""
-        depths = self.depths(packs, fetch_k)
-        ordered, candidates = self.rank(fetch(depths))
-        result = self.noted(packs.recall(candidates, query=query), depths)
-        return self.outcome(result, ordered, candidates)
+        """Fetch (``fetch(depths)``: per source, the host objects it returned), read, then :meth:`packed`."""
+        asked = self.depths(packs, fetch_k)
+        fetched = fetch(asked)
+        return self.packed(packs, query, Returned(fetched, self.read(fetched), asked))
 
     async def arecall(
         self,
@@ -256,21 +268,15 @@ class Pipeline(Generic[T]):
         *,
         fetch_k: object = None,
     ) -> Outcome[T]:
-        """:meth:`recall` with an async fetch, packed by ``packs.arecall`` (an ``embed`` model
-        never runs on the event loop)."""
-        depths = self.depths(packs, fetch_k)
-        ordered, candidates = self.rank(await fetch(depths))
-        result = self.noted(await packs.arecall(candidates, query=query), depths)
-        return self.outcome(result, ordered, candidates)
+        """:meth:`recall` with an async fetch, packed by ``packs.arecall``."""
+        asked = self.depths(packs, fetch_k)
+        fetched = await fetch(asked)
+        return await self.apacked(packs, query, Returned(fetched, self.read(fetched), asked))
 
     def pack(self, packs: Packs, query: str | None, objects: Sequence[T]) -> Outcome[T]:
         """The same for items handed over rather than fetched (a compressor, a postprocessor)."""
-        ordered, candidates = self.rank([objects])
-        result = self.noted(packs.recall(candidates, query=query), None)
-        return self.outcome(result, ordered, candidates)
+        return self.packed(packs, query, Returned([objects], self.read([objects])))
 
     async def apack(self, packs: Packs, query: str | None, objects: Sequence[T]) -> Outcome[T]:
         """:meth:`pack` for async code, packed by ``packs.arecall``."""
-        ordered, candidates = self.rank([objects])
-        result = self.noted(await packs.arecall(candidates, query=query), None)
-        return self.outcome(result, ordered, candidates)
+        return await self.apacked(packs, query, Returned([objects], self.read([objects])))
