@@ -588,3 +588,29 @@ def test_the_core_reads_no_host_model() -> None:
     core = {p.name: sorted(_host_model_reads(ast.parse(p.read_text()))) for p in (PACKAGE / "packing").rglob("*.py")}
     assert {name: reads for name, reads in core.items() if reads} == {}
     assert _host_model_reads(ast.parse((PACKAGE / "adapters" / "sizing.py").read_text())) >= {"context_window", "profile"}
+
+
+#: What rebuilding a function of another package in a namespace of one's own needs: its code
+#: object and globals, or (in the core) a private re-execution of its module.
+CODE_COPYING = {"__code__", "__globals__", "__closure__", "FunctionType", "CodeType"}
+RE_EXECUTING = {"module_from_spec", "exec_module"}
+
+
+def test_encodings_are_built_through_tiktokens_public_seams() -> None:
+    """No module copies another package's code (no ``types.FunctionType(...)``, no ``__code__``),
+    the core re-runs none privately, and nothing imports tiktoken's constructors (tiktoken_ext),
+    so none is patched: an encoding is a ``tiktoken.Encoding`` built from recallpack's definition."""
+    found = {}
+    for name, path in _modules().items():
+        tree = ast.parse(path.read_text())
+        banned = CODE_COPYING | (RE_EXECUTING if name.startswith("recallpack.packing") else set())
+        used = (_names_used(tree) | {a.value for a in ast.walk(tree) if isinstance(a, ast.Constant)}) & banned
+        imports = {
+            alias.name if isinstance(node, ast.Import) else node.module or ""
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for alias in node.names
+        }
+        if used or any(i.startswith("tiktoken_ext") for i in imports):
+            found[name] = sorted(used) + sorted(i for i in imports if i.startswith("tiktoken_ext"))
+    assert found == {}

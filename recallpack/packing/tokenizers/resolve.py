@@ -93,7 +93,7 @@ def load_encoding(encoding: str, sources: Sequence[Source]) -> tuple[tiktoken.En
             built = shipped.build_encoding(encoding, files.load)
         except SourceUnavailable:
             pass
-        except Exception as exc:  # noqa: BLE001  # a tiktoken whose constructors differ: go on
+        except Exception as exc:  # noqa: BLE001  # a tiktoken whose Encoding refuses the definition: go on
             files.refused.append(f"could not build {encoding} from its files ({exc!r})")
         else:
             return built, Resolution(encoding, True, files.describe_exact())
