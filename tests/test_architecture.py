@@ -614,3 +614,46 @@ def test_encodings_are_built_through_tiktokens_public_seams() -> None:
         if used or any(i.startswith("tiktoken_ext") for i in imports):
             found[name] = sorted(used) + sorted(i for i in imports if i.startswith("tiktoken_ext"))
     assert found == {}
+
+
+def _isinstance_of(node: ast.AST) -> tuple[str, set[str]] | None:
+    """``isinstance(x, T)`` or ``not isinstance(x, T)``: x (as source) and the names of T's types."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        node = node.operand
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"):
+        return None
+    if len(node.args) != 2:
+        return None
+    kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+    return ast.unparse(node.args[0]), {k.id for k in kinds if isinstance(k, ast.Name)}
+
+
+def _hand_written_int_checks(tree: ast.AST) -> list[int]:
+    """Lines where one condition tests a value for both int and bool (``isinstance(x, bool) or
+    not isinstance(x, int)``, ``isinstance(x, int) and not isinstance(x, bool)``)."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BoolOp):
+            kinds: dict[str, set[str]] = {}
+            for subject, names in filter(None, map(_isinstance_of, node.values)):
+                kinds.setdefault(subject, set()).update(names)
+            # An int check: (int, float) with bool left out is a number check, another idea.
+            if any({"int", "bool"} <= names and "float" not in names for names in kinds.values()):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_ints_are_checked_by_the_validation_module_alone() -> None:
+    """No module but packing/validation.py hand-writes an int-but-not-bool check: settings go
+    through ``check_count``/``check_max_tokens``/``check_max_items``, lenient reads through ``is_int``."""
+    found = {
+        name: lines
+        for name, path in _modules().items()
+        if name != "recallpack.packing.validation" and (lines := _hand_written_int_checks(ast.parse(path.read_text())))
+    }
+    assert found == {}
+    # The check sees the forms it names, where they are.
+    validation = ast.parse((PACKAGE / "packing" / "validation.py").read_text())
+    assert _hand_written_int_checks(validation)
+    assert _hand_written_int_checks(ast.parse("if isinstance(v, bool) or not isinstance(v, int) or v < 1: pass"))
+    assert _hand_written_int_checks(ast.parse("ok = isinstance(v, (str, int)) and not isinstance(v, bool)"))

@@ -40,6 +40,7 @@ from recallpack.packing.tokenizers.simple import (
 )
 from recallpack.packing.tokenizers.sources import FileReader, Source, default_sources
 from recallpack.packing.tokenizers.tiktoken_tokenizer import TiktokenTokenizer
+from recallpack.packing.validation import is_int
 
 if TYPE_CHECKING:
     import tiktoken
@@ -353,10 +354,8 @@ def get_tokenizer(spec: TokenizerSpec = None) -> Tokenizer:
 
 
 def _check_limit(value: object, field: str, *, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BudgetError(f"{field}={value!r} must be an int >= {minimum}")
-    if value < minimum:
-        raise BudgetError(f"{field}={value!r} must be an int >= {minimum}")
+    if not is_int(value, minimum):
+        raise BudgetError(f"{field}={value!r} must be an int >= {minimum}", field=field)
     return value
 
 
