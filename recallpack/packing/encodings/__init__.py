@@ -12,8 +12,11 @@ private namespace, and ``tiktoken.get_encoding`` is left exactly as it was.
 
 Why the ranks are not read by ``tiktoken.load.load_tiktoken_bpe``: it takes a path, never
 bytes, and reads it through ``read_file_cached``, which writes a copy of every path it has not
-seen into ``TIKTOKEN_CACHE_DIR`` (or ``$TMPDIR/data-gym-cache``), and on a failed hash check
-deletes the cached file and downloads. A library must not write or fetch unasked, so the
+cached into ``TIKTOKEN_CACHE_DIR`` (or ``$TMPDIR/data-gym-cache``), deletes a cached copy that
+fails its hash, and fetches a URL it has no copy of. Shipping the files in the cache's own
+format (raw, named by the SHA-1 of the URL) would not help: tiktoken finds a cache only through
+that environment variable, which is the whole process's. A library must not write or fetch
+unasked, nor set the environment, so the
 shipped bytes are parsed here by the ``.tiktoken`` format (one ``base64 rank`` pair per line,
 :func:`parse_tiktoken_bpe`); the reading and the hash check are tiktoken's own
 (``tiktoken.load.read_file``, ``tiktoken.load.check_hash``).
