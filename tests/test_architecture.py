@@ -796,3 +796,72 @@ def test_the_core_reads_no_host_model() -> None:
     core = {p.name: sorted(_host_model_reads(ast.parse(p.read_text()))) for p in (PACKAGE / "packing").rglob("*.py")}
     assert {name: reads for name, reads in core.items() if reads} == {}
     assert _host_model_reads(ast.parse((PACKAGE / "adapters" / "sizing.py").read_text())) >= {"context_window", "profile"}
+
+
+#: What rebuilding a function of another package in a namespace of one's own needs: its code
+#: object and globals, or (in the core) a private re-execution of its module.
+CODE_COPYING = {"__code__", "__globals__", "__closure__", "FunctionType", "CodeType"}
+RE_EXECUTING = {"module_from_spec", "exec_module"}
+
+
+def test_encodings_are_built_through_tiktokens_public_seams() -> None:
+    """No module copies another package's code (no ``types.FunctionType(...)``, no ``__code__``),
+    the core re-runs none privately, and nothing imports tiktoken's constructors (tiktoken_ext),
+    so none is patched: an encoding is a ``tiktoken.Encoding`` built from recallpack's definition."""
+    found = {}
+    for name, path in _modules().items():
+        tree = ast.parse(path.read_text())
+        banned = CODE_COPYING | (RE_EXECUTING if name.startswith("recallpack.packing") else set())
+        used = (_names_used(tree) | {a.value for a in ast.walk(tree) if isinstance(a, ast.Constant)}) & banned
+        imports = {
+            alias.name if isinstance(node, ast.Import) else node.module or ""
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for alias in node.names
+        }
+        if used or any(i.startswith("tiktoken_ext") for i in imports):
+            found[name] = sorted(used) + sorted(i for i in imports if i.startswith("tiktoken_ext"))
+    assert found == {}
+
+
+def _isinstance_of(node: ast.AST) -> tuple[str, set[str]] | None:
+    """``isinstance(x, T)`` or ``not isinstance(x, T)``: x (as source) and the names of T's types."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        node = node.operand
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"):
+        return None
+    if len(node.args) != 2:
+        return None
+    kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+    return ast.unparse(node.args[0]), {k.id for k in kinds if isinstance(k, ast.Name)}
+
+
+def _hand_written_int_checks(tree: ast.AST) -> list[int]:
+    """Lines where one condition tests a value for both int and bool (``isinstance(x, bool) or
+    not isinstance(x, int)``, ``isinstance(x, int) and not isinstance(x, bool)``)."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BoolOp):
+            kinds: dict[str, set[str]] = {}
+            for subject, names in filter(None, map(_isinstance_of, node.values)):
+                kinds.setdefault(subject, set()).update(names)
+            # An int check: (int, float) with bool left out is a number check, another idea.
+            if any({"int", "bool"} <= names and "float" not in names for names in kinds.values()):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_ints_are_checked_by_the_validation_module_alone() -> None:
+    """No module but packing/validation.py hand-writes an int-but-not-bool check: settings go
+    through ``check_count``/``check_max_tokens``/``check_max_items``, lenient reads through ``is_int``."""
+    found = {
+        name: lines
+        for name, path in _modules().items()
+        if name != "recallpack.packing.validation" and (lines := _hand_written_int_checks(ast.parse(path.read_text())))
+    }
+    assert found == {}
+    # The check sees the forms it names, where they are.
+    validation = ast.parse((PACKAGE / "packing" / "validation.py").read_text())
+    assert _hand_written_int_checks(validation)
+    assert _hand_written_int_checks(ast.parse("if isinstance(v, bool) or not isinstance(v, int) or v < 1: pass"))
+    assert _hand_written_int_checks(ast.parse("ok = isinstance(v, (str, int)) and not isinstance(v, bool)"))

@@ -178,3 +178,56 @@ def test_first_use_from_eight_threads_makes_one_instance(fresh: Path) -> None:
         thread.join()
     assert len(got) == 8 and len({id(t) for t in got}) == 1
     assert loads == ["o200k_base"]
+
+
+def test_each_definition_is_what_tiktokens_constructor_builds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every encoding recallpack builds has the pattern, special tokens, file and hash tiktoken's constructor has."""
+    from tiktoken_ext import openai_public
+
+    read: list[tuple[str, str | None]] = []
+    ranks = {b"a": 0}
+
+    def record(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        read.append((url, expected_hash))
+        return ranks
+
+    # Only here, in a test: the constructors' file reads are answered without the files.
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", record)
+    constructors = openai_public.ENCODING_CONSTRUCTORS
+    assert {"cl100k_base", "o200k_base"} <= constructors.keys()
+    for name, spec in shipped.ENCODINGS.items():
+        if name not in constructors:  # an older tiktoken, without o200k_harmony
+            continue
+        read.clear()
+        theirs = constructors[name]()
+        assert theirs == {
+            "name": name,
+            "pat_str": spec.pat_str,
+            "mergeable_ranks": ranks,
+            "special_tokens": spec.special_tokens,
+            **({"explicit_n_vocab": spec.explicit_n_vocab} if spec.explicit_n_vocab is not None else {}),
+        }, name
+        assert read == [(spec.ranks_url, spec.ranks_sha256)], name
+    assert shipped.shipped_encodings() == {"cl100k_base", "o200k_base", "o200k_harmony"}
+
+
+def test_building_an_encoding_leaves_tiktoken_as_it_was(tmp_path: Path) -> None:
+    """Building from the shipped copies changes no tiktoken module, registry or environment variable."""
+    import os
+
+    from tiktoken import load, registry
+    from tiktoken_ext import openai_public
+
+    def state() -> list[dict[str, object]]:
+        # Containers copied one level down, so an encoding added to tiktoken's registry shows.
+        modules = (tiktoken, load, registry, openai_public)
+        return [{k: dict(v) if isinstance(v, dict) else v for k, v in vars(m).items()} for m in modules] + [
+            dict(os.environ)
+        ]
+
+    before = state()
+    with tk.using_registry(tk.EncodingRegistry([tk.TiktokenCache(str(tmp_path)), tk.ShippedCopies()])):
+        for name in NAMES:
+            assert get_tokenizer(name).exact
+    assert state() == before
+    assert list(tmp_path.iterdir()) == []  # and nothing was written to the cache it read

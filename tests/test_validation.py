@@ -6,10 +6,29 @@ import pickle
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from recallpack import Candidate, Packer, Reader, RecallpackError, Scope, recall
+from recallpack import (
+    BudgetError,
+    Candidate,
+    ConfigError,
+    Packer,
+    Reader,
+    RecallpackError,
+    Scope,
+    TokenizerError,
+    chunk_size_for,
+    count_tokens,
+    get_tokenizer,
+    recall,
+    token_windows,
+    truncate_to_tokens,
+)
 from recallpack.allowance import Allowance, Remaining, coerce_receipt, issue_receipt
-from recallpack.packing.validation import PositiveInt, did_you_mean, recallpack_error
+from recallpack.packing.cuts import cut_head
+from recallpack.packing.fusion import check_rrf_k
+from recallpack.packing.validation import PositiveInt, check_count, did_you_mean, is_int, recallpack_error
 
 FIELD_OF_ERROR: list[tuple[Callable[[], object], str]] = [
     (lambda: Packer(max_tokens=0), "max_tokens"),
@@ -95,3 +114,48 @@ def test_the_packers_old_validation_names_warn_and_still_work(name: str) -> None
     with pytest.warns(DeprecationWarning, match=rf"recallpack\.packing\.validation\.{name}"):
         moved = getattr(packer, name)
     assert moved is getattr(validation, name)
+
+
+#: Each int check the validation module now makes for another module: the call, the error, its
+#: exact words (as they were before the checks moved), and the field it carries.
+INT_CHECKS: list[tuple[Callable[[], object], type[RecallpackError], str, str]] = [
+    (lambda: token_windows("text", 0), BudgetError,
+     "max_tokens=0 must be an int of at least 1 (tokens per window)", "max_tokens"),
+    (lambda: token_windows("text", 5, True), BudgetError,
+     "overlap_tokens=True must be an int of at least 0 (0 means no overlap)", "overlap_tokens"),
+    (lambda: chunk_size_for(2048, 0), BudgetError, "items=0 must be an int of at least 1", "items"),
+    (lambda: chunk_size_for(2048, 8, lines_per_chunk=2.0), BudgetError,
+     "lines_per_chunk=2.0 must be an int of at least 1", "lines_per_chunk"),
+    (lambda: truncate_to_tokens("text", -1), BudgetError, "max_tokens=-1 must be an int >= 0", "max_tokens"),
+    (lambda: cut_head("text", False, get_tokenizer("chars")), BudgetError,
+     "max_tokens=False must be an int >= 0", "max_tokens"),
+    (lambda: check_rrf_k("60"), ConfigError, "rrf_k='60' must be an int of at least 1 (60 is usual)", "rrf_k"),
+    (lambda: recall([Candidate(text="a")], lane_budgets={"facts": -1}), BudgetError,
+     "lane_budgets['facts']=-1 must be an int of at least 0", "lane_budgets"),
+    (lambda: Packer().recall_many([[Candidate(text="a")]], workers=1.0), ConfigError,
+     "workers=1.0 must be an int of at least 1 (more than 1 forks", "workers"),
+    (lambda: count_tokens("text", lambda text: True), TokenizerError,
+     "returned True for a text; a tokenizer callable must return a non-negative int", "tokenizer"),
+]
+
+
+@pytest.mark.parametrize(("probe", "error", "words", "field"), INT_CHECKS)
+def test_each_int_check_keeps_its_words_and_names_its_field(
+    probe: Callable[[], object], error: type[RecallpackError], words: str, field: str
+) -> None:
+    """A bool, a float, a str or a value out of range is refused with the check's own words and field."""
+    with pytest.raises(error) as caught:
+        probe()
+    assert words in str(caught.value) and caught.value.field == field
+
+
+@given(st.one_of(st.integers(), st.booleans(), st.floats(), st.text(max_size=3), st.none()), st.integers(-3, 3))
+def test_is_int_is_an_int_not_a_bool_at_least_the_minimum(value: object, minimum: int) -> None:
+    """is_int takes exactly the ints (never a bool) of at least the minimum, and check_count agrees."""
+    expected = type(value) is int and value >= minimum
+    assert is_int(value, minimum) is expected
+    if expected:
+        assert check_count(value, "n", minimum) == value
+    else:
+        with pytest.raises(BudgetError, match=r"^n=.* must be an int of at least"):
+            check_count(value, "n", minimum)

@@ -12,6 +12,8 @@ import copy
 import inspect
 from typing import Any, Literal, TypeVar
 
+from recallpack.packing.validation import is_int
+
 __all__ = ["Forward", "forwarding", "own_depth", "search_kwargs_for", "corpus_size", "with_top_k", "deepened"]
 
 #: How a depth reaches a LangChain retriever: a per-call ``k=``, a copy with its ``k`` set, or not.
@@ -26,7 +28,7 @@ VECTOR_STORE_MMR_FETCH_K = 20
 
 
 def _positive(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+    return value if is_int(value, 1) else None
 
 
 def _is_vector_store_retriever(upstream: object) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 
 from recallpack.packing.errors import ConfigError, TokenizerError
 from recallpack.packing.tokenizers import Tokenizer, TokenizerSpec, get_tokenizer
+from recallpack.packing.validation import is_int
 
 __all__ = ["budget_for", "DEFAULT_RESERVE_OUTPUT"]
 
@@ -24,7 +25,7 @@ DEFAULT_RESERVE_OUTPUT = 1024
 
 
 def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if is_int(value) else None
 
 
 def _window_of(model: object) -> tuple[int, int | None, str]:

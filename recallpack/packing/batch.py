@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, NoReturn, TypeVar
 
 from recallpack.packing.errors import ConfigError, RecallpackWarning
+from recallpack.packing.validation import is_int
 
 __all__ = ["run", "usable_cores", "check_workers", "queries_per_list", "resident_bytes", "BatchStats"]
 
@@ -96,11 +97,12 @@ def check_workers(workers: object) -> int:
     """``workers`` as a process count: None and 1 are the plain loop in this process."""
     if workers is None:
         return 1
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+    if not is_int(workers, 1):
         raise ConfigError(
             f"workers={workers!r} must be an int of at least 1 (more than 1 forks that many "
             f"processes; {usable_cores()} cores here), or None, like 1, for one list after "
-            "another in this process"
+            "another in this process",
+            field="workers",
         )
     return workers
 

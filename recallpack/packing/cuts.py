@@ -53,6 +53,7 @@ from recallpack.packing.units import (
     strip_end,
     word_hits,
 )
+from recallpack.packing.validation import is_int
 
 __all__ = [
     "MARK",
@@ -105,8 +106,8 @@ class Cut:
 def _check(text: object, max_tokens: object, tokenizer: object, measure: object) -> None:
     if not isinstance(text, str):
         raise ConfigError(f"text={type(text).__name__} must be a str; cut only the text of an item")
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
-        raise BudgetError(f"max_tokens={max_tokens!r} must be an int >= 0")
+    if not is_int(max_tokens, 0):
+        raise BudgetError(f"max_tokens={max_tokens!r} must be an int >= 0", field="max_tokens")
     if not isinstance(tokenizer, Tokenizer):
         raise ConfigError(
             f"tokenizer={tokenizer!r} must be a Tokenizer; resolve it with get_tokenizer() first"

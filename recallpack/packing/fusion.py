@@ -8,6 +8,7 @@ from typing import Any
 
 from recallpack.packing.candidate import Candidate, LaneKind, coerce_lane, finite_score
 from recallpack.packing.errors import ConfigError
+from recallpack.packing.validation import check_count
 
 __all__ = ["Fused", "fuse", "check_weights", "check_rrf_k", "DEFAULT_RRF_K"]
 
@@ -58,9 +59,7 @@ def check_weights(
 
 
 def check_rrf_k(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"rrf_k={value!r} must be an int of at least 1 ({DEFAULT_RRF_K} is usual)")
-    return value
+    return check_count(value, "rrf_k", 1, ConfigError, why=f" ({DEFAULT_RRF_K} is usual)")
 
 
 def fuse(

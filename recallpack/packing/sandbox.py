@@ -22,6 +22,7 @@ from jinja2.compiler import CodeGenerator, Frame
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from recallpack.packing.errors import TemplateError
+from recallpack.packing.validation import is_int
 
 __all__ = ["environment", "generate"]
 
@@ -85,7 +86,7 @@ def _check_args(args: Sequence[Any], kwargs: Mapping[str, Any], what: str) -> No
     """No argument asks for more than the bound: a width, a count, a number of repeats."""
     limit = _bound()
     for value in (*args, *kwargs.values()):
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > limit:
+        if is_int(value) and abs(value) > limit:
             raise _too_big(f"{what} asked for {value:,}")
 
 
@@ -126,7 +127,7 @@ def _grows(name: str, subject: Any, args: Sequence[Any], kwargs: Mapping[str, An
 
 
 def _ints(*values: object) -> bool:
-    return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    return all(map(is_int, values))
 
 
 class _BoundedSandbox(ImmutableSandboxedEnvironment):

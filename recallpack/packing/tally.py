@@ -30,6 +30,7 @@ from recallpack.packing.result import (
 )
 from recallpack.packing.scopes import PRIVATE, Reader, Scope
 from recallpack.packing.tokenizers import Tokenizer
+from recallpack.packing.validation import is_int
 
 __all__ = [
     "Ledger", "Packed", "Kept", "WalkSettings", "CutResult", "resource_of", "citation_from", "log_result",
@@ -438,9 +439,9 @@ def citation_from(metadata: Mapping[str, Any], keys: Sequence[str]) -> str | Non
 
 def _page_of(metadata: Mapping[str, Any]) -> str:
     label = metadata.get("page_label")
-    if isinstance(label, (str, int)) and not isinstance(label, bool) and str(label).strip():
+    if (isinstance(label, str) or is_int(label)) and str(label).strip():
         return f", page {str(label).strip()}"
     page = metadata.get("page")
-    if isinstance(page, int) and not isinstance(page, bool) and page >= 0:
+    if is_int(page, 0):
         return f", page {page + 1}"
     return ""

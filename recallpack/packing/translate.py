@@ -13,6 +13,7 @@ from typing import Any, Literal
 from recallpack.packing.candidate import Candidate, LaneKind, Span, clean_text, coerce_lane, finite_score
 from recallpack.packing.errors import CandidateError, ConfigError, LaneError
 from recallpack.packing.result import Evidence
+from recallpack.packing.validation import is_int
 
 __all__ = [
     "UnknownLane",
@@ -92,7 +93,7 @@ def score_from(metadata: Mapping[str, Any], position: int | None = None) -> floa
 
 
 def _offset(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    return value if is_int(value, 0) else None
 
 
 def span_from(text: str, metadata: Mapping[str, Any]) -> Span | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Collection, Iterable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeGuard
 
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import ErrorDetails
@@ -29,6 +29,7 @@ from recallpack.packing.limits import MAX_TOKENS_CEILING, POLICIES, Policy
 __all__ = [
     "PositiveInt",
     "NonNegativeInt",
+    "is_int",
     "did_you_mean",
     "unknown_setting",
     "refuse_unknown",
@@ -144,18 +145,36 @@ def recallpack_error(
     return kind(f"{owner}: " + "; ".join(parts), field=field)
 
 
+def is_int(value: object, minimum: int | None = None) -> TypeGuard[int]:
+    """Whether ``value`` is an int, and at least ``minimum`` when one is given: the package's one
+    int check. A bool is not one (``True`` is not a budget of 1), nor a float, a str of digits or
+    a NumPy integer. A check raises on False; a lenient reading of metadata takes None instead.
+
+    >>> is_int(3, minimum=1), is_int(0, minimum=1), is_int(True), is_int(-2)
+    (True, False, False, True)
+    """
+    return isinstance(value, int) and not isinstance(value, bool) and (minimum is None or value >= minimum)
+
+
 def check_count(
-    value: object, field: str, minimum: int = 0, error: type[RecallpackError] = BudgetError
+    value: object,
+    field: str,
+    minimum: int = 0,
+    error: type[RecallpackError] = BudgetError,
+    *,
+    why: str = "",
+    label: str | None = None,
 ) -> int:
-    """``value`` as an int of at least ``minimum``, or ``error`` naming ``field``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise error(f"{field}={value!r} must be an int of at least {minimum}", field=field)
+    """``value`` as an int of at least ``minimum``, or ``error`` naming ``field``: "``label``
+    (``field`` unless given)=value must be an int of at least ``minimum``", then ``why``."""
+    if not is_int(value, minimum):
+        raise error(f"{label or field}={value!r} must be an int of at least {minimum}{why}", field=field)
     return value
 
 
 def check_max_tokens(value: object, ceiling: int = MAX_TOKENS_CEILING, field: str = "max_tokens") -> int:
     """``value`` as a valid token budget, or a BudgetError saying what is allowed."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_int(value):
         raise BudgetError(
             f"{field}={value!r} must be an int between 1 and {ceiling}, got {type(value).__name__}",
             field=field,
@@ -175,7 +194,7 @@ def check_max_items(value: object, field: str = "max_items") -> int | None:
     """``value`` as an item cap (None: no cap), or a BudgetError."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_int(value, 1):
         raise BudgetError(f"{field}={value!r} must be an int of at least 1, or None for no cap", field=field)
     return value
 

@@ -35,6 +35,7 @@ from recallpack.packing.result import Evidence, Outcome, Reason, RecallResult
 from recallpack.packing.scopes import Scope
 from recallpack.packing.tally import CutResult, Ledger, Packed, WalkSettings, log_result
 from recallpack.packing.tokenizers import Tokenizer
+from recallpack.packing.validation import check_count
 
 __all__ = ["Plan", "Walk", "Cutter", "candidate_list", "candidate_lists_of", "lane_targets"]
 
@@ -311,8 +312,7 @@ def lane_targets(value: object) -> dict[LaneKind | Provenance, int]:
     for key, budget in value.items():
         if not isinstance(key, str):
             raise LaneError(f"lane_budgets has key {key!r}; a key is a lane or provenance name (a str)")
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-            raise BudgetError(f"lane_budgets[{key!r}]={budget!r} must be an int of at least 0")
+        budget = check_count(budget, "lane_budgets", 0, label=f"lane_budgets[{key!r}]")
         name = key.value if isinstance(key, (LaneKind, Provenance)) else key
         target = lanes.get(name) or provenances.get(name)
         if target is None:

@@ -31,6 +31,7 @@ from recallpack.packing.tokenizers import (
     TokenizerSpec,
     get_tokenizer,
 )
+from recallpack.packing.validation import check_count
 from recallpack.packing.windowing import window_spans
 
 if TYPE_CHECKING:
@@ -95,12 +96,8 @@ class Window:
 
 
 def check_window_settings(max_tokens: object, overlap_tokens: object) -> tuple[int, int]:
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise BudgetError(f"max_tokens={max_tokens!r} must be an int of at least 1 (tokens per window)")
-    if isinstance(overlap_tokens, bool) or not isinstance(overlap_tokens, int) or overlap_tokens < 0:
-        raise BudgetError(
-            f"overlap_tokens={overlap_tokens!r} must be an int of at least 0 (0 means no overlap)"
-        )
+    max_tokens = check_count(max_tokens, "max_tokens", 1, why=" (tokens per window)")
+    overlap_tokens = check_count(overlap_tokens, "overlap_tokens", 0, why=" (0 means no overlap)")
     if overlap_tokens >= max_tokens:
         raise BudgetError(
             f"overlap_tokens={overlap_tokens} must be less than max_tokens={max_tokens}; "
@@ -230,9 +227,9 @@ def chunk_size_for(
     >>> chunk_size_for(2048, 8) > 200
     True
     """
-    limit = _positive(max_tokens, "max_tokens")
-    n = _positive(items, "items")
-    lines = _positive(lines_per_chunk, "lines_per_chunk")
+    limit = check_count(max_tokens, "max_tokens", 1)
+    n = check_count(items, "items", 1)
+    lines = check_count(lines_per_chunk, "lines_per_chunk", 1)
     scopes = _scope_names(scopes)
     if not isinstance(label, str) or not label.strip():
         raise ConfigError(f"label={label!r:.60} must be a non-empty str, such as 'Source excerpt'")
@@ -259,9 +256,3 @@ def _scope_names(value: object) -> tuple[str, ...]:
             f"scopes={value!r:.60} must be a list of non-empty scope names (or one name as a str)"
         )
     return tuple(value)
-
-
-def _positive(value: object, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BudgetError(f"{field}={value!r} must be an int of at least 1")
-    return value

@@ -40,6 +40,7 @@ from recallpack.packing.tokenizers.simple import (
 )
 from recallpack.packing.tokenizers.sources import FileReader, Source, default_sources
 from recallpack.packing.tokenizers.tiktoken_tokenizer import TiktokenTokenizer
+from recallpack.packing.validation import is_int
 
 if TYPE_CHECKING:
     import tiktoken
@@ -93,7 +94,7 @@ def load_encoding(encoding: str, sources: Sequence[Source]) -> tuple[tiktoken.En
             built = shipped.build_encoding(encoding, files.load)
         except SourceUnavailable:
             pass
-        except Exception as exc:  # noqa: BLE001  # a tiktoken whose constructors differ: go on
+        except Exception as exc:  # noqa: BLE001  # a tiktoken whose Encoding refuses the definition: go on
             files.refused.append(f"could not build {encoding} from its files ({exc!r})")
         else:
             return built, Resolution(encoding, True, files.describe_exact())
@@ -353,10 +354,8 @@ def get_tokenizer(spec: TokenizerSpec = None) -> Tokenizer:
 
 
 def _check_limit(value: object, field: str, *, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BudgetError(f"{field}={value!r} must be an int >= {minimum}")
-    if value < minimum:
-        raise BudgetError(f"{field}={value!r} must be an int >= {minimum}")
+    if not is_int(value, minimum):
+        raise BudgetError(f"{field}={value!r} must be an int >= {minimum}", field=field)
     return value
 
 

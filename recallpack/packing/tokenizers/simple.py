@@ -99,12 +99,12 @@ class CallableTokenizer(Tokenizer):
             return len(value)  # token ids as a NumPy array
         if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0:
             return int(value)  # NumPy's integers too: a count, as np.sum or len gives it
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise TokenizerError(
-                f"tokenizer {self.name} returned {value!r} for a text; a tokenizer callable "
-                "must return a non-negative int or a list of tokens"
-            )
-        return value
+        # Every int is an Integral: what is left is a bool, a negative count or not a count.
+        raise TokenizerError(
+            f"tokenizer {self.name} returned {value!r} for a text; a tokenizer callable "
+            "must return a non-negative int or a list of tokens",
+            field="tokenizer",
+        )
 
     @keeps_what_fits
     def truncate(self, text: str, max_tokens: int) -> str:
