@@ -108,8 +108,9 @@ class _Selection:
         ratio = _ratio(documents, units, ranked, tok)
         # Every unit costed from its length at the tokens per character this call measured:
         # choosing counts no unit, and only what is kept is counted, once, exactly.
+        shared: dict[str, int] = {}
         self.cuts = [
-            Focus(doc.text, starts, ends, room, tok, tokens_per_char=ratio)
+            Focus(doc.text, starts, ends, room, tok, tokens_per_char=ratio, shared=shared)
             for doc, (starts, ends) in zip(documents, units)
         ]
         self.overhead: dict[int, int] = {}

@@ -298,18 +298,22 @@ class Units:
 
     def __init__(
         self, text: str, starts: list[int], ends: list[int], max_tokens: int, tokenizer: Tokenizer,
-        tokens_per_char: float | None = None,
+        tokens_per_char: float | None = None, shared: dict[str, int] | None = None,
     ) -> None:
         self.text = text
         self.starts = starts
         self.ends = ends
         self.max_tokens = max_tokens
         self.tok = tokenizer
-        self.mark_cost = tokenizer.count(MARK)
         #: When given, a unit's cost is estimated from its length at this rate: no unit is counted.
         self.tokens_per_char = tokens_per_char
         self._unit_cost: dict[int, int] = {}
-        self._space_cost: dict[str, int] = {}
+        # The counts of the mark and of the whitespace between units, which several texts cut
+        # at once (the passages policy's documents) may share: each is then counted once.
+        self._space_cost: dict[str, int] = {} if shared is None else shared
+        self.mark_cost = self._space_cost.get(MARK, -1)
+        if self.mark_cost < 0:
+            self.mark_cost = self._space_cost[MARK] = tokenizer.count(MARK)
         self._lead: dict[int, int] = {}
 
     def unit_cost(self, i: int) -> int:
@@ -394,8 +398,9 @@ class Focus(Units):
         tokenizer: Tokenizer,
         measure: Measure | None = None,
         tokens_per_char: float | None = None,
+        shared: dict[str, int] | None = None,
     ) -> None:
-        super().__init__(text, starts, ends, max_tokens, tokenizer, tokens_per_char)
+        super().__init__(text, starts, ends, max_tokens, tokenizer, tokens_per_char, shared)
         self.measure = measure or tokenizer.count
         # What the measure adds to the estimate: its framing at first, then what counts tell.
         self.correction = self.measure(MARK) - self.mark_cost if measure is not None else 0
@@ -403,10 +408,11 @@ class Focus(Units):
         self.order: list[int] = []
         self.total = 0  # estimate() of the kept units, kept up to date as units are added
         self.last = -1  # the last kept unit
+        self.last_unit = len(starts) - 1
 
     def added_cost(self, i: int) -> int:
         """What keeping unit ``i`` adds to :meth:`estimate` of the kept units, in O(1)."""
-        last_unit = len(self.starts) - 1
+        last_unit = self.last_unit
         cost = self.unit_cost(i)
         if i - 1 in self.kept:
             cost += self.space_cost(self.ends[i - 1], self.starts[i])
