@@ -259,7 +259,8 @@ def _choose(walk: PassagesWalk, max_tokens: int) -> _Selection:
     else:
         scores = embedded(texts, units, walk.query, walk.embed)
     best, raised = combined(scores, units)
-    ranked = sorted(best, key=lambda k: (-best[k], k))
+    # Best first, ties by place: the pairs sort as they are, with no key function to call.
+    ranked = [key for _, key in sorted((-score, key) for key, score in best.items())]
     # Aimed a little under the budget: an estimate off by a percent or two then lands within
     # FILL_SLACK of it, and the exact count needs no second round to give back or fill.
     aim = max_tokens - int(max_tokens * FILL_SLACK / 2)

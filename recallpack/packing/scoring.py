@@ -150,19 +150,20 @@ def combined(scores: dict[tuple[int, int], float], units: Sequence[UnitBounds],
     """Each unit's score raised by its neighbours', scaled to the best, divided by its document's
     prior; and per document the raised scores (which side a passage grows to)."""
     raised: list[dict[int, float]] = [{} for _ in units]
+    sizes = [len(starts) for starts, _ in units]
     for (d, u), score in scores.items():
         own = raised[d]
         own[u] = own.get(u, 0.0) + score
-        for v in (u - 1, u + 1):
-            if 0 <= v < len(units[d][0]):
-                own[v] = own.get(v, 0.0) + NEIGHBOR_SHARE * score
+        share = NEIGHBOR_SHARE * score
+        if u > 0:
+            own[u - 1] = own.get(u - 1, 0.0) + share
+        if u + 1 < sizes[d]:
+            own[u + 1] = own.get(u + 1, 0.0) + share
     best = max((s for own in raised for s in own.values()), default=0.0)
     if best <= 0:
         return {}, raised
-    combined = {
-        (d, u): s / best / (1.0 + RANK_PRIOR * d)
-        for d, own in enumerate(raised)
-        for u, s in own.items()
-        if s > 0
-    }
+    combined: dict[tuple[int, int], float] = {}
+    for d, own in enumerate(raised):
+        prior = 1.0 + RANK_PRIOR * d
+        combined.update(((d, u), s / best / prior) for u, s in own.items() if s > 0)
     return combined, raised
