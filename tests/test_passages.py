@@ -164,6 +164,22 @@ def test_pieces_with_no_offsets_merge_by_their_exact_overlap() -> None:
     assert len(result.evidence) == 1 and result.evidence[0].text == text
 
 
+def test_pieces_without_offsets_merge_only_within_their_own_source() -> None:
+    """Exact overlap is looked for among pieces that could be one document: the same chunk from
+    another source, ranked first, neither merges nor keeps a piece from the chunk it continues."""
+    text = DOCS["argparse"] + "\n\n" + DOCS["json"]
+    size = len(text) // 2
+    head, tail = text[: size + 300], text[size:]
+    ranked = [
+        Candidate(text=head, metadata={"source": "mirror.txt"}),
+        Candidate(text=head, metadata={"source": "docs.txt"}),
+        Candidate(text=tail, metadata={"source": "docs.txt"}),
+    ]
+    result = recall(ranked, max_tokens=8000, query="json", policy="passages", dedupe=False)
+    assert [(e.text == text, e.resource_uri) for e in result.evidence] == [(False, "mirror.txt"), (True, "docs.txt")]
+    assert [e.reason.value if e.reason else None for e in result.trace] == [None, None, "merged"]
+
+
 def test_pieces_in_different_scopes_or_lanes_never_merge() -> None:
     """Merging never changes who may read a text or under which label."""
     text = DOCS["csv"]
