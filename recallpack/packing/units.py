@@ -446,7 +446,7 @@ class Focus(Units):
         side fits: the better-scoring side first, on a tie the side nearer the seed, then the
         earlier. ``add`` keeps a unit if it fits (default :meth:`try_add`: this text's room)."""
         add = add or self.try_add
-        kept, cost, last = self.kept, self.unit_cost, len(self.starts) - 1
+        kept, cost, last_unit = self.kept, self.unit_cost, self.last_unit
         lo = hi = seed
         tokens = cost(seed)
         left = right = True  # not yet blocked on that side
@@ -459,7 +459,7 @@ class Focus(Units):
                 tokens += cost(hi)
             if tokens >= goal:
                 return
-            can_left, can_right = left and lo > 0, right and hi < last
+            can_left, can_right = left and lo > 0, right and hi < last_unit
             if can_left and can_right:
                 before, after = scores.get(lo - 1, 0.0), scores.get(hi + 1, 0.0)
                 go_left = before > after or (before == after and seed - lo <= hi - seed)
