@@ -436,3 +436,15 @@ def test_an_embedding_that_raises_is_the_cause_of_a_recallpack_error() -> None:
     with pytest.raises(ConfigError, match="embed .* raised TimeoutError") as caught:
         recall(ranked, max_tokens=200, query="json", policy="passages", embed=embed)
     assert isinstance(caught.value.__cause__, TimeoutError)
+
+
+@pytest.mark.parametrize("filler", ["日本語の文です。 ", "a. ", "x… "])
+def test_a_document_that_counts_far_denser_than_the_match_still_fills_the_budget(filler: str) -> None:
+    """The tokens per character learned from the best match (English prose) can be a quarter
+    of the rest's (Chinese, one-letter sentences): the exact count then turns what it gives back
+    and adds into the estimate's terms, so the block fills the budget instead of ending empty."""
+    dense = filler * 20_000
+    ranked = [Candidate(text=dense), Candidate(text=DOCS["json"]), Candidate(text=filler[::-1] * 5_000)]
+    result = recall(ranked, max_tokens=2000, query="serialize objects to json", policy="passages")
+    assert 1800 <= result.report.tokens_used == count_tokens(result.to_markdown()) <= 2000
+    assert_accounted(result, len(ranked))

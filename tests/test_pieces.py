@@ -84,3 +84,22 @@ def test_passages_counts_in_pieces_exactly(name: str) -> None:
             candidates, query="signature of a callable and its parameters"
         )
         assert result.report.tokens_used == tokenizer.count(result.to_markdown()) <= budget
+
+
+@pytest.mark.parametrize("pattern", [r"(?s)..?", r"[^\n]*\n?"])
+def test_an_encoding_forged_under_a_known_name_is_never_summed_in_pieces(pattern: str) -> None:
+    """A caller's Encoding named cl100k_base that splits its own way gets no piecewise pricing:
+    the passages policy's report is still the exact count of its block under that encoding."""
+    import tiktoken
+
+    ranks = get_tokenizer("cl100k_base").encoding._mergeable_ranks  # type: ignore[attr-defined]
+    forged = tiktoken.Encoding(name="cl100k_base", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    tokenizer = get_tokenizer(forged)  # type: ignore[arg-type]
+    assert not tokenizer.splits_at_line_starts
+    texts = [inspect.getdoc(m) or "" for m in (json, argparse, unittest)]
+    candidates = [Candidate(text=t) for t in texts]
+    for budget in (150, 400):
+        result = Packer(max_tokens=budget, policy="passages", tokenizer=forged).recall(
+            candidates, query="parse command line arguments"
+        )
+        assert result.report.tokens_used == tokenizer.count(result.to_markdown()) <= budget

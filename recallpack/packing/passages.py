@@ -34,7 +34,7 @@ from typing import Any
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, coerce_candidate
 from recallpack.packing.cuts import Cut
 from recallpack.packing.documents import Document, documents_of
-from recallpack.packing.render import MarkdownBlock
+from recallpack.packing.render import MarkdownBlock, View
 from recallpack.packing.result import Outcome, Reason
 from recallpack.packing.scopes import Scope
 from recallpack.packing.scoring import (
@@ -113,7 +113,6 @@ class _Selection:
             Focus(doc.text, starts, ends, room, tok, tokens_per_char=ratio, shared=shared)
             for doc, (starts, ends) in zip(documents, units)
         ]
-        self.overhead: dict[int, int] = {}
         self.lane_keys = [walk._lane_keys(doc.candidate) for doc in documents]
         self.lane_used: dict[LaneKind | Provenance, int] = {}
         self.used = walk.header_estimate
@@ -123,11 +122,7 @@ class _Selection:
         self.refills = _REFILLS
 
     def _framing(self, d: int) -> int:
-        cost = self.overhead.get(d)
-        if cost is None:
-            doc = self.documents[d]
-            cost = self.overhead[d] = self.walk.framing(doc.candidate)
-        return cost
+        return self.walk.framing(self.documents[d].candidate)
 
     def try_add(self, d: int, u: int) -> bool:
         cut = self.cuts[d]
@@ -215,6 +210,25 @@ class _Selection:
             excess -= max(1, before - after)
         return True
 
+    def calibrate(self) -> None:
+        """Learn each kept document's own tokens per character from its exact count (the last
+        one the walk made), and estimate what is kept again. The rate learned from the best
+        units can be far off for another document (an English match among Chinese ones, a text
+        of one-letter sentences): what is then given back or added is chosen at the right rate."""
+        exact = {k.rank: k.cost for k in self.walk.kept}
+        self.used = self.walk.header_estimate
+        self.lane_used = {}
+        for d, cut in enumerate(self.cuts):
+            if not cut.kept:
+                continue
+            framing = self._framing(d)
+            cost = exact.get(self.documents[d].lead.rank)
+            if cost is not None and cost > framing and cut.total > 0 and cut.tokens_per_char:
+                cut.rescale(cut.tokens_per_char * (cost - framing) / cut.total)
+            self.used += cut.total + framing
+            for key in self.lane_keys[d]:
+                self.lane_used[key] = self.lane_used.get(key, 0) + cut.total + framing
+
     def correct(self, used: int, max_tokens: int) -> bool:
         """Change the choice after the exact count ``used`` of what it made: give back what put a
         lane or the budget over, or fill what is still free (at most _REFILLS times). False when
@@ -226,11 +240,14 @@ class _Selection:
             if walk.lane_used.get(key, 0) > budget
         ]
         if over:  # the exact counts put a lane over its own budget
+            self.calibrate()
             return self.give_back(over[0][1], over[0][0])
         if used > max_tokens:
+            self.calibrate()
             return self.give_back(used - max_tokens)
         if self.refills <= 0 or max_tokens - used <= max(4, FILL_SLACK * max_tokens):
             return False
+        self.calibrate()
         self.refills -= 1
         before = len(self.order)
         # Estimates miss what joins and framing really cost: aim the estimate so that the
@@ -289,11 +306,16 @@ class PassagesWalk(Walk):
         self.item_costs: dict[tuple[int, str], int] = {}  # what a document's kept text costs
         self.looks: dict[int, tuple[tuple[Scope, ...], tuple[str, ...], str | None]] = {}
         self.frames: dict[tuple[Provenance, tuple[str, ...], str | None], int] = {}
-        # A chosen item is priced piece by piece when the default block's counts add up, so
-        # that a refit encodes only what changed in a document, not all of it again.
-        additive = isinstance(self.view, MarkdownBlock) and self.view.template is None
-        additive = additive and self.tok.splits_at_line_starts
-        self.item_view = MarkdownBlock(PieceCounts(self.tok), None) if additive else self.view
+
+    @functools.cached_property
+    def item_view(self) -> View:
+        """What a chosen item is priced by: piece by piece when the default block's counts add
+        up, so that a refit encodes only what changed in a document, not all of it again (made
+        only when a choice is priced: a call whose documents all fit whole never needs it)."""
+        view = self.view
+        if isinstance(view, MarkdownBlock) and view.template is None and self.tok.splits_at_line_starts:
+            return MarkdownBlock(PieceCounts(self.tok), None)
+        return view
 
     # -- what the cost model says ---------------------------------------------------------------
 

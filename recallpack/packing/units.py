@@ -410,6 +410,13 @@ class Focus(Units):
         self.last = -1  # the last kept unit
         self.last_unit = len(starts) - 1
 
+    def rescale(self, tokens_per_char: float) -> None:
+        """Estimate every unit at ``tokens_per_char`` from now on (what an exact count of this
+        text taught), the kept ones included."""
+        self.tokens_per_char = tokens_per_char
+        self._unit_cost.clear()
+        self.total = self.estimate(sorted(self.kept)) if self.kept else 0
+
     def added_cost(self, i: int) -> int:
         """What keeping unit ``i`` adds to :meth:`estimate` of the kept units, in O(1)."""
         last_unit = self.last_unit
