@@ -68,6 +68,9 @@ WHOLE_CHARS_PER_TOKEN = 6
 SAMPLE_CHARS = 512
 #: The exact count may leave this share of the budget free before the choice is filled again.
 FILL_SLACK = 0.05
+#: A kept document's estimate is learned again from its exact count when it is off by more than
+#: this factor (within it, the exact count's correction of the room is enough).
+RATE_TOLERANCE = 1.25
 _MISSES = 8  # seeds in a row that do not fit before the search stops: the room is full
 _REFILLS = 2  # rounds that fill what the exact count says is still free
 
@@ -214,7 +217,8 @@ class _Selection:
         """Learn each kept document's own tokens per character from its exact count (the last
         one the walk made), and estimate what is kept again. The rate learned from the best
         units can be far off for another document (an English match among Chinese ones, a text
-        of one-letter sentences): what is then given back or added is chosen at the right rate."""
+        of one-letter sentences): what is then given back or added is chosen at the right rate.
+        An estimate within RATE_TOLERANCE of its count is left as it is."""
         exact = {k.rank: k.cost for k in self.walk.kept}
         self.used = self.walk.header_estimate
         self.lane_used = {}
@@ -223,8 +227,9 @@ class _Selection:
                 continue
             framing = self._framing(d)
             cost = exact.get(self.documents[d].lead.rank)
-            if cost is not None and cost > framing and cut.total > 0 and cut.tokens_per_char:
-                cut.rescale(cut.tokens_per_char * (cost - framing) / cut.total)
+            off = (cost - framing) / cut.total if cost is not None and cut.total > 0 else 1.0
+            if cut.tokens_per_char and off > 0 and not 1 / RATE_TOLERANCE <= off <= RATE_TOLERANCE:
+                cut.rescale(cut.tokens_per_char * off)
             self.used += cut.total + framing
             for key in self.lane_keys[d]:
                 self.lane_used[key] = self.lane_used.get(key, 0) + cut.total + framing
