@@ -397,20 +397,6 @@ class PassagesWalk(Walk):
         not fit, having counted no more than the room."""
         return self._materialize(whole=True)
 
-    def _reset(self) -> None:
-        self.kept = []
-        self.entries = []
-        self.reasons = {}
-        self.used = 0
-        self.lane_used = {}
-        self.full = set()
-        self.scope_order = {}
-        self.dropped_sizes = {}
-        self.seen = {}
-        self.floor_applied = False
-        self.tail_reason = None
-        self.header_cost = 0
-
     def _materialize(self, whole: bool = False) -> bool:
         """Record the outcome of every candidate reached, keeping the chosen passages (or, with
         ``whole``, every document whole while the room lasts)."""

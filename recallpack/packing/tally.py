@@ -129,6 +129,10 @@ class Ledger:
         self.s = settings
         self.view = view
         self.tok = tok
+        self._reset()
+
+    def _reset(self) -> None:
+        """No decision made yet (a walk that chooses again, as ``passages`` does, starts here)."""
         self.header_cost = 0
         self.kept: list[Kept] = []
         self.entries: list[TraceRecord] = []
