@@ -167,7 +167,12 @@ def word_hits(lowered: str, words: Iterable[str]) -> dict[str, list[int]]:
 _LINE_SPLIT = re.compile(r"\n\s*")
 _SPACE_BEFORE_BREAK = re.compile(r"\s\n")
 _SENTENCE_END = rf"([{re.escape(_TERMINATORS)}][{re.escape(_CLOSERS)}]*)[ \t]+(?=[^\n])"
-_SENTENCE_SPLIT = re.compile(_SENTENCE_END)
+# One pattern a terminator, searched only when the text has it: a pattern that starts with one
+# character is scanned for it several times faster than one that starts with a class, and the
+# matches are the same (each holds one terminator, so no two can overlap).
+_SENTENCE_SPLITS = {
+    t: re.compile(rf"({re.escape(t)}[{re.escape(_CLOSERS)}]*)[ \t]+(?=[^\n])") for t in _TERMINATORS
+}
 _CJK_SENTENCE_SPLIT = re.compile(rf"{_SENTENCE_END}|([{_CJK_TERMINATORS}])[ \t]*(?=[^\n])")
 _BOUNDARY_SEARCH = 64  # characters searched for a place to split a long unit without a space
 
@@ -189,11 +194,14 @@ def split_units(text: str, max_chars: int) -> tuple[list[int], list[int]]:
     line_starts = [first, *(e for _, e in splits)]
     if _SPACE_BEFORE_BREAK.search(text, first, last):  # a line that ends in spaces (or "\r")
         splits = [(_strip_spaces(text, s) if text[s - 1].isspace() else s, e) for s, e in splits]
-    cjk = any(t in text for t in _CJK_TERMINATORS)
-    pattern = _CJK_SENTENCE_SPLIT if cjk else _SENTENCE_SPLIT
     # A sentence end at a line end (or the text's) is where the line ends anyway: the pattern
     # needs a character after it that is no line break.
-    sentences = [(m.end(m.lastindex or 0), m.end()) for m in pattern.finditer(text, first, last)]
+    if any(t in text for t in _CJK_TERMINATORS):
+        found = _CJK_SENTENCE_SPLIT.finditer(text, first, last)
+        sentences = [(m.end(m.lastindex or 0), m.end()) for m in found]
+    else:
+        patterns = [pattern for t, pattern in _SENTENCE_SPLITS.items() if t in text]
+        sentences = [(m.end(1), m.end()) for pattern in patterns for m in pattern.finditer(text, first, last)]
     if sentences:
         # Asked per sentence only when some line is code: a text of short sentences has many.
         if ">>>" in text or any(text[start - 1] in " \t" for start in line_starts if start):

@@ -1,0 +1,75 @@
+"""The passages policy's scoring reads every character it is handed, so its two scans (units and
+query words) take fast paths; these tests hold each to its plain definition on hostile text."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recallpack.packing.scoring import hits
+from recallpack.packing.units import fold, split_units
+
+# Terminators, closers, spaces, line breaks, CJK ends, combining marks, code markers, letters.
+_ALPHABET = list(".!?…。！？ \t\n\r\"')]}»”’>abAİ\u0301\u200d_1é")
+_texts = st.text(alphabet=st.sampled_from(_ALPHABET), max_size=60)
+
+_CLOSERS = "\"')]}»”’"
+# The definition: one pattern for every terminator (the fast path searches one a terminator).
+_ONE_PATTERN = re.compile(rf"([.!?…][{re.escape(_CLOSERS)}]*)[ \t]+(?=[^\n])")
+
+
+def _units_with_one_pattern(text: str, max_chars: int) -> tuple[list[int], list[int]]:
+    import recallpack.packing.units as units
+
+    saved = units._SENTENCE_SPLITS
+    units._SENTENCE_SPLITS = {"": _ONE_PATTERN}
+    try:
+        return split_units(text, max_chars)
+    finally:
+        units._SENTENCE_SPLITS = saved
+
+
+@settings(max_examples=800, deadline=None)
+@given(_texts, st.sampled_from([3, 8, 600]))
+def test_units_are_those_of_one_pattern_for_every_terminator(text: str, max_chars: int) -> None:
+    """Searching each terminator on its own finds the same units as one pattern for them all."""
+    assert split_units(text, max_chars) == _units_with_one_pattern(text, max_chars)
+
+
+def _hits_by_definition(text: str, terms: list[str], limit: int) -> dict[str, list[int]]:
+    lowered = fold(text)
+    found = {}
+    for term in terms:
+        if not 0 < lowered.count(term) <= limit:
+            continue  # found, even inside other words, more than limit times: left out
+        whole = [m.start() for m in re.finditer(rf"(?<!\w){re.escape(term)}(?!\w)", lowered)]
+        if whole:
+            found[term] = whole
+    return found
+
+
+_words = st.text(alphabet=st.sampled_from(list("ab_1é")), min_size=1, max_size=3)
+
+
+@settings(max_examples=800, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(list("ab_1é .\n-")), max_size=300),
+    st.lists(_words, min_size=1, max_size=6, unique=True),
+    st.integers(min_value=1, max_value=40),
+)
+def test_query_word_hits_are_their_definition(text: str, terms: list[str], limit: int) -> None:
+    """Whole-word hits of each query word, with a word found more than ``limit`` times left out,
+    whether the search tells it by counting first or by stopping past the limit."""
+    assert hits(text, terms, limit) == _hits_by_definition(text, terms, limit)
+
+
+def test_a_frequent_word_is_left_out_however_it_is_spread() -> None:
+    """A word past the limit only after the text's first eighth is left out like one that is
+    frequent from the start (the count first, or the search stopping past the limit)."""
+    late = "x " * 400 + "ab " * 30
+    early = "ab " * 30 + "x " * 400
+    for text in (late, early):
+        assert hits(text, ["ab", "x"], 29) == {}
+        assert list(hits(text, ["ab"], 30)) == ["ab"]
