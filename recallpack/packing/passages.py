@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
+from operator import itemgetter, neg
 from typing import Any
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, coerce_candidate
@@ -117,6 +118,7 @@ class _Selection:
             for doc, (starts, ends) in zip(documents, units)
         ]
         self.lane_keys = [walk._lane_keys(doc.candidate) for doc in documents]
+        self.framings = [-1] * len(documents)
         self.lane_used: dict[LaneKind | Provenance, int] = {}
         self.used = walk.header_estimate
         self.opened = 0
@@ -125,7 +127,10 @@ class _Selection:
         self.refills = _REFILLS
 
     def _framing(self, d: int) -> int:
-        return self.walk.framing(self.documents[d].candidate)
+        cost = self.framings[d]
+        if cost < 0:
+            cost = self.framings[d] = self.walk.framing(self.documents[d].candidate)
+        return cost
 
     def try_add(self, d: int, u: int) -> bool:
         cut = self.cuts[d]
@@ -282,7 +287,7 @@ def _choose(walk: PassagesWalk, max_tokens: int) -> _Selection:
         scores = embedded(texts, units, walk.query, walk.embed)
     best, raised = combined(scores, units)
     # Best first, ties by place: the pairs sort as they are, with no key function to call.
-    ranked = [key for _, key in sorted((-score, key) for key, score in best.items())]
+    ranked = list(map(itemgetter(1), sorted(zip(map(neg, best.values()), best.keys()))))
     # Aimed a little under the budget: an estimate off by a percent or two then lands within
     # FILL_SLACK of it, and the exact count needs no second round to give back or fill.
     aim = max_tokens - int(max_tokens * FILL_SLACK / 2)
@@ -310,6 +315,7 @@ class PassagesWalk(Walk):
         self.header_estimate = 0
         self.item_costs: dict[tuple[int, str], int] = {}  # what a document's kept text costs
         self.looks: dict[int, tuple[tuple[Scope, ...], tuple[str, ...], str | None]] = {}
+        self.resources: dict[int, str | None] = {}
         self.frames: dict[tuple[Provenance, tuple[str, ...], str | None], int] = {}
 
     @functools.cached_property
@@ -330,8 +336,17 @@ class PassagesWalk(Walk):
         found = self.looks.get(key)
         if found is None:
             scopes = self._scopes(c)
-            found = self.looks[key] = (scopes, self._names(scopes), self._uri(c))
+            uri = self.resource(c) if self.view.renders_items else None
+            found = self.looks[key] = (scopes, self._names(scopes), uri)
         return found
+
+    def resource(self, c: Candidate) -> str | None:
+        """A document's resource line (what tells its pieces apart, and what its item shows):
+        worked out once per call."""
+        key = id(c)
+        if key not in self.resources:
+            self.resources[key] = resource_of(c, self.s)
+        return self.resources[key]
 
     def framing(self, c: Candidate) -> int:
         """What an item adds to the block around its text (label, resource line, joins)."""
@@ -349,7 +364,7 @@ class PassagesWalk(Walk):
         if not shown:
             self._materialize(whole=True)
             return
-        self.documents = documents_of(shown, lambda c: resource_of(c, self.s), self.extents)
+        self.documents = documents_of(shown, self.resource, self.extents)
         if self.s.max_tokens is None:
             self._materialize(whole=True)
             return

@@ -384,9 +384,15 @@ class MarkdownBlock:
     def __init__(self, tokenizer: Tokenizer, template: LoadedTemplate | None) -> None:
         self.tok = tokenizer
         self.template = template
+        self._bare_header = -1
 
     def header(self, scopes: Iterable[ScopeLike]) -> int:
-        return self.tok.count(header_text([(s.name, s.description) for s in scopes]))
+        shown = [(s.name, s.description) for s in scopes]
+        if not shown:  # the header of most blocks: counted once for this view, not once a call
+            if self._bare_header < 0:
+                self._bare_header = self.tok.count(header_text(()))
+            return self._bare_header
+        return self.tok.count(header_text(shown))
 
     def header_delta(self, walk: Shown, scopes: Sequence[ScopeLike]) -> int:
         shown = walk.scope_order
@@ -467,17 +473,15 @@ class JoinedTexts:
         return block(self.template, evidence, scopes, max_tokens)
 
 
-_WORD_START = regex.compile(r" \p{L}")
+_LAST_WORD_START = regex.compile(r" \p{L}", regex.REVERSE)
 _TAIL_SEARCH = 256
 
 
 def _last_word_start(text: str) -> int:
     """Where the last space that starts a word is, near the end of ``text`` (0: none there)."""
-    start = max(0, len(text) - _TAIL_SEARCH)
-    last = 0
-    for match in _WORD_START.finditer(text, start):
-        last = match.start()
-    return last
+    # Searched from the end: the last match is the first found (two never overlap).
+    match = _LAST_WORD_START.search(text, max(0, len(text) - _TAIL_SEARCH))
+    return 0 if match is None else match.start()
 
 
 def joined_by(join: Callable[[Sequence[str]], str], texts: Sequence[str]) -> str:

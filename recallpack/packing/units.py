@@ -22,7 +22,7 @@ import math
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from operator import sub
+from operator import itemgetter, sub
 
 from recallpack.packing.limits import ELLIPSIS
 from recallpack.packing.text import LINE_BREAKS, ceil_boundary, clear_boundary, floor_boundary, is_boundary
@@ -62,6 +62,7 @@ _BREAK = re.compile(
 )
 _NONSPACE = re.compile(r"\S")
 _SPAN = re.Match.span
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 # --- kept ranges ------------------------------------------------------------------------------
@@ -191,7 +192,7 @@ def split_units(text: str, max_chars: int) -> tuple[list[int], list[int]]:
     if last <= first:
         return [], []
     splits = list(map(_SPAN, _LINE_SPLIT.finditer(text, first, last)))
-    line_starts = [first, *(e for _, e in splits)]
+    line_starts = [first, *map(_SECOND, splits)]
     if _SPACE_BEFORE_BREAK.search(text, first, last):  # a line that ends in spaces (or "\r")
         splits = [(_strip_spaces(text, s) if text[s - 1].isspace() else s, e) for s, e in splits]
     # A sentence end at a line end (or the text's) is where the line ends anyway: the pattern
@@ -204,21 +205,27 @@ def split_units(text: str, max_chars: int) -> tuple[list[int], list[int]]:
         sentences = [(m.end(1), m.end()) for pattern in patterns for m in pattern.finditer(text, first, last)]
     if sentences:
         # Asked per sentence only when some line is code: a text of short sentences has many.
-        if ">>>" in text or any(text[start - 1] in " \t" for start in line_starts if start):
+        indents = _chars_before(text, line_starts)
+        if ">>>" in text or " " in indents or "\t" in indents:
             sentences = [(e, s) for e, s in sentences if not _in_code_line(text, line_starts, e)]
         splits = sorted(splits + sentences)
-    starts = [first, *(e for _, e in splits)]
-    ends = [*(s for s, _ in splits), last]
+    starts = [first, *map(_SECOND, splits)]
+    ends = [*map(_FIRST, splits), last]
     # Splits sit next to whitespace, so only a non-ASCII neighbour can join a cluster across
     # one (a combining mark after a space, a prepended mark before it).
-    if not text.isascii() and (
-        any(text[s] >= "\x80" or text[s - 1] >= "\x80" for s in starts if s)
-        or any(text[e] >= "\x80" or text[e - 1] >= "\x80" for e in ends if e < len(text))
-    ):
-        starts, ends = _on_boundaries(text, starts, ends)
+    if not text.isascii():
+        cuts = [*filter(None, starts), *filter(len(text).__gt__, ends)]
+        if not ("".join(map(text.__getitem__, cuts)) + _chars_before(text, cuts)).isascii():
+            starts, ends = _on_boundaries(text, starts, ends)
     if max(map(sub, ends, starts)) > max_chars:
         return _split_long(text, starts, ends, max_chars)
     return starts, ends
+
+
+def _chars_before(text: str, positions: Iterable[int]) -> str:
+    """The character before each non-zero position, read without a Python step per position
+    (a text has a split every sentence)."""
+    return "".join(map(text.__getitem__, map((-1).__add__, filter(None, positions))))
 
 
 def _strip_spaces(text: str, end: int) -> int:
