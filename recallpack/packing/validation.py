@@ -10,7 +10,7 @@ tree, naming the field and the fix, never a bare ValidationError.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeGuard
 
 from pydantic import BaseModel, Field, ValidationError
@@ -30,6 +30,7 @@ __all__ = [
     "PositiveInt",
     "NonNegativeInt",
     "is_int",
+    "check_each",
     "did_you_mean",
     "unknown_setting",
     "refuse_unknown",
@@ -47,6 +48,20 @@ __all__ = [
 PositiveInt = Annotated[int, Field(ge=1, strict=True)]
 #: An int of at least 0 (a count, what is left).
 NonNegativeInt = Annotated[int, Field(ge=0, strict=True)]
+
+
+def check_each(
+    items: Iterable[object], kind: type, error: Callable[[int, object], RecallpackError]
+) -> None:
+    """Raise ``error(position, item)`` for the first of ``items`` that is not a ``kind``.
+
+    >>> check_each([1, "2"], int, lambda i, item: ConfigError(f"items[{i}] is {item!r}"))
+    Traceback (most recent call last):
+    recallpack.packing.errors.ConfigError: items[1] is '2'
+    """
+    for position, item in enumerate(items):
+        if not isinstance(item, kind):
+            raise error(position, item)
 
 
 def did_you_mean(name: str, valid: Iterable[str], *, cutoff: float = 0.6) -> str | None:
