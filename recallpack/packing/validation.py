@@ -32,6 +32,7 @@ __all__ = [
     "is_int",
     "check_each",
     "did_you_mean",
+    "check_known",
     "unknown_setting",
     "refuse_unknown",
     "recallpack_error",
@@ -72,6 +73,22 @@ def did_you_mean(name: str, valid: Iterable[str], *, cutoff: float = 0.6) -> str
     """
     close = difflib.get_close_matches(name, list(valid), n=1, cutoff=cutoff)
     return close[0] if close else None
+
+
+def check_known(
+    given: Iterable[str], known: Collection[str], error: Callable[[str, str | None], Exception]
+) -> None:
+    """Raise ``error(name, closest)`` for the first of ``given`` that is not ``known``, where
+    ``closest`` is the known name :func:`did_you_mean` finds for it (None: none is close).
+
+    >>> check_known(["query", "max_token"], ("query", "max_tokens"), lambda name, close: ConfigError(
+    ...     f"unknown {name!r}; did you mean {close!r}?"))
+    Traceback (most recent call last):
+    recallpack.packing.errors.ConfigError: unknown 'max_token'; did you mean 'max_tokens'?
+    """
+    for name in given:
+        if name not in known:
+            raise error(name, did_you_mean(name, known))
 
 
 def unknown_setting(
