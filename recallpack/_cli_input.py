@@ -23,7 +23,7 @@ from recallpack import (
     RecallpackError,
     get_tokenizer,
 )
-from recallpack.packing.validation import did_you_mean, json_type
+from recallpack.packing.validation import check_known, json_type
 
 __all__ = [
     "EXAMPLE_LINE",
@@ -194,11 +194,10 @@ def parse_lines(name: str, data: bytes) -> list[Line]:
 
 
 def _check_fields(where: str, fields: dict[str, Any]) -> None:
-    for key in fields:
-        if key not in FIELDS:
-            close = did_you_mean(key, FIELDS)
-            hint = f'did you mean "{close}"? ' if close else ""
-            raise UsageError(f'{where}: unknown field "{key}"; {hint}the fields are: {", ".join(FIELDS)}')
+    check_known(fields, FIELDS, lambda key, close: UsageError(
+        f'{where}: unknown field "{key}"; ' + (f'did you mean "{close}"? ' if close else "")
+        + f'the fields are: {", ".join(FIELDS)}'
+    ))
     if "text" not in fields:
         raise UsageError(
             f'{where}: no "text" field; every line needs the retrieved text, such as {EXAMPLE_LINE}'

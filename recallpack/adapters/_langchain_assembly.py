@@ -35,6 +35,7 @@ from recallpack.allowance import (
 from recallpack.packing.errors import ConfigError
 from recallpack.packing.result import RecallResult
 from recallpack.packing.tokenizers import get_tokenizer
+from recallpack.packing.validation import check_each
 
 __all__ = [
     "AssembledMessages",
@@ -152,11 +153,9 @@ def as_messages(value: object) -> list[BaseMessage]:
         value = value["messages"]
     if not isinstance(value, Sequence) or isinstance(value, str):
         raise ConfigError(f"expected a list of messages (or a PromptValue), got {type(value).__name__}")
-    for i, message in enumerate(value):
-        if not isinstance(message, BaseMessage):
-            raise ConfigError(
-                f"messages[{i}] is a {type(message).__name__}; expected a LangChain BaseMessage"
-            )
+    check_each(value, BaseMessage, lambda i, message: ConfigError(
+        f"messages[{i}] is a {type(message).__name__}; expected a LangChain BaseMessage"
+    ))
     return list(value)
 
 

@@ -18,6 +18,7 @@ from recallpack.packing.fusion import DEFAULT_RRF_K
 from recallpack.packing.pipeline import Item, Kept, Packs, Pipeline, Returned, Source
 from recallpack.packing.result import RecallResult
 from recallpack.packing.translate import evidence_metadata, score_from
+from recallpack.packing.validation import check_each
 
 __all__ = ["LangChainComponent", "LanesSettings", "documents_of", "document_item",
            "kept_documents", "pack_documents", "apack_documents"]
@@ -27,12 +28,10 @@ def documents_of(output: object, source: str) -> list[Document]:
     """``output`` as a list of Documents, or an UpstreamError naming the position and type."""
     if not isinstance(output, (list, tuple)):
         raise UpstreamError(f"{source} returned a {type(output).__name__}; expected a list of Documents")
-    for position, item in enumerate(output):
-        if not isinstance(item, Document):
-            raise UpstreamError(
-                f"{source} returned a {type(item).__name__} at position {position}; expected a "
-                "langchain_core.documents.Document (wrap plain texts as Document(page_content=...))"
-            )
+    check_each(output, Document, lambda position, item: UpstreamError(
+        f"{source} returned a {type(item).__name__} at position {position}; expected a "
+        "langchain_core.documents.Document (wrap plain texts as Document(page_content=...))"
+    ))
     return list(output)
 
 

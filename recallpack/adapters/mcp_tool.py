@@ -18,7 +18,7 @@ from mcp import types
 
 from recallpack import BudgetError, ConfigError, RecallResult
 from recallpack.adapters.mcp_sources import RecallSource
-from recallpack.packing.validation import did_you_mean, json_type
+from recallpack.packing.validation import check_known, json_type
 
 __all__ = ["TOOL_NAME", "MAX_QUERY_CHARS", "check_arguments", "diagnostics", "error_result", "tool"]
 
@@ -43,13 +43,10 @@ def check_arguments(arguments: Mapping[str, Any] | None, *, default: int, ceilin
     (``512.0``) is that whole number.
     """
     args = dict(arguments or {})
-    for name in args:
-        if name not in ARGUMENTS:
-            close = did_you_mean(name, ARGUMENTS)
-            hint = f"did you mean {close!r}? " if close else ""
-            raise ConfigError(
-                f"unknown argument {name!r}; {hint}recall takes query and max_tokens", field=name
-            )
+    check_known(args, ARGUMENTS, lambda name, close: ConfigError(
+        f"unknown argument {name!r}; " + (f"did you mean {close!r}? " if close else "")
+        + "recall takes query and max_tokens", field=name
+    ))
     if "query" not in args:
         raise ConfigError(
             'query is required: the words to search for, such as "how is the budget counted"', field="query"

@@ -7,13 +7,20 @@ errors, so the packer may take these values without importing receipts or assemb
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field, ValidationInfo, field_validator
+from typing import Annotated
+
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 
 from recallpack.packing.errors import BudgetError
 from recallpack.packing.limits import MAX_TOKENS_CEILING
 from recallpack.packing.validation import CheckedModel, NonNegativeInt, check_count, check_max_tokens
 
 __all__ = ["Allowance", "Remaining", "as_remaining", "as_allowance"]
+
+
+def _checked_ceiling(value: object) -> int:
+    # An allowance may raise its ceiling far above the packer's default one, never past 2**62.
+    return check_max_tokens(value, ceiling=1 << 62, field="max_tokens_ceiling")
 
 
 class Allowance(CheckedModel):
@@ -29,17 +36,14 @@ class Allowance(CheckedModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     #: Same meaning as the packer's: a caller raises it on purpose to allow more per request.
-    max_tokens_ceiling: int = Field(default=MAX_TOKENS_CEILING, repr=False)
+    max_tokens_ceiling: Annotated[int, BeforeValidator(_checked_ceiling)] = Field(
+        default=MAX_TOKENS_CEILING, repr=False
+    )
     max_items: int = 20
     max_tokens: int = 2000
     max_blocks: int = 4
 
     _error = BudgetError
-
-    @field_validator("max_tokens_ceiling", mode="before")
-    @classmethod
-    def _ceiling(cls, value: object) -> int:
-        return check_max_tokens(value, ceiling=1 << 62, field="max_tokens_ceiling")
 
     @field_validator("max_items", "max_blocks", mode="before")
     @classmethod

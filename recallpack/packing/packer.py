@@ -86,7 +86,7 @@ class PackerSettings(CheckedModel):
     """The token budget for what the model is shown: the whole rendered block by default."""
     max_items: int | None = Field(default=None, strict=True, ge=1)
     """At most this many items, whatever room the budget leaves (None: no cap)."""
-    policy: Policy = "prefix"
+    policy: Annotated[Policy, BeforeValidator(check_policy)] = "prefix"
     """An item that does not fit: ``prefix`` ends the walk, ``skip`` passes over it,
     ``truncate`` cuts it to the room left and ends the walk. ``passages`` (with a query) spends
     the budget on the passages that best answer it, across every item."""
@@ -126,11 +126,6 @@ class PackerSettings(CheckedModel):
                 "template file, or None for the default"
             )
         return value
-
-    @field_validator("policy", mode="before")
-    @classmethod
-    def _policy(cls, value: object) -> object:
-        return check_policy(value)
 
 
 class Packer(PackerSettings):

@@ -309,18 +309,15 @@ class EvidenceLike(Protocol):
 
 
 class KeptLike(Protocol):
-    """One item a walk kept: the text it shows, and what the walk priced it at."""
+    """One item a walk kept: the text it shows, and what the walk priced it at (plain fields of
+    the walk's own :class:`~recallpack.packing.tally.Kept`; only its label is derived)."""
 
-    @property
-    def text(self) -> str: ...
-    @property
-    def cost(self) -> int: ...
+    text: str
+    cost: int
     @property
     def label(self) -> str: ...
-    @property
-    def names(self) -> tuple[str, ...]: ...
-    @property
-    def uri(self) -> str | None: ...
+    names: tuple[str, ...]
+    uri: str | None
 
 
 class Shown(Protocol):

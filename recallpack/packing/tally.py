@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import string
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -116,19 +116,20 @@ class Kept:
         return self.made
 
 
+@dataclass(eq=False, repr=False)  # a walk is one object: compared and hashed by identity
 class Ledger:
     """What one walk has decided so far, and what is left: kept items, trace entries, reason
     tallies, lane use, the header's cost. It records decisions and makes the result of them;
     the deciding is the Walk's."""
 
+    candidates: Sequence[Any]
+    s: WalkSettings
+    view: View
+    tok: Tokenizer
     #: Said in the report (the Walk's builder sets it: a policy that packed as another).
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=(), init=False)
 
-    def __init__(self, candidates: Sequence[Any], settings: WalkSettings, view: View, tok: Tokenizer) -> None:
-        self.candidates = candidates
-        self.s = settings
-        self.view = view
-        self.tok = tok
+    def __post_init__(self) -> None:
         self._reset()
 
     def _reset(self) -> None:

@@ -10,7 +10,7 @@ tree, naming the field and the fix, never a bare ValidationError.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeGuard
 
 from pydantic import BaseModel, Field, ValidationError
@@ -30,7 +30,9 @@ __all__ = [
     "PositiveInt",
     "NonNegativeInt",
     "is_int",
+    "check_each",
     "did_you_mean",
+    "check_known",
     "unknown_setting",
     "refuse_unknown",
     "recallpack_error",
@@ -49,6 +51,20 @@ PositiveInt = Annotated[int, Field(ge=1, strict=True)]
 NonNegativeInt = Annotated[int, Field(ge=0, strict=True)]
 
 
+def check_each(
+    items: Iterable[object], kind: type, error: Callable[[int, object], RecallpackError]
+) -> None:
+    """Raise ``error(position, item)`` for the first of ``items`` that is not a ``kind``.
+
+    >>> check_each([1, "2"], int, lambda i, item: ConfigError(f"items[{i}] is {item!r}"))
+    Traceback (most recent call last):
+    recallpack.packing.errors.ConfigError: items[1] is '2'
+    """
+    for position, item in enumerate(items):
+        if not isinstance(item, kind):
+            raise error(position, item)
+
+
 def did_you_mean(name: str, valid: Iterable[str], *, cutoff: float = 0.6) -> str | None:
     """The valid name closest to ``name``, or None when none is close.
 
@@ -57,6 +73,22 @@ def did_you_mean(name: str, valid: Iterable[str], *, cutoff: float = 0.6) -> str
     """
     close = difflib.get_close_matches(name, list(valid), n=1, cutoff=cutoff)
     return close[0] if close else None
+
+
+def check_known(
+    given: Iterable[str], known: Collection[str], error: Callable[[str, str | None], Exception]
+) -> None:
+    """Raise ``error(name, closest)`` for the first of ``given`` that is not ``known``, where
+    ``closest`` is the known name :func:`did_you_mean` finds for it (None: none is close).
+
+    >>> check_known(["query", "max_token"], ("query", "max_tokens"), lambda name, close: ConfigError(
+    ...     f"unknown {name!r}; did you mean {close!r}?"))
+    Traceback (most recent call last):
+    recallpack.packing.errors.ConfigError: unknown 'max_token'; did you mean 'max_tokens'?
+    """
+    for name in given:
+        if name not in known:
+            raise error(name, did_you_mean(name, known))
 
 
 def unknown_setting(
