@@ -48,7 +48,7 @@ from recallpack.packing.scoring import (
     layout_of,
     lexical,
 )
-from recallpack.packing.tally import WalkSettings, resource_of
+from recallpack.packing.tally import WalkSettings
 from recallpack.packing.tokenizers.pieces import PieceCounts
 from recallpack.packing.units import MARK, MAX_QUERY_TERMS, Focus, join_spans, query_terms
 from recallpack.packing.walk import Plan, Walk
@@ -315,7 +315,6 @@ class PassagesWalk(Walk):
         self.header_estimate = 0
         self.item_costs: dict[tuple[int, str], int] = {}  # what a document's kept text costs
         self.looks: dict[int, tuple[tuple[Scope, ...], tuple[str, ...], str | None]] = {}
-        self.resources: dict[int, str | None] = {}
         self.frames: dict[tuple[Provenance, tuple[str, ...], str | None], int] = {}
 
     @functools.cached_property
@@ -336,17 +335,8 @@ class PassagesWalk(Walk):
         found = self.looks.get(key)
         if found is None:
             scopes = self._scopes(c)
-            uri = self.resource(c) if self.view.renders_items else None
-            found = self.looks[key] = (scopes, self._names(scopes), uri)
+            found = self.looks[key] = (scopes, self._names(scopes), self._uri(c))
         return found
-
-    def resource(self, c: Candidate) -> str | None:
-        """A document's resource line (what tells its pieces apart, and what its item shows):
-        worked out once per call."""
-        key = id(c)
-        if key not in self.resources:
-            self.resources[key] = resource_of(c, self.s)
-        return self.resources[key]
 
     def framing(self, c: Candidate) -> int:
         """What an item adds to the block around its text (label, resource line, joins)."""

@@ -130,6 +130,7 @@ class Ledger:
     notes: tuple[str, ...] = field(default=(), init=False)
 
     def __post_init__(self) -> None:
+        self.resources: dict[int, tuple[Candidate, str | None]] = {}
         self._reset()
 
     def _reset(self) -> None:
@@ -203,7 +204,15 @@ class Ledger:
 
     def _uri(self, c: Candidate) -> str | None:
         # Made where it is priced; when items are not rendered, evidence() makes it for the kept.
-        return resource_of(c, self.s) if self.view.renders_items else None
+        return self.resource(c) if self.view.renders_items else None
+
+    def resource(self, c: Candidate) -> str | None:
+        """The resource line of ``c`` (:func:`resource_of`), worked out once per walk: the
+        passages walk also tells pieces of documents apart by it."""
+        found = self.resources.get(id(c))
+        if found is None:  # held with its candidate, so that no other one can take its id
+            found = self.resources[id(c)] = (c, resource_of(c, self.s))
+        return found[1]
 
     def _keep(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], names: tuple[str, ...],
               text: str, cost: int, header: int, cut: CutResult | None, uri: str | None,
