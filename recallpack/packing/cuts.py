@@ -274,6 +274,17 @@ class _FocusCut(Focus):
     """A focus cut of one text: the passages grown around its best units, checked with the one
     real count."""
 
+    #: What the cut is checked by: its text where it is spent (inside its rendered item, say).
+    measure: Measure
+
+    def checked_by(self, measure: Measure | None) -> _FocusCut:
+        """This cut, checked by ``measure`` (default: the tokenizer's count), whose framing is
+        then part of every estimate."""
+        self.measure = measure or self.tok.count
+        if measure is not None:
+            self.correction = measure(MARK) - self.mark_cost
+        return self
+
     def partial(self, i: int) -> Cut | None:
         """The head of unit ``i`` alone, for a best unit larger than the room."""
         start = self.lead(i) if i > 0 else self.starts[i]
@@ -387,5 +398,6 @@ def cut_focus(
     ranked = sorted(sorted(scores), key=scores.__getitem__, reverse=True)
     # Lexical scores are on one scale within a text: a passage needs a fair share of the best.
     floor = scores[ranked[0]] * _SEED_SHARE if embed is None else -math.inf
-    cut = _FocusCut(text, starts, ends, max_tokens, tokenizer, measure).assemble(ranked, scores, floor)
+    focus = _FocusCut(text, starts, ends, max_tokens, tokenizer).checked_by(measure)
+    cut = focus.assemble(ranked, scores, floor)
     return cut if cut is not None else cut_head(text, max_tokens, tokenizer, measure=measure)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
+from dataclasses import InitVar, dataclass
 from operator import itemgetter, neg
 from typing import Any
 
@@ -97,24 +98,26 @@ def _ratio(documents: Sequence[Document], units: Sequence[UnitBounds],
     return float(tokenizer.count(sample)) / max(1, len(sample))
 
 
+@dataclass(eq=False)
 class _Selection:
     """Which units of which documents are kept, with what they are estimated to cost."""
 
-    def __init__(self, walk: PassagesWalk, documents: list[Document], units: list[UnitBounds],
-                 room: int, ranked: list[tuple[int, int]], raised: list[dict[int, float]]) -> None:
-        self.walk = walk
-        self.documents = documents
-        self.ranked = ranked
-        self.raised = raised
-        self.room = room
-        self.goal = max(1, int(CONTEXT_SHARE * room))
-        tok = walk.tok
-        ratio = _ratio(documents, units, ranked, tok)
+    walk: PassagesWalk
+    documents: list[Document]
+    units: InitVar[list[UnitBounds]]
+    room: int
+    ranked: list[tuple[int, int]]  # best first
+    raised: list[dict[int, float]]  # per document, each unit's score with its neighbours'
+
+    def __post_init__(self, units: list[UnitBounds]) -> None:
+        self.goal = max(1, int(CONTEXT_SHARE * self.room))
+        walk, documents, tok = self.walk, self.documents, self.walk.tok
+        ratio = _ratio(documents, units, self.ranked, tok)
         # Every unit costed from its length at the tokens per character this call measured:
         # choosing counts no unit, and only what is kept is counted, once, exactly.
         shared: dict[str, int] = {}
         self.cuts = [
-            Focus(doc.text, starts, ends, room, tok, tokens_per_char=ratio, shared=shared)
+            Focus(doc.text, starts, ends, self.room, tok, tokens_per_char=ratio, shared=shared)
             for doc, (starts, ends) in zip(documents, units)
         ]
         self.lane_keys = [walk._lane_keys(doc.candidate) for doc in documents]

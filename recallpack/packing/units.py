@@ -22,6 +22,7 @@ import math
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import InitVar, dataclass
 from operator import itemgetter, sub
 
 from recallpack.packing.limits import ELLIPSIS
@@ -307,28 +308,28 @@ def _split_point(text: str, s: int, e: int, max_chars: int) -> tuple[int, int] |
 # --- what keeping units costs -----------------------------------------------------------------
 
 
+@dataclass(eq=False)  # compared by identity: a text's cut in progress
 class Units:
     """A text's units and what keeping some of them is estimated to cost, counted lazily: only
     the units a cut considers are ever counted."""
 
-    def __init__(
-        self, text: str, starts: list[int], ends: list[int], max_tokens: int, tokenizer: Tokenizer,
-        tokens_per_char: float | None = None, shared: dict[str, int] | None = None,
-    ) -> None:
-        self.text = text
-        self.starts = starts
-        self.ends = ends
-        self.max_tokens = max_tokens
-        self.tok = tokenizer
-        #: When given, a unit's cost is estimated from its length at this rate: no unit is counted.
-        self.tokens_per_char = tokens_per_char
+    text: str
+    starts: list[int]
+    ends: list[int]
+    max_tokens: int
+    tok: Tokenizer
+    #: When given, a unit's cost is estimated from its length at this rate: no unit is counted.
+    tokens_per_char: float | None = None
+    #: The counts of the mark and of the whitespace between units, which several texts cut at
+    #: once (the passages policy's documents) may share: each is then counted once.
+    shared: InitVar[dict[str, int] | None] = None
+
+    def __post_init__(self, shared: dict[str, int] | None) -> None:
         self._unit_cost: dict[int, int] = {}
-        # The counts of the mark and of the whitespace between units, which several texts cut
-        # at once (the passages policy's documents) may share: each is then counted once.
         self._space_cost: dict[str, int] = {} if shared is None else shared
         self.mark_cost = self._space_cost.get(MARK, -1)
         if self.mark_cost < 0:
-            self.mark_cost = self._space_cost[MARK] = tokenizer.count(MARK)
+            self.mark_cost = self._space_cost[MARK] = self.tok.count(MARK)
         self._lead: dict[int, int] = {}
 
     def unit_cost(self, i: int) -> int:
@@ -404,26 +405,16 @@ class Focus(Units):
     focus cut checks the estimate with the one real count; the passages policy grows several
     texts' passages at once)."""
 
-    def __init__(
-        self,
-        text: str,
-        starts: list[int],
-        ends: list[int],
-        max_tokens: int,
-        tokenizer: Tokenizer,
-        measure: Measure | None = None,
-        tokens_per_char: float | None = None,
-        shared: dict[str, int] | None = None,
-    ) -> None:
-        super().__init__(text, starts, ends, max_tokens, tokenizer, tokens_per_char, shared)
-        self.measure = measure or tokenizer.count
-        # What the measure adds to the estimate: its framing at first, then what counts tell.
-        self.correction = self.measure(MARK) - self.mark_cost if measure is not None else 0
+    def __post_init__(self, shared: dict[str, int] | None) -> None:
+        super().__post_init__(shared)
+        #: What a real count adds to the estimate (a cut checked by one sets it: its framing at
+        #: first, then what counts tell).
+        self.correction = 0
         self.kept: set[int] = set()
         self.order: list[int] = []
         self.total = 0  # estimate() of the kept units, kept up to date as units are added
         self.last = -1  # the last kept unit
-        self.last_unit = len(starts) - 1
+        self.last_unit = len(self.starts) - 1
 
     def rescale(self, tokens_per_char: float) -> None:
         """Estimate every unit at ``tokens_per_char`` from now on (what an exact count of this
