@@ -91,6 +91,22 @@ def test_what_fits_whole_is_kept_whole_as_prefix_would() -> None:
     assert passages.to_markdown() == prefix.to_markdown() and not passages.report.truncated
 
 
+def test_a_dense_text_that_fits_is_kept_whole_though_not_tried_whole_first() -> None:
+    """Documents of long words (more than five characters a budget token, so the walk goes
+    straight to the choice) that fit are kept whole, the same bytes as prefix."""
+    words = re.findall(r"[a-z]{12,}", " ".join(doc.lower() for _, doc in stdlib_docs()))
+    words = list(dict.fromkeys(words))[:160]
+    ranked = [Candidate(text=" ".join(words[i : i + 40]) + ".") for i in range(0, 160, 40)]
+    question = words[3]
+    whole = recall(ranked, query=question).report.tokens_used  # no budget: everything, whole
+    budget = whole + 40
+    assert sum(len(c.text) for c in ranked) > 5 * budget  # denser than a try whole allows
+    passages = recall(ranked, max_tokens=budget, query=question, policy="passages")
+    prefix = recall(ranked, max_tokens=budget, query=question)
+    assert passages.to_markdown() == prefix.to_markdown()
+    assert passages.report.items_selected == 4 and not passages.report.truncated
+
+
 def test_without_a_query_it_packs_as_prefix_and_says_so() -> None:
     """No query, nothing to score: the report names the policy that ran and why."""
     ranked = [Candidate(text=DOCS[n]) for n in ("argparse", "json")]
