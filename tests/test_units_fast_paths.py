@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +37,25 @@ def _units_with_one_pattern(text: str, max_chars: int) -> tuple[list[int], list[
 def test_units_are_those_of_one_pattern_for_every_terminator(text: str, max_chars: int) -> None:
     """Searching each terminator on its own finds the same units as one pattern for them all."""
     assert split_units(text, max_chars) == _units_with_one_pattern(text, max_chars)
+
+
+def _clusters(text: str) -> set[int]:
+    return {0, *(m.end() for m in regex.finditer(r"\X", text))}
+
+
+# Combining marks, a zero-width joiner and a prepended mark beside the spaces and line breaks that
+# units split at: the neighbours the fast check must notice.
+_BESIDE = st.text(alphabet=st.sampled_from(list("a. \n\r\u0301\u200d\u0600é!")), max_size=60)
+
+
+@settings(max_examples=800, deadline=None)
+@given(_BESIDE, st.sampled_from([3, 600]))
+def test_every_unit_starts_and_ends_on_a_grapheme_boundary(text: str, max_chars: int) -> None:
+    """Whatever sits beside a split, no unit starts or ends inside a grapheme cluster (by the
+    regex module's \\X, not recallpack's own rules)."""
+    starts, ends = split_units(text, max_chars)
+    boundaries = _clusters(text)
+    assert set(starts) <= boundaries and set(ends) <= boundaries
 
 
 def _hits_by_definition(text: str, terms: list[str], limit: int) -> dict[str, list[int]]:
