@@ -54,8 +54,9 @@ def hits(text: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
     lowered = fold(text)  # the same length as the text: a position in it is one in the text
     found: dict[str, list[int]] = {}
     if len(terms) > _TERM_SEARCHES:
-        # A long query: one pass over the text's words costs the same whatever its length.
-        return {term: at for term, at in word_hits(lowered, terms).items() if len(at) <= limit}
+        # A long query: one pass over the text's words costs the same whatever its length. The
+        # limit counts a word inside other words too, as the searches below do.
+        return {term: at for term, at in word_hits(lowered, terms).items() if lowered.count(term) <= limit}
     size = len(lowered)
     probe = size // 8
     for term in terms:
