@@ -32,15 +32,7 @@ from recallpack.packing.errors import (
 from recallpack.packing.fusion import Fused, fuse
 from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING, POLICIES, Policy
 from recallpack.packing.packer import Packer, pack, recall, recall_many
-from recallpack.packing.result import (
-    Evidence,
-    Outcome,
-    PackReport,
-    Reason,
-    RecallResult,
-    Trace,
-    TraceEntry,
-)
+from recallpack.packing.result import Evidence, Outcome, PackReport, Reason, RecallResult, Trace, TraceEntry
 from recallpack.packing.scopes import Reader, Scope
 from recallpack.packing.tokenizers.base import Tokenizer
 from recallpack.packing.tokenizers.resolve import (

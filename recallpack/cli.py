@@ -98,6 +98,14 @@ def _version() -> str:
 
 # -- reading candidates -------------------------------------------------------------------------
 
+#: Why a file cannot be read, in the user's words, for the errors that have a fix to say; any
+#: other OSError is said in its own words.
+_UNREADABLE: tuple[tuple[type[OSError], str], ...] = (
+    (FileNotFoundError, "no such file"),
+    (IsADirectoryError, "is a directory; give a JSON Lines file, one candidate per line"),
+    (PermissionError, "permission denied; the file is not readable by this user"),
+)
+
 
 def _read_bytes(path: str) -> tuple[str, bytes]:
     """``(name for messages, content)`` of a file, or of stdin for ``-``."""
@@ -114,14 +122,10 @@ def _read_bytes(path: str) -> tuple[str, bytes]:
     try:
         with open(path, "rb") as handle:
             return path, handle.read()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory; give a JSON Lines file, one candidate per line") from None
-    except PermissionError:
-        raise UsageError(f"{path}: permission denied; the file is not readable by this user") from None
     except OSError as exc:
-        raise UsageError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        in_its_words = f"cannot be read ({exc.strerror or exc})"
+        said = next((said for kind, said in _UNREADABLE if isinstance(exc, kind)), in_its_words)
+        raise UsageError(f"{path}: {said}") from None
 
 
 # -- commands -----------------------------------------------------------------------------------

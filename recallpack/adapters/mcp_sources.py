@@ -23,13 +23,8 @@ from recallpack.adapters.mcp_docs import DocsIndex
 from recallpack.packing.validation import did_you_mean
 
 __all__ = [
-    "DEFAULT_WINDOW_TOKENS",
-    "DEFAULT_OVERLAP_TOKENS",
-    "SHOWN_LIMIT",
-    "RecallSource",
-    "docs_source",
-    "retriever_source",
-    "load_factory",
+    "DEFAULT_WINDOW_TOKENS", "DEFAULT_OVERLAP_TOKENS", "SHOWN_LIMIT",
+    "RecallSource", "docs_source", "retriever_source", "load_factory",
 ]
 
 #: Docs windows: eight of them, with their labels, fit the default budget of 2048.

@@ -9,14 +9,8 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = [
-    "Policy",
-    "POLICIES",
-    "DEFAULT_MAX_TOKENS",
-    "MAX_TOKENS_CEILING",
-    "ELLIPSIS",
-    "FETCH_CHUNK_TOKENS",
-    "FETCH_DEPTH_CAP",
-    "fetch_depth",
+    "Policy", "POLICIES", "DEFAULT_MAX_TOKENS", "MAX_TOKENS_CEILING", "ELLIPSIS",
+    "FETCH_CHUNK_TOKENS", "FETCH_DEPTH_CAP", "fetch_depth",
 ]
 
 Policy = Literal["prefix", "skip", "truncate", "passages"]

@@ -169,14 +169,10 @@ class _Splitter:
 
     def overlap_start(self, start: int, end: int, overlap: int) -> int:
         """Where the longest suffix of ``text[start:end]`` of at most ``overlap`` tokens begins."""
-        lo, hi = start + 1, end  # text[hi:end] is empty and fits
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.count(mid, end) <= overlap:
-                hi = mid
-            else:
-                lo = mid + 1
-        return self.settle_overlap(start, hi, end, overlap)
+        # The first position after start whose suffix fits (end itself, the empty suffix, if none).
+        backs = range(start + 1, end)
+        fits = bisect_left(backs, True, key=lambda back: self.count(back, end) <= overlap)
+        return self.settle_overlap(start, start + 1 + fits, end, overlap)
 
     def settle_overlap(self, start: int, back: int, end: int, overlap: int) -> int:
         """Move ``back`` forward to a cluster boundary whose suffix really fits ``overlap``."""
@@ -267,12 +263,12 @@ class _TiktokenSplitter(_Splitter):
         # Positions up to just after a break still count from the base before it (at the break
         # itself the space may join a run of spaces before it).
         group_end = n if first == len(breaks) else breaks[first] + 1
+        over = None
         if self.bytes_at(group_end) - self.bytes_at(start) > limit:
             over = self._scan(start, 0, start, group_end)
-            if over is not None:
-                return over
-        if group_end >= n:
-            return None
+        # A group that overflows ends the window; the last group, when it does not, ends the text.
+        if over is not None or group_end >= n:
+            return over
         to_first = self.count(start, breaks[first])
         self._at = (start, first, to_first)
         offset = to_first - self.tokens_before[first]
@@ -284,10 +280,8 @@ class _TiktokenSplitter(_Splitter):
             base = breaks[j]
             group_end = n if j + 1 == len(breaks) else breaks[j + 1] + 1
             over = self._scan(base, offset + self.tokens_before[j], base + 1, group_end)
-            if over is not None:
+            if over is not None or group_end >= n:
                 return over
-            if group_end >= n:
-                return None
             j += 1
 
     def _first_crowded(self, j: int, most: int) -> int:

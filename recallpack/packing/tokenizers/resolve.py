@@ -31,13 +31,8 @@ from typing import TYPE_CHECKING, Any, Union
 from recallpack.packing import encodings as shipped
 from recallpack.packing.encodings import SourceUnavailable
 from recallpack.packing.errors import BudgetError, CandidateError, RecallpackWarning, TokenizerError
+from recallpack.packing.tokenizers import simple
 from recallpack.packing.tokenizers.base import Tokenizer
-from recallpack.packing.tokenizers.simple import (
-    DEFAULT_ENCODING,
-    ByteTokenizer,
-    CallableTokenizer,
-    HeuristicTokenizer,
-)
 from recallpack.packing.tokenizers.sources import FileReader, Source, default_sources
 from recallpack.packing.tokenizers.tiktoken_tokenizer import TiktokenTokenizer
 from recallpack.packing.validation import is_int
@@ -155,7 +150,7 @@ class EncodingRegistry:
         if self._warn:
             self._warn = False
             _warn_fallback(resolution)
-        return ByteTokenizer(encoding), resolution
+        return simple.ByteTokenizer(encoding), resolution
 
     def peek(self, encoding: str) -> Tokenizer | None:
         done = self._done.get(encoding)
@@ -271,7 +266,7 @@ def resolve_encoding(spec: str) -> Resolution:
     return encoding_registry()(_encoding_for(spec))[1]
 
 
-_CHARS = HeuristicTokenizer()
+_CHARS = simple.HeuristicTokenizer()
 _readers: list[TokenizerReader] = []
 
 
@@ -312,7 +307,7 @@ def _from_object(spec: object) -> Tokenizer | None:
         if tokenizer is not None:
             return tokenizer
     if callable(spec):
-        return CallableTokenizer(spec)
+        return simple.CallableTokenizer(spec)
     return None
 
 
@@ -335,7 +330,7 @@ def get_tokenizer(spec: TokenizerSpec = None) -> Tokenizer:
     3
     """
     if spec is None:
-        spec = DEFAULT_ENCODING
+        spec = simple.DEFAULT_ENCODING
     if isinstance(spec, Tokenizer):
         return spec
     if isinstance(spec, str):
