@@ -464,3 +464,20 @@ def test_a_document_that_counts_far_denser_than_the_match_still_fills_the_budget
     result = recall(ranked, max_tokens=2000, query="serialize objects to json", policy="passages")
     assert 1800 <= result.report.tokens_used == count_tokens(result.to_markdown()) <= 2000
     assert_accounted(result, len(ranked))
+
+
+def _as_a_transcript(text: str) -> str:
+    """``text`` as speech-to-text gives it: lower case, no punctuation, one line."""
+    return " ".join(re.sub(r"[^\w\s]", " ", text).lower().split())
+
+
+def test_a_transcript_without_sentence_ends_is_cut_into_small_passages() -> None:
+    """Three manuals as transcripts (no sentence ends: every unit is a piece of a long run): at
+    150 tokens the passage naming the query's words is kept and the room is used. Cut in slabs
+    of 600 characters, the run around the answer was more than the budget could take."""
+    ranked = [Candidate(text=_as_a_transcript(DOCS[n])) for n in ("argparse", "json", "csv")]
+    result = recall(ranked, max_tokens=150, query="quote nonnumeric quotes around fields", policy="passages")
+    assert_accounted(result, 3)
+    block = result.to_markdown()
+    assert "quote_nonnumeric" in block and result.report.tokens_used >= 120
+    assert count_tokens(block) == result.report.tokens_used <= 150

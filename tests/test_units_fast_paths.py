@@ -94,3 +94,27 @@ def test_a_frequent_word_is_left_out_however_it_is_spread() -> None:
     for text in (late, early):
         assert hits(text, ["ab", "x"], 29) == {}
         assert list(hits(text, ["ab"], 30)) == ["ab"]
+
+
+_runs = st.lists(st.text(alphabet=st.sampled_from(list("abé1")), min_size=1, max_size=6), max_size=90)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_runs, st.sampled_from([". ", " "]), st.integers(20, 120), st.integers(8, 60))
+def test_a_long_unit_is_cut_into_pieces_and_a_short_one_stays_whole(
+    words: list[str], joint: str, max_chars: int, piece_chars: int
+) -> None:
+    """Units within max_chars are as without pieces; a longer run is cut at its spaces into
+    pieces of at most piece_chars, covering it; without piece_chars, nothing changes."""
+    text = joint.join(words)
+    whole = split_units(text, 10**6)
+    assert split_units(text, max_chars) == split_units(text, max_chars, max_chars)
+    starts, ends = split_units(text, max_chars, piece_chars)
+    for s, e in zip(*whole):
+        inside = [(a, b) for a, b in zip(starts, ends) if s <= a < e]
+        if e - s <= max_chars:
+            assert inside == [(s, e)]
+        else:
+            assert all(b - a <= piece_chars for a, b in inside)
+            assert inside[0][0] == s and inside[-1][1] == e
+            assert all(text[b:c].strip() == "" for (_, b), (c, _) in zip(inside, inside[1:]))

@@ -179,13 +179,13 @@ _CJK_SENTENCE_SPLIT = re.compile(rf"{_SENTENCE_END}|([{_CJK_TERMINATORS}])[ \t]*
 _BOUNDARY_SEARCH = 64  # characters searched for a place to split a long unit without a space
 
 
-def split_units(text: str, max_chars: int) -> tuple[list[int], list[int]]:
+def split_units(text: str, max_chars: int, piece_chars: int | None = None) -> tuple[list[int], list[int]]:
     """The text's sentences and lines, stripped of the whitespace around them, in order.
 
     Prose lines are split after sentence terminators; indented lines and ``>>>`` lines are kept
     whole (a line of code is one unit, so a code sample stays line by line). Units longer than
-    ``max_chars`` are split at a space, or failing that at a grapheme boundary. Every start and
-    end is a grapheme boundary.
+    ``max_chars`` are split at a space, or failing that at a grapheme boundary, into pieces of
+    at most ``piece_chars`` (default ``max_chars``). Every start and end is a grapheme boundary.
     """
     # Everything here is a comprehension over regex matches: a megabyte has ~20,000 lines.
     first = len(text) - len(text.lstrip())
@@ -219,7 +219,7 @@ def split_units(text: str, max_chars: int) -> tuple[list[int], list[int]]:
         if not ("".join(map(text.__getitem__, cuts)) + _chars_before(text, cuts)).isascii():
             starts, ends = _on_boundaries(text, starts, ends)
     if max(map(sub, ends, starts)) > max_chars:
-        return _split_long(text, starts, ends, max_chars)
+        return _split_long(text, starts, ends, max_chars, piece_chars or max_chars)
     return starts, ends
 
 
@@ -267,12 +267,16 @@ def _on_boundaries(text: str, starts: list[int], ends: list[int]) -> tuple[list[
     return out_starts, out_ends
 
 
-def _split_long(text: str, starts: list[int], ends: list[int], max_chars: int) -> tuple[list[int], list[int]]:
+def _split_long(
+    text: str, starts: list[int], ends: list[int], max_chars: int, piece_chars: int
+) -> tuple[list[int], list[int]]:
     out_starts: list[int] = []
     out_ends: list[int] = []
     for s, e in zip(starts, ends):
-        while e - s > max_chars:
-            split = _split_point(text, s, e, max_chars)
+        # A unit within max_chars stays whole; a longer one is cut into pieces of piece_chars.
+        limit = max_chars if e - s <= max_chars else piece_chars
+        while e - s > limit:
+            split = _split_point(text, s, e, piece_chars)
             if split is None:
                 break
             out_starts.append(s)
