@@ -105,10 +105,12 @@ def test_a_long_unit_is_cut_into_pieces_and_a_short_one_stays_whole(
     words: list[str], joint: str, max_chars: int, piece_chars: int
 ) -> None:
     """Units within max_chars are as without pieces; a longer run is cut at its spaces into
-    pieces of at most piece_chars, covering it; without piece_chars, nothing changes."""
+    pieces of at most piece_chars, covering it; without piece_chars (or with one over
+    max_chars), nothing changes."""
     text = joint.join(words)
     whole = split_units(text, 10**6)
     assert split_units(text, max_chars) == split_units(text, max_chars, max_chars)
+    assert split_units(text, max_chars) == split_units(text, max_chars, max_chars + piece_chars)
     starts, ends = split_units(text, max_chars, piece_chars)
     for s, e in zip(*whole):
         inside = [(a, b) for a, b in zip(starts, ends) if s <= a < e]

@@ -185,7 +185,8 @@ def split_units(text: str, max_chars: int, piece_chars: int | None = None) -> tu
     Prose lines are split after sentence terminators; indented lines and ``>>>`` lines are kept
     whole (a line of code is one unit, so a code sample stays line by line). Units longer than
     ``max_chars`` are split at a space, or failing that at a grapheme boundary, into pieces of
-    at most ``piece_chars`` (default ``max_chars``). Every start and end is a grapheme boundary.
+    at most ``piece_chars`` (at most ``max_chars``, its default). Every start and end is a
+    grapheme boundary.
     """
     # Everything here is a comprehension over regex matches: a megabyte has ~20,000 lines.
     first = len(text) - len(text.lstrip())
@@ -219,7 +220,7 @@ def split_units(text: str, max_chars: int, piece_chars: int | None = None) -> tu
         if not ("".join(map(text.__getitem__, cuts)) + _chars_before(text, cuts)).isascii():
             starts, ends = _on_boundaries(text, starts, ends)
     if max(map(sub, ends, starts)) > max_chars:
-        return _split_long(text, starts, ends, max_chars, piece_chars or max_chars)
+        return _split_long(text, starts, ends, max_chars, min(piece_chars or max_chars, max_chars))
     return starts, ends
 
 
