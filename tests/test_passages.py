@@ -481,3 +481,13 @@ def test_a_transcript_without_sentence_ends_is_cut_into_small_passages() -> None
     block = result.to_markdown()
     assert "quote_nonnumeric" in block and result.report.tokens_used >= 120
     assert count_tokens(block) == result.report.tokens_used <= 150
+
+
+def test_a_long_run_of_chinese_without_sentence_ends_still_fills_the_budget() -> None:
+    """A Chinese text with no 。 (a character costs about 1.4 tokens, an English letter 0.23):
+    its long run is cut in pieces of about 250 bytes, 83 characters, so the room is used; in
+    pieces of 250 characters (about 350 tokens each) a fifth of the room was left."""
+    zen = "优美胜于丑陋明了胜于晦涩简洁胜于复杂复杂胜于凌乱扁平胜于嵌套间隔胜于紧凑可读性很重要"
+    result = recall([Candidate(text=zen * 400)], max_tokens=1024, query="可读性 简洁", policy="passages")
+    assert 0.9 * 1024 <= result.report.tokens_used <= 1024
+    assert count_tokens(result.to_markdown()) == result.report.tokens_used

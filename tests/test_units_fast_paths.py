@@ -96,27 +96,28 @@ def test_a_frequent_word_is_left_out_however_it_is_spread() -> None:
         assert list(hits(text, ["ab"], 30)) == ["ab"]
 
 
-_runs = st.lists(st.text(alphabet=st.sampled_from(list("abé1")), min_size=1, max_size=6), max_size=90)
+_runs = st.lists(st.text(alphabet=st.sampled_from(list("abé1日")), min_size=1, max_size=6), max_size=90)
 
 
 @settings(max_examples=400, deadline=None)
 @given(_runs, st.sampled_from([". ", " "]), st.integers(20, 120), st.integers(8, 60))
 def test_a_long_unit_is_cut_into_pieces_and_a_short_one_stays_whole(
-    words: list[str], joint: str, max_chars: int, piece_chars: int
+    words: list[str], joint: str, max_chars: int, piece_bytes: int
 ) -> None:
     """Units within max_chars are as without pieces; a longer run is cut at its spaces into
-    pieces of at most piece_chars, covering it; without piece_chars (or with one over
-    max_chars), nothing changes."""
+    pieces of about piece_bytes bytes of UTF-8 (as many characters as the run holds for that
+    many bytes), covering it; without piece_bytes, into pieces of max_chars as before."""
     text = joint.join(words)
     whole = split_units(text, 10**6)
-    assert split_units(text, max_chars) == split_units(text, max_chars, max_chars)
-    assert split_units(text, max_chars) == split_units(text, max_chars, max_chars + piece_chars)
-    starts, ends = split_units(text, max_chars, piece_chars)
+    starts, ends = split_units(text, max_chars, piece_bytes)
     for s, e in zip(*whole):
         inside = [(a, b) for a, b in zip(starts, ends) if s <= a < e]
         if e - s <= max_chars:
             assert inside == [(s, e)]
-        else:
-            assert all(b - a <= piece_chars for a, b in inside)
-            assert inside[0][0] == s and inside[-1][1] == e
-            assert all(text[b:c].strip() == "" for (_, b), (c, _) in zip(inside, inside[1:]))
+            continue
+        chars = max(1, min(max_chars, piece_bytes * (e - s) // len(text[s:e].encode())))
+        assert all(b - a <= chars for a, b in inside)
+        assert inside[0][0] == s and inside[-1][1] == e
+        assert all(text[b:c].strip() == "" for (_, b), (c, _) in zip(inside, inside[1:]))
+    if text.isascii():  # a byte is a character: pieces of piece_bytes characters
+        assert split_units(text, max_chars, max_chars) == split_units(text, max_chars)

@@ -23,7 +23,7 @@ from recallpack.packing.units import fold, query_terms, split_units, word_hits
 
 __all__ = [
     "Layout", "UnitBounds", "layout_of", "lexical", "embedded", "combined", "hits",
-    "RANK_PRIOR", "NEIGHBOR_SHARE", "UNIT_CHARS", "LONG_UNIT_PIECE_CHARS",
+    "RANK_PRIOR", "NEIGHBOR_SHARE", "UNIT_CHARS", "LONG_UNIT_PIECE_BYTES",
 ]
 
 #: A passage of the document at position ``p`` (0 is the first shown) scores ``1 / (1 + RANK_PRIOR * p)``
@@ -33,11 +33,12 @@ RANK_PRIOR = 0.3
 NEIGHBOR_SHARE = 0.3
 #: Units are sentences and lines, split at a space past this many characters...
 UNIT_CHARS = 600
-#: ...into pieces of this many: a text with few sentence ends (a transcript, scraped text, a
-#: log) then has units about as long as prose's sentences, not 600-character slabs that a small
-#: budget cannot take (on SQuAD with its punctuation stripped, 76% of answers kept at 512 tokens
-#: over chunks became 82%; with punctuation, the same share in every cell).
-LONG_UNIT_PIECE_CHARS = 250
+#: ...into pieces of about this many bytes of UTF-8 (250 characters of English, 83 of Chinese):
+#: a text with few sentence ends (a transcript, scraped text, a log) then has units about as
+#: long as prose's sentences, not 600-character slabs that a small budget cannot take (on SQuAD
+#: with its punctuation stripped, 76% of answers kept at 512 tokens over chunks became 82%;
+#: with punctuation, the same share in every cell).
+LONG_UNIT_PIECE_BYTES = 250
 _TERM_SEARCHES = 16  # query words searched for one by one; more read the text's words once
 _K1 = 1.2
 _B = 0.75
@@ -102,7 +103,7 @@ class Layout:
 
 def layout_of(texts: Sequence[str]) -> Layout:
     text = "\n\n".join(texts)
-    starts, ends = split_units(text, UNIT_CHARS, LONG_UNIT_PIECE_CHARS)
+    starts, ends = split_units(text, UNIT_CHARS, LONG_UNIT_PIECE_BYTES)
     units: list[UnitBounds] = []
     owner: list[tuple[int, int]] = []
     offset = first = 0

@@ -179,14 +179,14 @@ _CJK_SENTENCE_SPLIT = re.compile(rf"{_SENTENCE_END}|([{_CJK_TERMINATORS}])[ \t]*
 _BOUNDARY_SEARCH = 64  # characters searched for a place to split a long unit without a space
 
 
-def split_units(text: str, max_chars: int, piece_chars: int | None = None) -> tuple[list[int], list[int]]:
+def split_units(text: str, max_chars: int, piece_bytes: int | None = None) -> tuple[list[int], list[int]]:
     """The text's sentences and lines, stripped of the whitespace around them, in order.
 
     Prose lines are split after sentence terminators; indented lines and ``>>>`` lines are kept
     whole (a line of code is one unit, so a code sample stays line by line). Units longer than
     ``max_chars`` are split at a space, or failing that at a grapheme boundary, into pieces of
-    at most ``piece_chars`` (at most ``max_chars``, its default). Every start and end is a
-    grapheme boundary.
+    ``max_chars`` or of about ``piece_bytes`` bytes of UTF-8 (a character of Chinese costs
+    several English letters' tokens). Every start and end is a grapheme boundary.
     """
     # Everything here is a comprehension over regex matches: a megabyte has ~20,000 lines.
     first = len(text) - len(text.lstrip())
@@ -220,7 +220,7 @@ def split_units(text: str, max_chars: int, piece_chars: int | None = None) -> tu
         if not ("".join(map(text.__getitem__, cuts)) + _chars_before(text, cuts)).isascii():
             starts, ends = _on_boundaries(text, starts, ends)
     if max(map(sub, ends, starts)) > max_chars:
-        return _split_long(text, starts, ends, max_chars, min(piece_chars or max_chars, max_chars))
+        return _split_long(text, starts, ends, max_chars, piece_bytes)
     return starts, ends
 
 
@@ -269,15 +269,15 @@ def _on_boundaries(text: str, starts: list[int], ends: list[int]) -> tuple[list[
 
 
 def _split_long(
-    text: str, starts: list[int], ends: list[int], max_chars: int, piece_chars: int
+    text: str, starts: list[int], ends: list[int], max_chars: int, piece_bytes: int | None
 ) -> tuple[list[int], list[int]]:
     out_starts: list[int] = []
     out_ends: list[int] = []
     for s, e in zip(starts, ends):
-        # A unit within max_chars stays whole; a longer one is cut into pieces of piece_chars.
-        limit = max_chars if e - s <= max_chars else piece_chars
-        while e - s > limit:
-            split = _split_point(text, s, e, piece_chars)
+        # A unit within max_chars stays whole; a longer one is cut into pieces.
+        piece = max_chars if e - s <= max_chars else _piece_chars(text, s, e, max_chars, piece_bytes)
+        while e - s > piece:
+            split = _split_point(text, s, e, piece)
             if split is None:
                 break
             out_starts.append(s)
@@ -286,6 +286,15 @@ def _split_long(
         out_starts.append(s)
         out_ends.append(e)
     return out_starts, out_ends
+
+
+def _piece_chars(text: str, s: int, e: int, max_chars: int, piece_bytes: int | None) -> int:
+    """Characters of ``text[s:e]`` that hold about ``piece_bytes`` bytes (at most ``max_chars``)."""
+    if piece_bytes is None:
+        return max_chars
+    unit = text[s:e]
+    size = len(unit) if unit.isascii() else len(unit.encode("utf-8", "surrogatepass"))
+    return max(1, min(max_chars, piece_bytes * len(unit) // size))
 
 
 def _split_point(text: str, s: int, e: int, max_chars: int) -> tuple[int, int] | None:
