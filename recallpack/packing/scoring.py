@@ -36,7 +36,7 @@ UNIT_CHARS = 600
 #: ...into pieces of about this many bytes of UTF-8 (250 characters of English, 83 of Chinese):
 #: a text with few sentence ends (a transcript, scraped text, a log) then has units about as
 #: long as prose's sentences, not 600-character slabs that a small budget cannot take (on SQuAD
-#: with its punctuation stripped, 76% of answers kept at 512 tokens over chunks became 82%;
+#: with its punctuation stripped, 76% of answers kept at 512 tokens over chunks became 81%;
 #: with punctuation, the same share in every cell).
 LONG_UNIT_PIECE_BYTES = 250
 _TERM_SEARCHES = 16  # query words searched for one by one; more read the text's words once
