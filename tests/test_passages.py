@@ -485,9 +485,11 @@ def test_a_transcript_without_sentence_ends_is_cut_into_small_passages() -> None
 
 def test_a_long_run_of_chinese_without_sentence_ends_still_fills_the_budget() -> None:
     """A Chinese text with no 。 (a character costs about 1.4 tokens, an English letter 0.23):
-    its long run is cut in pieces of about 250 bytes, 83 characters, so the room is used; in
-    pieces of 250 characters (about 350 tokens each) a fifth of the room was left."""
+    its long run is cut in pieces of bytes, not characters, and of a quarter of a small budget,
+    so the room is used. Pieces of 250 characters (about 350 tokens) left a fifth of 1,024
+    free; pieces of 250 bytes at 256 tokens, two of which do not fit together, left 40%."""
     zen = "优美胜于丑陋明了胜于晦涩简洁胜于复杂复杂胜于凌乱扁平胜于嵌套间隔胜于紧凑可读性很重要"
-    result = recall([Candidate(text=zen * 400)], max_tokens=1024, query="可读性 简洁", policy="passages")
-    assert 0.9 * 1024 <= result.report.tokens_used <= 1024
-    assert count_tokens(result.to_markdown()) == result.report.tokens_used
+    for budget, used in ((256, 0.9), (1024, 0.85)):
+        result = recall([Candidate(text=zen * 400)], max_tokens=budget, query="可读性 简洁", policy="passages")
+        assert used * budget <= result.report.tokens_used <= budget
+        assert count_tokens(result.to_markdown()) == result.report.tokens_used

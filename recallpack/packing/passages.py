@@ -286,7 +286,7 @@ def _choose(walk: PassagesWalk, max_tokens: int) -> _Selection:
     estimate of ``max_tokens``."""
     documents = walk.documents
     texts = [doc.text for doc in documents]
-    layout = layout_of(texts)
+    layout = layout_of(texts, max_tokens)
     units = layout.units
     if walk.embed is None:
         scores = lexical(layout, walk.query)

@@ -33,12 +33,13 @@ RANK_PRIOR = 0.3
 NEIGHBOR_SHARE = 0.3
 #: Units are sentences and lines, split at a space past this many characters...
 UNIT_CHARS = 600
-#: ...into pieces of about this many bytes of UTF-8 (250 characters of English, 83 of Chinese):
-#: a text with few sentence ends (a transcript, scraped text, a log) then has units about as
-#: long as prose's sentences, not 600-character slabs that a small budget cannot take (on SQuAD
-#: with its punctuation stripped, 76% of answers kept at 512 tokens over chunks became 81%;
-#: with punctuation, the same share in every cell).
+#: ...into pieces of about this many bytes of UTF-8 (250 characters of English, 83 of Chinese),
+#: or a quarter of the budget's tokens in bytes when that is less (64 at the least): a text with
+#: few sentence ends (a transcript, scraped text, a log) then has units about as long as prose's
+#: sentences, not 600-character slabs that a small budget cannot take, and a small budget is
+#: not left half empty by two pieces that do not fit together.
 LONG_UNIT_PIECE_BYTES = 250
+_LEAST_PIECE_BYTES = 64
 _TERM_SEARCHES = 16  # query words searched for one by one; more read the text's words once
 _K1 = 1.2
 _B = 0.75
@@ -89,6 +90,13 @@ def hits(text: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
     return found
 
 
+def _piece_bytes(max_tokens: int | None) -> int:
+    """How long a long unit's pieces are, in bytes, for a budget of ``max_tokens``."""
+    if max_tokens is None:
+        return LONG_UNIT_PIECE_BYTES
+    return max(_LEAST_PIECE_BYTES, min(LONG_UNIT_PIECE_BYTES, max_tokens // 4))
+
+
 @dataclass(frozen=True)
 class Layout:
     """The documents as one text, apart by a blank line (no unit or word spans it), split into
@@ -101,9 +109,9 @@ class Layout:
     units: list[UnitBounds]  # per document, in the document's own text
 
 
-def layout_of(texts: Sequence[str]) -> Layout:
+def layout_of(texts: Sequence[str], max_tokens: int | None = None) -> Layout:
     text = "\n\n".join(texts)
-    starts, ends = split_units(text, UNIT_CHARS, LONG_UNIT_PIECE_BYTES)
+    starts, ends = split_units(text, UNIT_CHARS, _piece_bytes(max_tokens))
     units: list[UnitBounds] = []
     owner: list[tuple[int, int]] = []
     offset = first = 0
