@@ -206,7 +206,7 @@ def reading_floor(tok: TiktokenTokenizer) -> Method:
     def method(candidates: Sequence[Candidate], query: str, budget: int) -> tuple[str, int]:
         layout = layout_of([c.text for c in candidates], budget)
         best, _ = combined(lexical(layout, query), layout.units)
-        sorted(best, key=best.__getitem__, reverse=True)
+        sorted(best, key=best.__getitem__, reverse=True)  # timed as passages ranks; the order is not used
         return "", len(_encode(tok, layout.text[: _FLOOR_CHARS_PER_TOKEN * budget]))
 
     return method
