@@ -36,13 +36,13 @@ from typing import Literal
 from recallpack.packing import embedding
 from recallpack.packing.embedding import EmbedFn, similarities
 from recallpack.packing.errors import BudgetError, ConfigError
+from recallpack.packing.focus import Focus
 from recallpack.packing.text import ceil_boundary, floor_boundary
 from recallpack.packing.tokenizers import Tokenizer
 from recallpack.packing.units import (
     MARK,
     MAX_QUERY_TERMS,
     MAX_TERM_CHARS,
-    Focus,
     Measure,
     fold,
     has_text,

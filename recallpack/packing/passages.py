@@ -37,6 +37,7 @@ from typing import Any
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, coerce_candidate
 from recallpack.packing.cuts import Cut
 from recallpack.packing.documents import Document, documents_of
+from recallpack.packing.focus import Focus
 from recallpack.packing.render import MarkdownBlock, View
 from recallpack.packing.result import Outcome, Reason
 from recallpack.packing.scopes import Scope
@@ -52,7 +53,7 @@ from recallpack.packing.scoring import (
 )
 from recallpack.packing.tally import WalkSettings
 from recallpack.packing.tokenizers.pieces import PieceCounts
-from recallpack.packing.units import MARK, MAX_QUERY_TERMS, Focus, join_spans, query_terms
+from recallpack.packing.units import MARK, MAX_QUERY_TERMS, join_spans, query_terms
 from recallpack.packing.walk import Plan, Walk
 
 __all__ = [
