@@ -14,7 +14,8 @@ third of ten 1,000-token chunks, it is gone. Here every candidate may be cut to 
 3. The best units are kept in that order, each with a little context around it (5% of the
    budget), until the room is full; then the kept passages widen, then the rest fills in rank
    order. Only units considered are counted, and the block is then counted exactly: what is
-   over is given back (the last added first), what is still free is filled again.
+   over is given back (the last added first), what is still free is filled again
+   (:mod:`recallpack.packing.selection`).
 4. Documents stay in rank order, passages in text order, every elision is marked "…", and each
    kept document keeps its label, scopes and citation. A document none of whose passages made
    the cut is dropped ``over_budget``; a piece shown in a better-ranked piece's item is
@@ -28,29 +29,17 @@ is nothing to score, and the Packer packs as ``prefix`` and says so.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Sequence
-from dataclasses import InitVar, dataclass
-from operator import itemgetter, neg
 from typing import Any
 
-from recallpack.packing.candidate import Candidate, LaneKind, Provenance, coerce_candidate
+from recallpack.packing.candidate import Candidate, Provenance, coerce_candidate
 from recallpack.packing.cuts import Cut
 from recallpack.packing.documents import Document, documents_of
-from recallpack.packing.focus import Focus
 from recallpack.packing.render import MarkdownBlock, View
 from recallpack.packing.result import Outcome, Reason
 from recallpack.packing.scopes import Scope
-from recallpack.packing.scoring import (
-    NEIGHBOR_SHARE,
-    RANK_PRIOR,
-    UNIT_CHARS,
-    UnitBounds,
-    combined,
-    embedded,
-    layout_of,
-    lexical,
-)
+from recallpack.packing.scoring import NEIGHBOR_SHARE, RANK_PRIOR, UNIT_CHARS
+from recallpack.packing.selection import CONTEXT_SHARE, Chooser, Selection, choose
 from recallpack.packing.tally import WalkSettings
 from recallpack.packing.tokenizers.pieces import PieceCounts
 from recallpack.packing.units import MARK, MAX_QUERY_TERMS, join_spans, query_terms
@@ -61,8 +50,6 @@ __all__ = [
     "query_terms",
 ]
 
-#: The context kept around each best unit before the next one is taken, as a share of the budget.
-CONTEXT_SHARE = 0.05
 #: How far the walk reads: at most this many documents, and this many characters per budget token.
 REACH_DOCUMENTS = 64
 REACH_CHARS_PER_TOKEN = 256
@@ -71,237 +58,6 @@ REACH_CHARS_PER_TOKEN = 256
 #: always fails, having counted the room for nothing (of 503 tries over SQuAD paragraphs at
 #: 1024, the 4 that fitted had at most 4.86).
 WHOLE_CHARS_PER_TOKEN = 5
-#: Characters of the likeliest kept text counted exactly, to estimate every unit's tokens.
-SAMPLE_CHARS = 512
-#: The exact count may leave this share of the budget free before the choice is filled again.
-FILL_SLACK = 0.05
-#: A kept document's estimate is learned again from its exact count when it is off by more than
-#: this factor (within it, the exact count's correction of the room is enough).
-RATE_TOLERANCE = 1.25
-_MISSES = 8  # seeds in a row that do not fit before the search stops: the room is full
-_REFILLS = 2  # rounds that fill what the exact count says is still free
-
-
-# --- choosing units ---------------------------------------------------------------------------
-
-
-def _ratio(documents: Sequence[Document], units: Sequence[UnitBounds],
-           ranked: Sequence[tuple[int, int]], tokenizer: Any) -> float:
-    """Tokens per character of the text most likely kept (the best units, else the first
-    document's start), from one exact count of about SAMPLE_CHARS characters."""
-    parts: list[str] = []
-    size = 0
-    for d, u in ranked:
-        starts, ends = units[d]
-        parts.append(documents[d].text[starts[u] : ends[u]])
-        size += len(parts[-1])
-        if size >= SAMPLE_CHARS:
-            break
-    if size < SAMPLE_CHARS // 4:
-        parts.append(documents[0].text[: SAMPLE_CHARS - size])
-    sample = " ".join(parts)
-    return float(tokenizer.count(sample)) / max(1, len(sample))
-
-
-@dataclass(eq=False)
-class _Selection:
-    """Which units of which documents are kept, with what they are estimated to cost."""
-
-    walk: PassagesWalk
-    documents: list[Document]
-    units: InitVar[list[UnitBounds]]
-    room: int
-    ranked: list[tuple[int, int]]  # best first
-    raised: list[dict[int, float]]  # per document, each unit's score with its neighbours'
-
-    def __post_init__(self, units: list[UnitBounds]) -> None:
-        self.goal = max(1, int(CONTEXT_SHARE * self.room))
-        walk, documents, tok = self.walk, self.documents, self.walk.tok
-        ratio = _ratio(documents, units, self.ranked, tok)
-        # Every unit costed from its length at the tokens per character this call measured:
-        # choosing counts no unit, and only what is kept is counted, once, exactly.
-        shared: dict[str, int] = {}
-        self.cuts = [
-            Focus(doc.text, starts, ends, self.room, tok, tokens_per_char=ratio, shared=shared)
-            for doc, (starts, ends) in zip(documents, units)
-        ]
-        self.lane_keys = [walk._lane_keys(doc.candidate) for doc in documents]
-        self.framings = [-1] * len(documents)
-        self.lane_used: dict[LaneKind | Provenance, int] = {}
-        self.used = walk.header_estimate
-        self.opened = 0
-        self.order: list[tuple[int, int]] = []
-        self.seeds: list[tuple[int, int]] = []
-        self.refills = _REFILLS
-
-    def _framing(self, d: int) -> int:
-        cost = self.framings[d]
-        if cost < 0:
-            cost = self.framings[d] = self.walk.framing(self.documents[d].candidate)
-        return cost
-
-    def try_add(self, d: int, u: int) -> bool:
-        cut = self.cuts[d]
-        left = self.room - self.used
-        if left <= 0 or u in cut.kept or cut.unit_cost(u) > left:
-            return False
-        added = cut.added_cost(u)
-        framing = 0
-        opening = not cut.kept
-        if opening:  # the document opens: its item's framing comes with it
-            if self.walk.s.max_items is not None and self.opened >= self.walk.s.max_items:
-                return False
-            framing = self._framing(d)
-        if added + framing > left:
-            return False
-        keys = self.lane_keys[d]
-        if keys:
-            budgets, used = self.walk.s.lane_budgets, self.lane_used
-            if any(used.get(key, 0) + added + framing > budgets[key] for key in keys):
-                return False
-            for key in keys:
-                used[key] = used.get(key, 0) + added + framing
-        cut.kept.add(u)
-        cut.total += added
-        if u > cut.last:
-            cut.last = u
-        self.used += added + framing
-        self.opened += opening
-        self.order.append((d, u))
-        return True
-
-    def grow(self, d: int, seed: int, goal: float) -> None:
-        """Widen the passage around ``seed`` of document ``d`` to ``goal`` tokens, as a focus cut
-        does, within this choice's room."""
-        self.cuts[d].grow(seed, self.raised[d], goal, add=functools.partial(self.try_add, d))
-
-    def select(self) -> None:
-        """Best units first, each with its context; then the passages widen; then the rest fills
-        in rank order. Run again after the room grew, it goes on where it stopped."""
-        misses = 0
-        for d, u in self.ranked:
-            if u in self.cuts[d].kept:
-                continue
-            if self.used >= self.room:
-                return
-            if not self.try_add(d, u):
-                misses += 1
-                if misses >= _MISSES:
-                    break
-                continue
-            misses = 0
-            self.seeds.append((d, u))
-            self.grow(d, u, self.goal)
-        for d, u in self.seeds:
-            if self.used >= self.room:
-                return
-            self.grow(d, u, math.inf)
-        misses = 0
-        for d, cut in enumerate(self.cuts):
-            for u in range(len(cut.starts)):
-                if self.used >= self.room or misses >= _MISSES:
-                    return
-                if u not in cut.kept:
-                    misses = 0 if self.try_add(d, u) else misses + 1
-
-    def give_back(self, excess: int, lane: LaneKind | Provenance | None = None) -> bool:
-        """Drop the last added units (of documents in ``lane``, when given), worth at least
-        ``excess`` tokens; False when there is none to drop."""
-        picked = [i for i, (d, _) in enumerate(self.order) if lane is None or lane in self.lane_keys[d]]
-        if not picked:
-            return False
-        while picked and excess > 0:
-            d, u = self.order.pop(picked.pop())
-            cut = self.cuts[d]
-            before = cut.total + (self._framing(d) if cut.kept else 0)
-            cut.kept.discard(u)
-            kept = sorted(cut.kept)
-            cut.total = cut.estimate(kept) if kept else 0
-            cut.last = kept[-1] if kept else -1
-            after = cut.total + (self._framing(d) if kept else 0)
-            self.opened -= not kept
-            self.used -= before - after
-            for key in self.lane_keys[d]:
-                self.lane_used[key] -= before - after
-            excess -= max(1, before - after)
-        return True
-
-    def calibrate(self) -> None:
-        """Learn each kept document's own tokens per character from its exact count (the last
-        one the walk made), and estimate what is kept again. The rate learned from the best
-        units can be far off for another document (an English match among Chinese ones, a text
-        of one-letter sentences): what is then given back or added is chosen at the right rate.
-        An estimate within RATE_TOLERANCE of its count is left as it is."""
-        exact = {k.rank: k.cost for k in self.walk.kept}
-        self.used = self.walk.header_estimate
-        self.lane_used = {}
-        for d, cut in enumerate(self.cuts):
-            if not cut.kept:
-                continue
-            framing = self._framing(d)
-            cost = exact.get(self.documents[d].lead.rank)
-            off = (cost - framing) / cut.total if cost is not None and cut.total > 0 else 1.0
-            if cut.tokens_per_char and off > 0 and not 1 / RATE_TOLERANCE <= off <= RATE_TOLERANCE:
-                cut.rescale(cut.tokens_per_char * off)
-            self.used += cut.total + framing
-            for key in self.lane_keys[d]:
-                self.lane_used[key] = self.lane_used.get(key, 0) + cut.total + framing
-
-    def correct(self, used: int, max_tokens: int) -> bool:
-        """Change the choice after the exact count ``used`` of what it made: give back what put a
-        lane or the budget over, or fill what is still free (at most _REFILLS times). False when
-        there is nothing to change."""
-        walk = self.walk
-        over = [
-            (key, walk.lane_used.get(key, 0) - budget)
-            for key, budget in walk.s.lane_budgets.items()
-            if walk.lane_used.get(key, 0) > budget
-        ]
-        if over:  # the exact counts put a lane over its own budget
-            self.calibrate()
-            return self.give_back(over[0][1], over[0][0])
-        if used > max_tokens:
-            self.calibrate()
-            return self.give_back(used - max_tokens)
-        if self.refills <= 0 or max_tokens - used <= max(4, FILL_SLACK * max_tokens):
-            return False
-        self.calibrate()
-        self.refills -= 1
-        before = len(self.order)
-        # Estimates miss what joins and framing really cost: aim the estimate so that the
-        # exact count lands on the budget.
-        self.room = max_tokens - (used - self.used)
-        self.select()
-        return len(self.order) > before
-
-    def kept_spans(self, d: int) -> list[tuple[int, int]] | None:
-        """The document's kept ranges, or None when all of it is kept."""
-        cut = self.cuts[d]
-        if len(cut.kept) == len(cut.starts):
-            return None
-        return cut.spans(sorted(cut.kept))
-
-
-def _choose(walk: PassagesWalk, max_tokens: int) -> _Selection:
-    """Score every unit of the walk's documents against its query and choose the best, within an
-    estimate of ``max_tokens``."""
-    documents = walk.documents
-    texts = [doc.text for doc in documents]
-    layout = layout_of(texts, max_tokens)
-    units = layout.units
-    if walk.embed is None:
-        scores = lexical(layout, walk.query)
-    else:
-        scores = embedded(texts, units, walk.query, walk.embed)
-    best, raised = combined(scores, units)
-    # Best first, ties by place: the pairs sort as they are, with no key function to call.
-    ranked = list(map(itemgetter(1), sorted(zip(map(neg, best.values()), best.keys()))))
-    # Aimed a little under the budget: an estimate off by a percent or two then lands within
-    # FILL_SLACK of it, and the exact count needs no second round to give back or fill.
-    aim = max_tokens - int(max_tokens * FILL_SLACK / 2)
-    selection = _Selection(walk, documents, units, aim, ranked, raised)
-    selection.select()
-    return selection
 
 
 # --- the walk ---------------------------------------------------------------------------------
@@ -319,7 +75,7 @@ class PassagesWalk(Walk):
         self.gates: dict[int, tuple[Reason, Outcome]] = {}
         self.coerced: list[Candidate] = []
         self.documents: list[Document] = []
-        self.selection: _Selection | None = None
+        self.selection: Selection | None = None
         self.header_estimate = 0
         self.item_costs: dict[tuple[int, str], int] = {}  # what a document's kept text costs
         self.looks: dict[int, tuple[tuple[Scope, ...], tuple[str, ...], str | None]] = {}
@@ -373,7 +129,9 @@ class PassagesWalk(Walk):
             return
         self._reset()
         self.header_estimate = self.view.header_delta(self, ())
-        self.selection = _choose(self, self.s.max_tokens)
+        lane_keys = [self._lane_keys(doc.candidate) for doc in self.documents]
+        chooser = Chooser(self.s, self.tok, self.framing, lane_keys, self.header_estimate)
+        self.selection = choose(self.documents, self.query, self.embed, chooser)
         self._materialize()
         self._floor_if_empty()
 
@@ -494,7 +252,10 @@ class PassagesWalk(Walk):
     def refit(self, used: int, max_tokens: int | None) -> bool:
         """Correct the choice with ``used``, the block's exact count: give back what is over,
         fill what the count says is still free. True when it changed something (count again)."""
-        if self.selection is None or max_tokens is None or not self.selection.correct(used, max_tokens):
+        if self.selection is None or max_tokens is None:
+            return False
+        exact = {k.rank: k.cost for k in self.kept}
+        if not self.selection.correct(used, max_tokens, exact, self.lane_used):
             return False
         self._materialize()
         return True
