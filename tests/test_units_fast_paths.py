@@ -9,7 +9,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recallpack.packing.scoring import hits
+from recallpack.packing.scoring import INFLECTED_TERM, INFLECTIONS, base_of, hits
 from recallpack.packing.units import fold, split_units
 
 # Terminators, closers, spaces, line breaks, CJK ends, combining marks, code markers, letters.
@@ -62,9 +62,12 @@ def _hits_by_definition(text: str, terms: list[str], limit: int) -> dict[str, li
     lowered = fold(text)
     found = {}
     for term in terms:
-        if not 0 < lowered.count(term) <= limit:
-            continue  # found, even inside other words, more than limit times: left out
-        whole = [m.start() for m in re.finditer(rf"(?<!\w){re.escape(term)}(?!\w)", lowered)]
+        base = base_of(term)
+        if not 0 < lowered.count(base) <= limit:
+            continue  # its base found, even inside other words, more than limit times: left out
+        endings = INFLECTIONS if len(term) >= INFLECTED_TERM else ("",)
+        inflected = "|".join(map(re.escape, endings))
+        whole = [m.start() for m in re.finditer(rf"(?<!\w){re.escape(base)}(?:{inflected})(?!\w)", lowered)]
         if whole:
             found[term] = whole
     return found
@@ -84,6 +87,40 @@ def test_query_word_hits_are_their_definition(text: str, terms: list[str], limit
     whether the search tells it by counting first, by stopping past the limit, or (a query of
     more than 16 words) from one pass over the text's words."""
     assert hits(text, terms, limit) == _hits_by_definition(text, terms, limit)
+
+
+# Query words long enough to match their inflections, and texts made of them, their bases with
+# every ending (and endings that are not one: "y", "ly"), other words and separators.
+_long_words = st.text(alphabet=st.sampled_from(list("abé_1")), min_size=2, max_size=5).map(
+    lambda stem: stem + "ab"
+) | st.sampled_from(["played", "dances", "colonies", "stated", "wins", "abab", "ababing"])
+_endings = st.sampled_from([*INFLECTIONS, "y", "ly", "ings", "_", "1"])
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.data(), st.lists(_long_words, min_size=1, max_size=24, unique=True), st.integers(1, 40))
+def test_inflected_query_word_hits_are_their_definition(data: st.DataObject, terms: list[str],
+                                                         limit: int) -> None:
+    """A query word of five or more characters also finds its base followed by one of the
+    inflections, and nothing else, in both searches (one word at a time, or one pass for a query
+    of more than 16 words)."""
+    bases = [base_of(term) for term in terms]
+    word = st.builds(lambda b, e: b + e, st.sampled_from(bases), _endings) | st.sampled_from(terms) | _words
+    parts = data.draw(st.lists(st.tuples(word, st.sampled_from([" ", "\n", "-", ". ", "a", ""])), max_size=60))
+    text = "".join(w + sep for w, sep in parts)
+    assert hits(text, terms, limit) == _hits_by_definition(text, terms, limit)
+    assert hits(text, terms[:3], limit) == _hits_by_definition(text, terms[:3], limit)
+
+
+def test_a_query_word_finds_its_inflections_and_no_other_word() -> None:
+    text = "He played. The players play; a playful display, replayed."
+    assert hits(text, ["played"], 10) == {"played": [text.index("played"), text.index("players"), text.index("play;")]}
+    # Its base is "colonie": "colony" is no inflection of it, and a word always finds itself.
+    assert hits("colonies and the colony", ["colonies"], 10) == {"colonies": [0]}
+    for word in ["colonies", "playing", "stated", "wins", "glasses", "seeds", "ones"]:
+        assert hits(f"a {word}.", [word], 5) == {word: [2]}, word
+    # Short words match only themselves: "win" is not "wins", nor "wine".
+    assert hits("win wins wine", ["win"], 10) == {"win": [0]}
 
 
 def test_a_frequent_word_is_left_out_however_it_is_spread() -> None:

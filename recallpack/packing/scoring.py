@@ -1,10 +1,11 @@
 """How well each unit of the documents answers the query (the ``passages`` policy's step 2).
 
 Every document's text is split into sentences and lines once, and each unit is scored: BM25 over
-all the units of all the documents (raw text: nothing is tokenized to score), or ``embed`` when
-given. A unit's score is then raised by a share of its neighbours' (an answer is often the
-sentence next to the one that names the question's words), scaled to the best, and divided by
-``1 + RANK_PRIOR * position`` of its document: the retriever's order is a prior.
+all the units of all the documents (raw text: nothing is tokenized to score; a long query word
+also matches its inflections, :func:`base_of`), or ``embed`` when given. A unit's score is then
+raised by a share of its neighbours' (an answer is often the sentence next to the one that names
+the question's words), scaled to the best, and divided by ``1 + RANK_PRIOR * position`` of its
+document: the retriever's order is a prior.
 ``docs/how-the-walk-decides.md`` says why.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
@@ -22,8 +24,9 @@ from recallpack.packing.embedding import EmbedFn, similarities
 from recallpack.packing.units import fold, query_terms, split_units, word_hits
 
 __all__ = [
-    "Layout", "UnitBounds", "layout_of", "lexical", "embedded", "combined", "hits",
+    "Layout", "UnitBounds", "layout_of", "lexical", "embedded", "combined", "hits", "base_of",
     "RANK_PRIOR", "NEIGHBOR_SHARE", "UNIT_CHARS", "LONG_UNIT_PIECE_BYTES",
+    "INFLECTED_TERM", "INFLECTED_BASE", "BASE_ENDINGS", "INFLECTIONS",
 ]
 
 #: A passage of the document at position ``p`` (0 is the first shown) scores ``1 / (1 + RANK_PRIOR * p)``
@@ -40,6 +43,14 @@ UNIT_CHARS = 600
 #: not left half empty by two pieces that do not fit together.
 LONG_UNIT_PIECE_BYTES = 250
 _LEAST_PIECE_BYTES = 64
+#: A query word of at least this many characters also matches its inflections: its base (the word
+#: without one of BASE_ENDINGS, when at least INFLECTED_BASE characters are left) followed by one
+#: of INFLECTIONS, so "disobedience" finds "disobediences" and "played" finds "playing" and "player".
+#: Every base ending is an inflection: a query word always finds itself.
+INFLECTED_TERM = 5
+INFLECTED_BASE = 4
+BASE_ENDINGS = ("ing", "es", "ed", "s")
+INFLECTIONS = ("", "s", "es", "ed", "d", "ing", "er", "ers", "e", "ion", "ions", "al")
 _TERM_SEARCHES = 16  # query words searched for one by one; more read the text's words once
 _K1 = 1.2
 _B = 0.75
@@ -48,9 +59,38 @@ _B = 0.75
 UnitBounds = tuple[list[int], list[int]]
 
 
+def base_of(term: str) -> str:
+    """What :func:`hits` searches for ``term``: the word itself, or for a word of at least
+    INFLECTED_TERM characters its base (one of BASE_ENDINGS off, INFLECTED_BASE characters left)."""
+    if len(term) >= INFLECTED_TERM:
+        for ending in BASE_ENDINGS:
+            if term.endswith(ending) and len(term) - len(ending) >= INFLECTED_BASE:
+                return term[: -len(ending)]
+    return term
+
+
+def _forms(terms: Sequence[str]) -> dict[str, list[str]]:
+    """Every word of the text that matches a query word, and which query words it matches."""
+    forms: dict[str, list[str]] = {}
+    for term in terms:
+        if len(term) < INFLECTED_TERM:
+            forms.setdefault(term, []).append(term)
+            continue
+        base = base_of(term)
+        for ending in INFLECTIONS:
+            forms.setdefault(base + ending, []).append(term)
+    return forms
+
+
+# One of INFLECTIONS and the end of the word, matched where a base ends: one call, in C.
+_INFLECTION_END = re.compile("(?:" + "|".join(sorted(INFLECTIONS[1:], key=len, reverse=True)) + r")(?!\w)")
+
+
 def hits(text: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
-    """Where each query word occurs in ``text`` as a whole word, case folded, linear in the text;
-    a word found, even inside other words, more than ``limit`` times is left out.
+    """Where each query word occurs in ``text`` as a whole word, case folded, linear in the text:
+    the word itself, or (a word of at least INFLECTED_TERM characters) its base followed by one of
+    INFLECTIONS. A word whose base is found, even inside other words, more than ``limit`` times is
+    left out.
 
     A word that occurs more often than there are units (``the``, ``of``) says little about which
     one answers (its BM25 weight is near zero), and taking each occurrence would be most of the
@@ -62,16 +102,26 @@ def hits(text: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
     if len(terms) > _TERM_SEARCHES:
         # A long query: one pass over the text's words costs the same whatever its length. The
-        # limit counts a word inside other words too, as the searches below do.
-        return {term: at for term, at in word_hits(lowered, terms).items() if lowered.count(term) <= limit}
+        # limit counts a base inside other words too, as the searches below do.
+        forms = _forms(terms)
+        grouped: dict[str, list[int]] = {}
+        for word, positions in word_hits(lowered, forms).items():
+            for term in forms[word]:
+                grouped.setdefault(term, []).extend(positions)
+        for term in terms:
+            if (where := grouped.get(term)) and lowered.count(base_of(term)) <= limit:
+                found[term] = sorted(where)
+        return found
     size = len(lowered)
     probe = size // 8
     for term in terms:
+        base = base_of(term)
         # The search below stops past ``limit``, so it tells a frequent word on its own; where
         # the text's first eighth suggests one, counting it first is cheaper than walking it.
-        if lowered.count(term, 0, probe) * 16 > limit and lowered.count(term) > limit:
+        if lowered.count(base, 0, probe) * 16 > limit and lowered.count(base) > limit:
             continue
-        width, at, seen = len(term), lowered.find(term), 0
+        inflected = len(term) >= INFLECTED_TERM
+        width, at, seen = len(base), lowered.find(base), 0
         whole: list[int] = []
         while at >= 0:
             seen += 1
@@ -81,10 +131,13 @@ def hits(text: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
             end = at + width
             # Inside a word is what \w matches: a letter, a digit or "_".
             before = lowered[at - 1] if at else " "
-            after = lowered[end] if end < size else " "
-            if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
-                whole.append(at)
-            at = lowered.find(term, end)
+            if not (before.isalnum() or before == "_"):
+                after = lowered[end] if end < size else " "
+                # The word ends here, or (a long query word) goes on by an inflection and ends.
+                ends = not (after.isalnum() or after == "_")
+                if ends or (inflected and _INFLECTION_END.match(lowered, end)):
+                    whole.append(at)
+            at = lowered.find(base, end)
         if whole:
             found[term] = whole
     return found
