@@ -170,6 +170,9 @@ def test_docs_python_blocks_run(
             printed = capsys.readouterr().out
             for shown in re.findall(r"#.*?(kept \d+ of \d+(?: \(\d+ cut\))? in \d+/\d+ tokens)", match.group(2)):
                 assert shown in printed, f"{where}: the doc shows {shown!r}; it printed:\n{printed}"
+            for shown in shown_outputs(match.group(2)):  # what a print's comment says it prints, as in the README
+                for expected in filter(None, (part.strip(" ;.") for part in shown.split("..."))):
+                    assert expected in printed, f"{where}: the doc shows {shown!r}; it printed:\n{printed}"
 
 
 def test_walk_doc_pack_table_matches_pack() -> None:
