@@ -166,6 +166,18 @@ def core(repeat: int = 5) -> tuple[list[str], dict[str, tuple[float, float, bool
     return lines, targets
 
 
+def _articles(value: str) -> range:
+    """``--articles 1-6`` as the positions of those articles (0 to 5)."""
+    first, _, last = value.partition("-")
+    try:
+        span = range(int(first) - 1, int(last or first))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r}: give FIRST-LAST, as 1-6") from None
+    if not 0 <= span.start < span.stop <= 12:
+        raise argparse.ArgumentTypeError(f"{value!r}: the articles are 1 to 12, first before last")
+    return span
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m recallpack.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--core", action="store_true", help="only the packer, not the adapters")
@@ -180,11 +192,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="questions the quality section asks, spread over the articles (0: all 3,320)",
     )
     parser.add_argument("--markdown", action="store_true", help="the quality table as Markdown too")
+    parser.add_argument(
+        "--articles", type=_articles, default=None, metavar="FIRST-LAST",
+        help="ask only the questions of articles FIRST to LAST (1 to 12; the retriever still reads "
+        "all 12): does a result hold on other articles than it was tuned on? (default: all)",
+    )
     args = parser.parse_args(argv)
     if args.quality:
         from recallpack._bench import quality
 
-        lines = quality.run(limit=args.questions or None, as_markdown=args.markdown)
+        lines = quality.run(limit=args.questions or None, as_markdown=args.markdown, only=args.articles)
         print("\n".join(lines))
         return 1 if args.check and any("MISS" in line for line in lines) else 0
 

@@ -290,6 +290,13 @@ def evaluate(
     return cells
 
 
+def of_articles(questions: Sequence[Question], articles: range | None) -> list[Question]:
+    """The questions of ``articles`` (positions in the data, 0 the first), all when None: the
+    retriever still reads every article, so a subset tells whether a result holds on questions
+    of other articles than it was seen on."""
+    return list(questions) if articles is None else [q for q in questions if q.article in articles]
+
+
 def sample(questions: Sequence[Question], limit: int | None) -> list[Question]:
     """Every n-th question, so that a sample spreads over all articles."""
     if limit is None or limit >= len(questions):
@@ -352,7 +359,8 @@ def targets(made: Sequence[Shape], results: Results) -> list[str]:
     return lines
 
 
-def run(limit: int | None = 600, policies: Sequence[str] = POLICIES, as_markdown: bool = False) -> list[str]:
+def run(limit: int | None = 600, policies: Sequence[str] = POLICIES, as_markdown: bool = False,
+        only: range | None = None) -> list[str]:
     if not DATA.exists():
         return [f"quality: skipped ({DATA} is not there: run from a checkout of recallpack)"]
     try:
@@ -362,11 +370,12 @@ def run(limit: int | None = 600, policies: Sequence[str] = POLICIES, as_markdown
         return [f"quality: skipped ({exc}; pip install -e '.[demo]')"]
     tok = get_tokenizer("cl100k_base")
     assert isinstance(tok, TiktokenTokenizer)
-    asked = sample(questions, limit)
+    asked = sample(of_articles(questions, only), limit)
     found = methods(tok, policies)
+    which = "" if only is None else f", asked of articles {only.start + 1} to {only.stop}"
     lines = [
         f"quality: is the answer still in what the model is shown? {len(asked)} of {len(questions)} "
-        "SQuAD v1.1 questions (12 articles, CC BY-SA 4.0), BM25 retrieval, cl100k_base",
+        f"SQuAD v1.1 questions (12 articles, CC BY-SA 4.0{which}), BM25 retrieval, cl100k_base",
     ]
     results: Results = {}
     shown = [name for name in found if name != FLOOR]
