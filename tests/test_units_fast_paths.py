@@ -9,6 +9,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recallpack.packing.cuts import _term_hits
 from recallpack.packing.scoring import INFLECTED_TERM, INFLECTIONS, base_of, hits
 from recallpack.packing.units import fold, split_units
 
@@ -87,6 +88,24 @@ def test_query_word_hits_are_their_definition(text: str, terms: list[str], limit
     whether the search tells it by counting first, by stopping past the limit, or (a query of
     more than 16 words) from one pass over the text's words."""
     assert hits(text, terms, limit) == _hits_by_definition(text, terms, limit)
+
+
+def _whole_words_by_definition(lowered: str, terms: list[str]) -> dict[str, list[int]]:
+    found = {t: [m.start() for m in re.finditer(rf"(?<!\w){re.escape(t)}(?!\w)", lowered)] for t in terms}
+    return {t: where for t, where in found.items() if where}
+
+
+@settings(max_examples=800, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(list("ab_1é .\n-")), max_size=300),
+    st.lists(_words | st.sampled_from(["zz", "qq", "absent"]), min_size=1, max_size=40, unique=True),
+)
+def test_focus_cut_word_hits_are_their_definition(text: str, terms: list[str]) -> None:
+    """The focus cut's search finds each term's whole-word occurrences, whether it searches the
+    terms one by one (the few the text has: one it lacks is no search) or reads the text's words
+    once (many terms, or terms that occur very often)."""
+    lowered = fold(text)
+    assert _term_hits(lowered, terms) == _whole_words_by_definition(lowered, terms)
 
 
 # Query words long enough to match their inflections, and texts made of them, their bases with

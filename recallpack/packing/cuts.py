@@ -248,7 +248,11 @@ def _term_hits(lowered: str, terms: list[str]) -> dict[str, list[int]]:
     words too, so when the terms occur that often (a text of one letter repeated), or there are
     many terms, the text's words are read once instead: either way the work is linear."""
     # A literal is tried wherever it occurs, at most its length times per occurrence counted.
-    tries = sum(lowered.count(term) * len(term) for term in terms)
+    # A term that is not in the text at all is no search: a long query of words the text does
+    # not have (end-user input) leaves the few it has, each found by its own search.
+    counts = [(term, n) for term in terms if (n := lowered.count(term))]
+    terms = [term for term, _ in counts]
+    tries = sum(n * len(term) for term, n in counts)
     if len(terms) <= _TERM_SEARCHES and tries <= 2 * len(lowered):
         hits: dict[str, list[int]] = {}
         for term in terms:
