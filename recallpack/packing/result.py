@@ -14,8 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from recallpack.packing import scopes
 from recallpack.packing.candidate import Provenance, ValueEnum
 from recallpack.packing.errors import TemplateError, moved_names
-from recallpack.packing.render import default_block, inert_markdown
+from recallpack.packing.render import default_block
 from recallpack.packing.report_html import report_html, trace_html
+from recallpack.packing.text import inert_markdown
 
 __all__ = [
     "Evidence",

@@ -1,4 +1,5 @@
-"""Where text may be cut: grapheme-cluster boundaries (UAX #29) and Unicode line breaks.
+"""Where text may be cut: grapheme-cluster boundaries (UAX #29) and Unicode line breaks; and
+Markdown that renders as exactly a given text (:func:`inert_markdown`, for displays).
 
 Cuts, token windows and tokenizer truncation all end a piece of text somewhere; none may end it
 inside a grapheme cluster (an emoji ZWJ sequence, a flag, a letter and its combining marks).
@@ -14,6 +15,8 @@ from a nearby position that is certainly a boundary. That keeps every check loca
 
 from __future__ import annotations
 
+import re
+
 import regex
 
 __all__ = [
@@ -23,6 +26,7 @@ __all__ = [
     "ceil_boundary",
     "clear_boundary",
     "first_cluster_end",
+    "inert_markdown",
     "floor_boundary",
     "is_boundary",
 ]
@@ -122,3 +126,25 @@ def first_cluster_end(text: str, start: int) -> int:
     """Where the grapheme cluster that starts at ``start`` ends (at least one character on)."""
     match = CLUSTER.match(text, start)
     return match.end() if match and match.end() > start else start + 1
+
+
+# --- Markdown that shows a text as it is ----------------------------------------------------
+
+_MARKDOWN_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
+_LEADING_SPACE = re.compile(rf"(?:^|(?<=[{''.join(sorted(LINE_BREAKS))}]))[ \t]+")
+
+
+def _inert_char(match: re.Match[str]) -> str:
+    char = match.group()
+    return "&amp;" if char == "&" else "&lt;" if char == "<" else "\\" + char
+
+
+def inert_markdown(text: str) -> str:
+    """``text`` as Markdown that renders as exactly that text: every ASCII punctuation mark is
+    escaped (a backslash, or an entity for ``&`` and ``<``), so no line of it can become a
+    heading, a list item, a quote, a code fence, emphasis, a link, an image, an autolink or
+    raw HTML. For displays that render Markdown (a notebook); the model's block is not this."""
+    escaped = _MARKDOWN_PUNCTUATION.sub(_inert_char, text)
+    # Leading spaces as entities: inside its bullet, a line indented four more would be a code
+    # block, where the escapes above would show.
+    return _LEADING_SPACE.sub(lambda m: "&nbsp;" * len(m.group()), escaped)
