@@ -26,8 +26,8 @@ __all__ = [
     "ceil_boundary",
     "clear_boundary",
     "first_cluster_end",
-    "inert_markdown",
     "floor_boundary",
+    "inert_markdown",
     "is_boundary",
 ]
 
