@@ -3,6 +3,8 @@ be checked on questions of other articles than it was tuned on."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from recallpack import bench
@@ -14,7 +16,7 @@ def test_articles_are_read_as_positions_and_bad_ranges_are_refused() -> None:
     assert bench._articles("7-12") == range(6, 12)
     assert bench._articles("3") == range(2, 3)
     for bad in ("0-3", "6-1", "1-13", "a-b", ""):
-        with pytest.raises(Exception, match="articles are 1 to 12|FIRST-LAST"):
+        with pytest.raises(argparse.ArgumentTypeError, match="articles are 1 to 12|FIRST-LAST"):
             bench._articles(bad)
 
 
