@@ -101,10 +101,6 @@ def hits(text: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
     lowered = fold(text)  # the same length as the text: a position in it is one in the text
     found: dict[str, list[int]] = {}
     if len(terms) > _TERM_SEARCHES:
-        # A word whose base is not in the text finds nothing: a long query of words the text
-        # does not have is searched word by word, with the few that it has.
-        terms = [term for term in terms if base_of(term) in lowered]
-    if len(terms) > _TERM_SEARCHES:
         # A long query: one pass over the text's words costs the same whatever its length. The
         # limit counts a base inside other words too, as the searches below do.
         forms = _forms(terms)
