@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import signal
 import threading
 import warnings
@@ -65,8 +66,8 @@ def words(text: str) -> int:
 
 @pytest.fixture
 def forks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """Every batch takes the forked path however small (chunks of one list), and the pids of the
-    children it forks are listed."""
+    """Every batch takes the forked path however small (chunks of one list), every child it
+    forks packs at least one chunk, and their pids are listed."""
     others = [t for t in threading.enumerate() if t is not threading.main_thread()]
     if others:
         # An earlier test may leave an idle daemon thread in this process (tqdm's monitor waits
@@ -82,10 +83,40 @@ def forks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
             pids.append(pid)
         return pid
 
+    # The caller would race its children for the chunks, and on a slow machine it could take
+    # them all before a child had started: a test of what a child does would then see nothing
+    # (CI once did). So each child says when it has taken its first chunk, and the caller takes
+    # none of its own until every child it forked has.
+    caller = os.getpid()
+    started_read, started_write = os.pipe()
+    took_one: list[bool] = []
+    take = batch._ticket
+
+    def ticket_then_say_so(tickets: int) -> int | None:
+        chunk = take(tickets)
+        if chunk is not None and os.getpid() != caller and not took_one:
+            took_one.append(True)  # in the child's copy of this list only
+            os.write(started_write, b"!")
+        return chunk
+
+    pack_own = batch._Forked._pack_own
+
+    def pack_own_once_children_started(self: Any) -> None:
+        for _ in self.pids:
+            ready, _, _ = select.select([started_read], [], [], 60.0)
+            if not ready:
+                break  # a child that never started: the test's own assertions say what is wrong
+            os.read(started_read, 1)
+        pack_own(self)
+
     monkeypatch.setattr(batch, "_fork", counting_fork)
+    monkeypatch.setattr(batch, "_ticket", ticket_then_say_so)
+    monkeypatch.setattr(batch._Forked, "_pack_own", pack_own_once_children_started)
     for name in ("_PAYS_FROM_SECONDS", "_PAYS_PER_GB_SECONDS", "_PROBE_SECONDS", "_CHUNK_SECONDS", "_EXIT_PER_FORK"):
         monkeypatch.setattr(batch, name, 0.0)
     yield pids
+    os.close(started_read)
+    os.close(started_write)
     for pid in pids:  # every child was reaped by the call that forked it: none is left a zombie
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
