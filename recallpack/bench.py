@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from itertools import accumulate, count
 from pathlib import Path
 
+from recallpack._bench.languages import LANGUAGES, SHAPES
 from recallpack._bench.timing import best_time
 from recallpack.packing.batch import resident_bytes, usable_cores
 from recallpack.packing.candidate import Candidate
@@ -182,8 +183,6 @@ def _articles(value: str) -> range:
 
 def _languages(value: str) -> tuple[str, ...]:
     """``--languages zh,th`` as those codes, each one XQuAD has."""
-    from recallpack._bench.languages import LANGUAGES
-
     codes = tuple(code.strip() for code in value.split(","))
     unknown = [code for code in codes if code not in LANGUAGES]
     if unknown:
@@ -195,8 +194,6 @@ def _languages(value: str) -> tuple[str, ...]:
 
 def _shapes(value: str) -> tuple[str, ...]:
     """``--shapes articles`` as shape names of the languages section."""
-    from recallpack._bench.languages import SHAPES
-
     names = tuple(name.strip() for name in value.split(","))
     unknown = [name for name in names if name not in SHAPES]
     if unknown:
@@ -236,8 +233,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="ask only the questions of articles FIRST to LAST (1 to 12; the retriever still reads "
         "all 12): does a result hold on other articles than it was tuned on? (default: all)",
     )
-    from recallpack._bench.languages import LANGUAGES
-
     parser.add_argument(
         "--languages", type=_languages, nargs="?", const=LANGUAGES, default=None, metavar="LANGS",
         help="the quality section in other languages instead (XQuAD): a comma list of "
@@ -264,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         lines = languages.run(
             args.languages,
-            args.shapes or tuple(languages.SHAPES),
+            args.shapes or tuple(SHAPES),
             args.budgets,
             limit=args.questions or None,
             as_markdown=args.markdown,
