@@ -8,6 +8,7 @@ counts only what it reaches. Texts are made unique per repetition so no count ca
     python -m recallpack.bench --core     # the packer only
     python -m recallpack.bench --check    # exit 1 if a target is missed
     python -m recallpack.bench --quality  # does the answer survive? SQuAD questions, every policy
+    python -m recallpack.bench --quality --languages [ar,zh,...]  # the same in 12 languages (XQuAD)
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import argparse
 import importlib
 from collections.abc import Callable, Sequence
 from itertools import accumulate, count
+from pathlib import Path
 
+from recallpack._bench.languages import LANGUAGES, SHAPES
 from recallpack._bench.timing import best_time
 from recallpack.packing.batch import resident_bytes, usable_cores
 from recallpack.packing.candidate import Candidate
@@ -178,6 +181,38 @@ def _articles(value: str) -> range:
     return span
 
 
+def _languages(value: str) -> tuple[str, ...]:
+    """``--languages zh,th`` as those codes, each one XQuAD has."""
+    codes = tuple(code.strip() for code in value.split(","))
+    unknown = [code for code in codes if code not in LANGUAGES]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown language {', '.join(map(repr, unknown))}: give a comma list of {','.join(LANGUAGES)}"
+        )
+    return codes
+
+
+def _shapes(value: str) -> tuple[str, ...]:
+    """``--shapes articles`` as shape names of the languages section."""
+    names = tuple(name.strip() for name in value.split(","))
+    unknown = [name for name in names if name not in SHAPES]
+    if unknown:
+        unknown_names = ", ".join(map(repr, unknown))
+        raise argparse.ArgumentTypeError(f"unknown shape {unknown_names}: give {','.join(SHAPES)}")
+    return names
+
+
+def _budgets(value: str) -> tuple[int, ...]:
+    """``--budgets 256,1024`` as positive token budgets."""
+    try:
+        budgets = tuple(int(budget) for budget in value.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r}: give budgets, comma-separated, as 256,1024") from None
+    if not all(budget > 0 for budget in budgets):
+        raise argparse.ArgumentTypeError(f"{value!r}: every budget must be a positive number of tokens")
+    return budgets
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m recallpack.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--core", action="store_true", help="only the packer, not the adapters")
@@ -189,7 +224,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--questions", type=int, default=600, metavar="N",
-        help="questions the quality section asks, spread over the articles (0: all 3,320)",
+        help="questions the quality section asks, spread over the articles (0: all 3,320; with "
+        "--languages, a language: 361 is all)",
     )
     parser.add_argument("--markdown", action="store_true", help="the quality table as Markdown too")
     parser.add_argument(
@@ -197,7 +233,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="ask only the questions of articles FIRST to LAST (1 to 12; the retriever still reads "
         "all 12): does a result hold on other articles than it was tuned on? (default: all)",
     )
+    parser.add_argument(
+        "--languages", type=_languages, nargs="?", const=LANGUAGES, default=None, metavar="LANGS",
+        help="the quality section in other languages instead (XQuAD): a comma list of "
+        f"{','.join(LANGUAGES)} (default: all 12)",
+    )
+    parser.add_argument(
+        "--shapes", type=_shapes, default=None, metavar="SHAPES",
+        help="with --languages: paragraphs, articles or both, comma-separated (default: both)",
+    )
+    parser.add_argument(
+        "--budgets", type=_budgets, default=None, metavar="N,N",
+        help="with --languages: these token budgets for every shape (default: 256,512,1024 over "
+        "paragraphs and 512,1024,2048 over articles)",
+    )
+    parser.add_argument(
+        "--json", type=Path, default=None, metavar="PATH",
+        help="with --languages: write every cell, and which questions kept their answer, to PATH",
+    )
     args = parser.parse_args(argv)
+    if args.languages is None and (args.shapes or args.budgets or args.json):
+        parser.error("--shapes, --budgets and --json need --languages")
+    if args.languages is not None:
+        from recallpack._bench import languages
+
+        lines = languages.run(
+            args.languages,
+            args.shapes or tuple(SHAPES),
+            args.budgets,
+            limit=args.questions or None,
+            as_markdown=args.markdown,
+            json_path=args.json,
+        )
+        print("\n".join(lines))
+        return 1 if args.check and any("MISS" in line for line in lines) else 0
     if args.quality:
         from recallpack._bench import quality
 

@@ -36,10 +36,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from recallpack.packing.candidate import Candidate, Span
 from recallpack.packing.packer import Packer
+from recallpack.packing.result import RecallResult
 from recallpack.packing.scoring import combined, layout_of, lexical
 from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
 
@@ -90,13 +91,16 @@ class Shape:
     budgets: tuple[int, ...]
     spans: list[Span | None] = field(default_factory=list, repr=False)
     index: Any = field(default=None, repr=False)
+    #: The retriever's analysis of a query (the index was built with the same): words a user of
+    #: the documents' language would search by.
+    analyze: Callable[[str], list[str]] = field(default_factory=lambda: _terms, repr=False)
 
     def candidate(self, i: int) -> Candidate:
         span = self.spans[i] if self.spans else None
         return Candidate(text=self.texts[i], metadata=self.metadata[i], span=span)
 
     def retrieve(self, query: str) -> list[int]:
-        scores = self.index.get_scores(_terms(query))
+        scores = self.index.get_scores(self.analyze(query))
         order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
         return order[: self.k]
 
@@ -217,7 +221,14 @@ def ceiling(candidates: Sequence[Candidate], query: str, budget: int) -> tuple[s
     return "\n\n".join(c.text for c in candidates), 0
 
 
-def recallpack_method(policy: str, with_query: bool, **settings: Any) -> Method:
+def recallpack_method(
+    policy: str,
+    with_query: bool,
+    shown: Callable[[RecallResult], str] = RecallResult.to_markdown,
+    **settings: Any,
+) -> Method:
+    """A recallpack policy as a method; ``shown(result)`` is the text judged (the whole block by
+    default)."""
     packers: dict[int, Packer] = {}
 
     def method(candidates: Sequence[Candidate], query: str, budget: int) -> tuple[str, int]:
@@ -228,7 +239,7 @@ def recallpack_method(policy: str, with_query: bool, **settings: Any) -> Method:
         # warm count cache would make recallpack look cheaper than a first sight costs.
         packer.tokenizer_used._cache.clear()
         result = packer.recall(candidates, query=query if with_query else None)
-        return result.to_markdown(), result.report.tokens_used
+        return shown(result), result.report.tokens_used
 
     return method
 
@@ -256,6 +267,8 @@ class Cell:
     asked: int = 0
     tokens: int = 0
     seconds: float = 0.0
+    #: Whether each question asked, in order, kept its answer: what two runs are diffed by.
+    outcomes: list[bool] = field(default_factory=list, repr=False)
 
     @property
     def share(self) -> float:
@@ -267,10 +280,14 @@ class Cell:
 
 
 def evaluate(
-    shape: Shape, questions: Sequence[Question], found: dict[str, Method]
+    shape: Shape,
+    questions: Sequence[Question],
+    found: dict[str, Method],
+    judge: Callable[[str, Sequence[str]], bool] = answered,
 ) -> dict[tuple[str, int], Cell]:
     """Every method on every question at every budget of ``shape``: one cell each. The methods
-    take turns on each question, so that load from elsewhere hits them alike."""
+    take turns on each question, so that load from elsewhere hits them alike. ``judge(text,
+    answers)`` says whether the answer is in the text shown."""
     cells: dict[tuple[str, int], Cell] = {}
     for question in questions:
         ranked = shape.retrieve(question.text)
@@ -283,8 +300,10 @@ def evaluate(
                 elapsed = time.perf_counter() - start
                 gc.enable()
                 cell = cells.setdefault((name, budget), Cell())
+                kept = judge(text, question.answers)
                 cell.asked += 1
-                cell.kept += answered(text, question.answers)
+                cell.kept += kept
+                cell.outcomes.append(kept)
                 cell.tokens += tokens
                 cell.seconds += elapsed
     return cells
@@ -297,7 +316,10 @@ def of_articles(questions: Sequence[Question], articles: range | None) -> list[Q
     return list(questions) if articles is None else [q for q in questions if q.article in articles]
 
 
-def sample(questions: Sequence[Question], limit: int | None) -> list[Question]:
+_T = TypeVar("_T")
+
+
+def sample(questions: Sequence[_T], limit: int | None) -> list[_T]:
     """Every n-th question, so that a sample spreads over all articles."""
     if limit is None or limit >= len(questions):
         return list(questions)
