@@ -173,6 +173,7 @@ def _pack(args: argparse.Namespace) -> int:
             **settings,
             tokenizer=args.encoding,
             query=args.query,
+            language=None if args.language.lower() == "none" else args.language,
             reader=Reader.everyone() if args.show_scoped else None,
         )
     except RecallpackError as exc:
@@ -278,6 +279,12 @@ def _pack_arguments(pack: argparse.ArgumentParser) -> None:
         "--query", default=None, metavar="TEXT",
         help="the question the candidates answer: an item that must be cut keeps the passages "
         "that match it instead of its start (default: none, cut at the start)",
+    )
+    pack.add_argument(
+        "--language", default="auto", metavar="CODE",
+        help="how query words match inflected forms: auto reads the language from the query, an "
+        "ISO 639-1 code such as ru uses its Snowball stemmer, none matches words as written "
+        "(default: %(default)s)",
     )
     pack.add_argument(
         "--show-scoped", action="store_true",

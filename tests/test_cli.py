@@ -218,9 +218,9 @@ def test_pack_help_documents_every_flag_and_field(monkeypatch, capsys) -> None:
     for option in options:
         if not option.startswith("-h"):
             assert "(default: " in " ".join(option.split()), option
-    assert len(options) == 9
+    assert len(options) == 10
     for default in ("(default: 2048)", "(default: 16384)", "(default: no cap)", "(default: prefix)",
-                    "(default: cl100k_base)", "(default: markdown)"):
+                    "(default: cl100k_base)", "(default: markdown)", "(default: auto)"):
         assert default in " ".join(out.split())
     for field in set(Candidate.model_fields) - {"scope_error"}:  # set by adapters, not by users
         assert re.search(rf"^  {field} ", out, re.M), f"pack --help does not describe the {field!r} field"

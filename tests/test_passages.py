@@ -489,9 +489,12 @@ def test_a_long_run_of_chinese_without_sentence_ends_still_fills_the_budget() ->
     """A Chinese text with no 。 (a character costs about 1.4 tokens, an English letter 0.23):
     its long run is cut in pieces of bytes, not characters, and of a quarter of a small budget,
     so the room is used. Pieces of 250 characters (about 350 tokens) left a fifth of 1,024
-    free; pieces of 250 bytes at 256 tokens, two of which do not fit together, left 40%."""
+    free; pieces of 250 bytes at 256 tokens, two of which do not fit together, left 40%. Since
+    the query's characters match (by pairs), the room goes to matching pieces apart, each after
+    its mark: at 256 tokens one piece's worth (about 12%) stays free."""
     zen = "优美胜于丑陋明了胜于晦涩简洁胜于复杂复杂胜于凌乱扁平胜于嵌套间隔胜于紧凑可读性很重要"
-    for budget, used in ((256, 0.9), (1024, 0.85)):
+    for budget, used in ((256, 0.85), (1024, 0.85)):
         result = recall([Candidate(text=zen * 400)], max_tokens=budget, query="可读性 简洁", policy="passages")
         assert used * budget <= result.report.tokens_used <= budget
+        assert "可读性" in result.to_markdown()
         assert count_tokens(result.to_markdown()) == result.report.tokens_used

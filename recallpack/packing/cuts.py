@@ -34,6 +34,7 @@ from itertools import repeat
 from typing import Literal
 
 from recallpack.packing import embedding
+from recallpack.packing.analysis import AUTO, Reading, check_language
 from recallpack.packing.embedding import EmbedFn, similarities
 from recallpack.packing.errors import BudgetError, ConfigError
 from recallpack.packing.focus import Focus
@@ -207,21 +208,24 @@ def _query_terms(query: str) -> list[str]:
     return sorted(query_terms(query))
 
 
-def _bm25(text: str, starts: list[int], ends: list[int], query: str) -> dict[int, float]:
+def _bm25(text: str, starts: list[int], ends: list[int], query: str, reading: Reading) -> dict[int, float]:
     """BM25 of each unit that holds a query term (the others score zero), over the text's units.
 
     Unit length is measured in characters, which normalises the same way words would. The text
     is case folded once, and the terms are found in time linear in its length whatever the query
     (whose terms are bounded by :data:`MAX_QUERY_TERMS`) and whatever the text: a unit's count
-    of a term is made in C, by bisecting the positions of the term's matches."""
-    terms = _query_terms(query)
+    of a term is made in C, by bisecting the positions of the term's matches. Terms are read as
+    ``reading`` says: English words as written, another language's by its stemmer, a script
+    without spaces by pairs of characters (a term in more units than there are is left out)."""
+    terms = _query_terms(query) if reading.english else sorted(reading.terms(query))
     if not terms:
         return {}
     lowered = fold(text)
     n = len(starts)
+    found_terms = _term_hits(lowered, terms) if reading.english else reading.hits(lowered, terms, n)
     average = max(1.0, (sum(ends) - sum(starts)) / n)
     scores: dict[int, float] = {}
-    for _, found in sorted(_term_hits(lowered, terms).items()):
+    for _, found in sorted(found_terms.items()):
         # unit + 1 -> occurrences in it; a word belongs to the unit its first character is in.
         per_unit = Counter(map(bisect_right, repeat(starts, len(found)), found))
         idf = math.log(1.0 + (n - len(per_unit) + 0.5) / (len(per_unit) + 0.5))
@@ -368,6 +372,7 @@ def cut_focus(
     *,
     embed: EmbedFn | None = None,
     measure: Measure | None = None,
+    language: str | None = AUTO,
 ) -> Cut | None:
     """The passages of ``text`` that best match ``query``, in their order, within ``max_tokens``.
 
@@ -383,8 +388,11 @@ def cut_focus(
     text (and no ``embed`` is given) the result is :func:`cut_head`'s. A text that fits is
     returned whole. None when not even one grapheme cluster and the mark fit. ``measure`` is as
     for :func:`cut_head`: the cut is exact for it, and the text is still read only once.
+    ``language`` is how query words match the text's (:mod:`recallpack.packing.analysis`):
+    ``"auto"`` reads it from the query, an ISO 639-1 code names it, None matches words as written.
     """
     _check(text, max_tokens, tokenizer, measure)
+    language = check_language(language)
     if not isinstance(query, str):
         raise ConfigError(f"query={type(query).__name__} must be a str: the question being answered")
     if _fits_whole(text, max_tokens, tokenizer, measure):
@@ -393,7 +401,7 @@ def cut_focus(
     if not starts:
         return cut_head(text, max_tokens, tokenizer, measure=measure)
     if embed is None:
-        scores = _bm25(text, starts, ends, query)
+        scores = _bm25(text, starts, ends, query, Reading.of(language, query, text))
         if not scores:
             return cut_head(text, max_tokens, tokenizer, measure=measure)
     else:

@@ -29,6 +29,7 @@ from pydantic import (
 
 from recallpack.allowance.budget import Allowance, Remaining, as_remaining
 from recallpack.packing import batch, validation
+from recallpack.packing.analysis import AUTO, check_language
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.embedding import CALLER_LOOP, embed_function
 from recallpack.packing.errors import (
@@ -96,6 +97,11 @@ class PackerSettings(CheckedModel):
     cut: CutMode = "auto"
     """How an item is cut: ``head`` keeps its start, ``focus`` the passages that match the
     query; ``auto`` is focus when the call gives a query, head otherwise."""
+    language: Annotated[str | None, BeforeValidator(check_language)] = AUTO
+    """How query words match the texts' words in their inflected forms: ``"auto"`` reads the
+    language from the query's script and letters, an ISO 639-1 code (``"ru"``) uses that
+    language's Snowball stemmer, None matches words as written. Scripts written without spaces
+    (Chinese, Japanese, Thai...) are matched by pairs of characters whatever this is."""
     embed: Any = None
     """For focus cuts: a LangChain Embeddings, a LlamaIndex embedding or a callable, used to
     score the passages of the one item being cut (None: lexical scoring)."""

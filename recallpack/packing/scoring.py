@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from recallpack.packing.analysis import AUTO, Reading
 from recallpack.packing.embedding import EmbedFn, similarities
 from recallpack.packing.units import fold, query_terms, split_units, word_hits
 
@@ -179,20 +180,27 @@ def layout_of(texts: Sequence[str], max_tokens: int | None = None) -> Layout:
     return Layout(text, starts, ends, owner, units)
 
 
-def lexical(layout: Layout, query: str) -> dict[tuple[int, int], float]:
-    """BM25 of every unit that holds a query word, over all the units of all the documents.
+def lexical(layout: Layout, query: str, language: str | None = AUTO) -> dict[tuple[int, int], float]:
+    """BM25 of every unit that holds a query term, over all the units of all the documents.
 
-    The documents are searched as one text, so the work per query word does not grow with the
-    number of documents."""
+    The documents are searched as one text, so the work per query term does not grow with the
+    number of documents. Terms are read as :class:`~recallpack.packing.analysis.Reading` says
+    for ``language`` (``"auto"``: the query's): English words with their inflections
+    (:func:`hits`), another language's words by its stemmer, pairs of characters of a script
+    without spaces."""
     text, starts, ends, owner = layout.text, layout.starts, layout.ends, layout.owner
     n = len(starts)
-    terms = query_terms(query)
-    if not terms or not n:
+    if not n:
+        return {}
+    reading = Reading.of(language, query, text)
+    terms = query_terms(query) if reading.english else reading.terms(query)
+    if not terms:
         return {}
     # Each hit's unit, by C-level bisection over the units' starts: a hit is in the unit it
-    # starts in (a word never spans two units: they split at spaces and line breaks).
+    # starts in (a word never spans two units: they split at spaces and line breaks; a pair of
+    # characters may, and counts in the unit it starts in).
     where = functools.partial(bisect_right, starts)
-    by_term = hits(text, terms, n)
+    by_term = hits(text, terms, n) if reading.english else reading.hits(fold(text), terms, n)
     if not by_term:
         return {}
     average = max(1.0, (sum(ends) - sum(starts)) / n)

@@ -265,7 +265,8 @@ def choose(documents: list[Document], query: str, embed: EmbedFn | None, by: Cho
     texts = [doc.text for doc in documents]
     layout = layout_of(texts, max_tokens)
     units = layout.units
-    scores = lexical(layout, query) if embed is None else embedded(texts, units, query, embed)
+    scores = (lexical(layout, query, by.settings.language) if embed is None
+              else embedded(texts, units, query, embed))
     best, raised = combined(scores, units)
     # Best first, ties by place: the pairs sort as they are, with no key function to call.
     ranked = list(map(itemgetter(1), sorted(zip(map(neg, best.values()), best.keys()))))

@@ -73,6 +73,7 @@ class WalkSettings:
     dedupe: bool
     resource_uri_template: str
     citation_keys: tuple[str, ...]
+    language: str | None
 
 
 @dataclass(slots=True)

@@ -18,11 +18,13 @@ end it gives is a grapheme boundary.
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter, sub
 
+from recallpack.packing.analysis import class_of, fold, other_terminators, phrase_letters
 from recallpack.packing.limits import ELLIPSIS
 from recallpack.packing.text import LINE_BREAKS, ceil_boundary, clear_boundary, floor_boundary, is_boundary
 
@@ -49,13 +51,12 @@ Measure = Callable[[str], int]
 WORD = re.compile(r"\w+")
 
 _LB = re.escape(LINE_BREAKS)
+#: Terminators that end a sentence only before a space ("3.14", "e.g.", "Wait...").
 _TERMINATORS = ".!?…"
-_CJK_TERMINATORS = "。！？"
 _CLOSERS = "\"')]}»”’"
-# The end of a sentence (after its terminator and closing quotes) or of a line (before its break).
-_BREAK = re.compile(
-    rf"[{re.escape(_TERMINATORS)}][{re.escape(_CLOSERS)}]*(?=\s)|[{_CJK_TERMINATORS}]|(?=[{_LB}])"
-)
+# The end of a sentence (after its terminator and closing quotes) or of a line (before its break),
+# in ASCII text; :func:`_scripts` has the same for text in any script.
+_BREAK = re.compile(rf"[{re.escape(_TERMINATORS)}][{re.escape(_CLOSERS)}]*(?=\s)|(?=[{_LB}])")
 _NONSPACE = re.compile(r"\S")
 _SPAN = re.Match.span
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
@@ -99,7 +100,9 @@ def strip_end(text: str, start: int, end: int) -> int:
 def last_break(text: str, start: int, end: int) -> int | None:
     """The last sentence or line end in ``text[start:end]`` that is a grapheme boundary."""
     last = None
-    for match in _BREAK.finditer(text, start, min(len(text), end + 1)):
+    stop = min(len(text), end + 1)
+    pattern = _BREAK if text.isascii() else _scripts().sentence_break
+    for match in pattern.finditer(text, start, stop):
         if start < match.end() <= end:
             last = match.end()
     if last is not None and not is_boundary(text, last, start):
@@ -108,21 +111,6 @@ def last_break(text: str, start: int, end: int) -> int | None:
 
 
 # --- words and their case folding -------------------------------------------------------------
-
-#: The one character whose lower case is longer than itself ("İ" becomes "i" and a combining
-#: dot): folded to "i" first, so the folded text keeps every position of the original.
-_DOTTED_CAPITAL_I = "\u0130"
-
-
-def fold(text: str) -> str:
-    """``text`` in lower case, of the same length, so that a position in it is one in ``text``."""
-    if _DOTTED_CAPITAL_I in text:
-        text = text.replace(_DOTTED_CAPITAL_I, "i")
-    folded = text.lower()
-    if len(folded) != len(text):  # a letter a later Unicode lengthens: it stays as it is
-        folded = "".join(low if len(low := char.lower()) == 1 else char for char in text)
-    return folded
-
 
 #: The distinct words of a query that are scored, in the order the query gives them. The query
 #: is end-user input: past this many, more words would cost a pass each and add no passage.
@@ -170,8 +158,33 @@ _SENTENCE_END = rf"([{re.escape(_TERMINATORS)}][{re.escape(_CLOSERS)}]*)[ \t]+(?
 _SENTENCE_SPLITS = {
     t: re.compile(rf"({re.escape(t)}[{re.escape(_CLOSERS)}]*)[ \t]+(?=[^\n])") for t in _TERMINATORS
 }
-_CJK_SENTENCE_SPLIT = re.compile(rf"{_SENTENCE_END}|([{_CJK_TERMINATORS}])[ \t]*(?=[^\n])")
 _BOUNDARY_SEARCH = 64  # characters searched for a place to split a long unit without a space
+
+
+class _Scripts:
+    """The patterns that read sentence and phrase ends in every script, made on the first text
+    that is not ASCII (their classes are read from the Unicode database once)."""
+
+    def __init__(self) -> None:
+        #: The terminators of other scripts: the danda, "؟", "。", "።"... (no space needed after).
+        #: A text's distinct characters are a set in C, faster than a scan for a class this large.
+        self.terminators = other_terminators()
+        other = class_of(self.terminators)
+        closers = re.escape(_CLOSERS)
+        self.sentence_split = re.compile(rf"{_SENTENCE_END}|([{other}][{closers}]*)[ \t]*(?=[^\n])")
+        self.sentence_break = re.compile(
+            rf"[{re.escape(_TERMINATORS)}][{closers}]*(?=\s)|[{other}][{closers}]*|(?=[{_LB}])"
+        )
+        # Thai and Lao write no terminator: a space between two of their letters ends a phrase,
+        # which is their unit.
+        self.phrase_letters = phrase_letters()
+        spaced = class_of(self.phrase_letters)
+        self.phrase_split = re.compile(f"(?<=[{spaced}])[ \t]+(?=[{spaced}])")
+
+
+@functools.lru_cache(maxsize=1)
+def _scripts() -> _Scripts:
+    return _Scripts()
 
 
 def split_units(text: str, max_chars: int, piece_bytes: int | None = None) -> tuple[list[int], list[int]]:
@@ -194,12 +207,16 @@ def split_units(text: str, max_chars: int, piece_bytes: int | None = None) -> tu
         splits = [(_strip_spaces(text, s) if text[s - 1].isspace() else s, e) for s, e in splits]
     # A sentence end at a line end (or the text's) is where the line ends anyway: the pattern
     # needs a character after it that is no line break.
-    if any(t in text for t in _CJK_TERMINATORS):
-        found = _CJK_SENTENCE_SPLIT.finditer(text, first, last)
+    scripts = None if text.isascii() else _scripts()
+    chars = set() if scripts is None else set(text)
+    if scripts is not None and not scripts.terminators.isdisjoint(chars):
+        found = scripts.sentence_split.finditer(text, first, last)
         sentences = [(m.end(m.lastindex or 0), m.end()) for m in found]
     else:
         patterns = [pattern for t, pattern in _SENTENCE_SPLITS.items() if t in text]
         sentences = [(m.end(1), m.end()) for pattern in patterns for m in pattern.finditer(text, first, last)]
+    if scripts is not None and not scripts.phrase_letters.isdisjoint(chars):
+        sentences += _phrases(scripts.phrase_split.finditer(text, first, last), first)
     if sentences:
         # Asked per sentence only when some line is code: a text of short sentences has many.
         indents = _chars_before(text, line_starts)
@@ -217,6 +234,21 @@ def split_units(text: str, max_chars: int, piece_bytes: int | None = None) -> tu
     if max(map(sub, ends, starts)) > max_chars:
         return _split_long(text, starts, ends, max_chars, piece_bytes)
     return starts, ends
+
+
+#: A Thai or Lao phrase shorter than this is joined to the next: a space there also sets apart
+#: numbers, names and short clauses, and units of a word or two match one query term each.
+LEAST_PHRASE_CHARS = 60
+
+
+def _phrases(spaces: Iterable[re.Match[str]], start: int) -> list[tuple[int, int]]:
+    """The spaces between Thai or Lao letters that end a phrase of LEAST_PHRASE_CHARS or more."""
+    kept: list[tuple[int, int]] = []
+    for space in spaces:
+        if space.start() - start >= LEAST_PHRASE_CHARS:
+            kept.append(space.span())
+            start = space.end()
+    return kept
 
 
 def _chars_before(text: str, positions: Iterable[int]) -> str:

@@ -107,13 +107,15 @@ class Plan:
         """How a call cuts an item: by focus on the query when there is one (or ``cut="focus"``),
         else by head."""
         if query is not None and not isinstance(query, str):
-            raise ConfigError(f"query={query!r} must be a str or None")
+            raise ConfigError(f"query={query!r} must be a str or None", field="query")
         if self.cut == "focus" and not query:
             raise ConfigError("cut='focus' needs the query: pass recall(..., query=...) or use cut='auto'")
-        tok, embed = self.tok, self.embed
+        tok, embed, language = self.tok, self.embed, self.settings.language
         if self.cut == "head" or not query:
             return lambda text, room, measure: cut_head(text, room, tok, measure=measure)
-        return lambda text, room, measure: cut_focus(text, query, room, tok, embed=embed, measure=measure)
+        return lambda text, room, measure: cut_focus(
+            text, query, room, tok, embed=embed, measure=measure, language=language
+        )
 
     def caller_code(self) -> list[str]:
         """The settings that hold code of the caller's (which a forked worker would run)."""
