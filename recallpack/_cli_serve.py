@@ -170,6 +170,8 @@ def _serve(args: argparse.Namespace) -> int:
     address = f"[{host}]" if ":" in host else host  # an IPv6 address, as a URL writes it
     where = f"http://{address}:{port}/mcp" if args.transport == "http" else "stdio"
     print(f"recallpack serve: {source.summary}; serving recall on {where}", file=sys.stderr)
+    if source.warning is not None:
+        print(f"recallpack: warning: {source.warning}", file=sys.stderr)
     if args.transport == "stdio" and sys.stdin.isatty():
         print(
             "recallpack serve: an MCP client starts this command and speaks JSON-RPC on its stdin "

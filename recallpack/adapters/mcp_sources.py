@@ -8,6 +8,7 @@ to the configured reader. Imports a host framework only when given one of its re
 from __future__ import annotations
 
 import importlib
+import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
@@ -27,6 +28,8 @@ __all__ = [
     "RecallSource", "docs_source", "retriever_source", "load_factory",
 ]
 
+logger = logging.getLogger("recallpack.mcp")
+
 #: Docs windows: eight of them, with their labels, fit the default budget of 2048.
 DEFAULT_WINDOW_TOKENS = 200
 DEFAULT_OVERLAP_TOKENS = 20
@@ -38,7 +41,8 @@ class RecallSource:
     """What the recall tool searches: ``recall(query, max_tokens)``, packed by ``packer``'s
     settings, and ``read(uri)``, the text behind a resource URI this source can serve to the
     configured reader (None for anything else). ``what`` names it in the tool's description,
-    ``summary`` is one line for the server's log."""
+    ``summary`` is one line for the server's log, ``warning`` (or None) what it withholds from
+    everyone and why, for the server's log too."""
 
     def __init__(
         self,
@@ -48,12 +52,14 @@ class RecallSource:
         what: str,
         summary: str,
         read: Callable[[str], str | None] | None = None,
+        warning: str | None = None,
     ) -> None:
         self.recall = recall
         self.packer = packer
         self.what = what
         self.summary = summary
         self._read = read
+        self.warning = warning
 
     def read(self, uri: str) -> str | None:
         return None if self._read is None else self._read(uri)
@@ -89,7 +95,10 @@ def docs_source(
         return candidate.text
 
     what = f"the documents in {index.root.resolve().name or index.root}"
-    return RecallSource(recall, packer=packer, what=what, summary=index.summary(), read=read)
+    warning = index.warning()
+    if warning is not None:
+        logger.warning("%s", warning)
+    return RecallSource(recall, packer=packer, what=what, summary=index.summary(), read=read, warning=warning)
 
 
 def _host_of(retriever: object) -> str:

@@ -242,8 +242,9 @@ def test_a_kept_item_reads_back_as_its_whole_window(host: Host, folder: Path) ->
         ("---\ntitle: x\nscope_ids: ['a']\n---\n", (("a",), None)),
         ("---\nscope_ids:\n  - a\n  - \"b\"\n---\n", (("a", "b"), None)),
         ("---\ntitle: x\n---\n", ((), None)),
-        ("---\nscope_ids: [a, ]\n---\n", ((), "not a list of scope ids")),
-        ("---\nscope_ids:\n---\n", ((), "not a list of scope ids")),
+        ("---\nscope_ids: [a, ]\n---\n", (("a",), None)),  # YAML: a flow list may end in a comma
+        ("---\nscope_ids: a, \n---\n", ((), "holds an empty string")),
+        ("---\nscope_ids:\n---\n", ((), "scope_ids is empty; give a list of scope ids")),
     ],
 )
 def test_front_matter_scopes(front: str, expected: tuple[tuple[str, ...], str | None]) -> None:
