@@ -35,7 +35,7 @@ from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from recallpack import ConfigError, RecallResult, __version__
+from recallpack import BudgetError, ConfigError, RecallResult, __version__
 from recallpack.adapters.mcp_sources import (
     DEFAULT_OVERLAP_TOKENS,
     DEFAULT_WINDOW_TOKENS,
@@ -87,7 +87,8 @@ def build_server(source: RecallSource, *, key: bytes | str | None = None, name: 
     """
     secret = resolve_key(key)
     listed_tool = tool(source)
-    default, ceiling = source.packer.max_tokens, source.packer.max_tokens_ceiling
+    packer = source.packer
+    bounds = dict(default=packer.max_tokens, ceiling=packer.max_tokens_ceiling, least=packer.least_tokens)
     listed: OrderedDict[str, types.Resource] = OrderedDict()
 
     async def list_tools(ctx: ServerRequestContext, params: Any) -> types.ListToolsResult:
@@ -100,11 +101,13 @@ def build_server(source: RecallSource, *, key: bytes | str | None = None, name: 
             message = f"unknown tool {params.name!r:.80}; this server has one: {TOOL_NAME}"
             raise MCPError(types.INVALID_PARAMS, message)
         try:
-            query, max_tokens = check_arguments(params.arguments, default=default, ceiling=ceiling)
+            query, max_tokens = check_arguments(params.arguments, **bounds)
         except ConfigError as exc:
             return error_result("invalid_input", str(exc))
         try:
             result = await source.recall(query, max_tokens)
+        except BudgetError as exc:  # the budget is the caller's: one the packer cannot fill is theirs to fix
+            return error_result("invalid_input", str(exc))
         except Exception as exc:  # noqa: BLE001 - a failing retriever fails one call, not the server
             # The client hears the kind of failure, the server's log the rest: an upstream's
             # message can hold what a caller should not read (a connection string, a path).

@@ -26,6 +26,8 @@ from recallpack.allowance import verify
 from tests.adapters.mcp_host import REPO, Host, RawServer, connect
 
 KEY = "k" * 32
+#: The smallest block the server's Packer can return (its header, a label, one token): cl100k's.
+LEAST = Packer().least_tokens
 ENVELOPE_KEYS = {"status", "error_code", "error_message"}
 SEED_NAMES = {"context_tokens_used", "chunks_selected", "chunks_dropped", "tokenizer_used"}
 NOTES = {
@@ -79,7 +81,7 @@ def test_lists_one_recall_tool_with_its_schema(host: Host) -> None:
     schema = tools[0].input_schema
     assert schema["required"] == ["query"] and schema["additionalProperties"] is False
     assert schema["properties"]["max_tokens"] == {**schema["properties"]["max_tokens"], "type": "integer",
-                                                  "default": 2048, "minimum": 1, "maximum": MAX_TOKENS_CEILING}
+                                                  "default": 2048, "minimum": LEAST, "maximum": MAX_TOKENS_CEILING}
     assert tools[0].output_schema is not None and tools[0].annotations.read_only_hint is True
 
 
@@ -146,11 +148,13 @@ INVALID: list[tuple[Any, str]] = [
     ({"query": None}, "query must be a string, got null"),
     ({"query": ["a", "b"]}, "query must be a string, got an array"),
     ({"query": "x" * (MAX_QUERY_CHARS + 1)}, "over the limit of 10,000"),
-    ({"query": "budget", "max_tokens": 0}, "max_tokens=0 is out of range: use a whole number from 1 to 16384"),
+    ({"query": "budget", "max_tokens": 0}, f"max_tokens=0 is out of range: use a whole number from {LEAST} to 16384"),
+    ({"query": "budget", "max_tokens": 1}, f"max_tokens=1 is below the least block this server can return, {LEAST} tokens"),
+    ({"query": "budget", "max_tokens": LEAST - 1}, f"is below the least block this server can return, {LEAST} tokens"),
     ({"query": "budget", "max_tokens": -5}, "max_tokens=-5 is out of range"),
     ({"query": "budget", "max_tokens": 16385}, "max_tokens=16385 is out of range"),
     ({"query": "budget", "max_tokens": 10**30}, "is out of range"),
-    ({"query": "budget", "max_tokens": 100.5}, "max_tokens must be a whole number from 1 to 16384, got a number 100.5"),
+    ({"query": "budget", "max_tokens": 100.5}, f"max_tokens must be a whole number from {LEAST} to 16384, got a number 100.5"),
     ({"query": "budget", "max_tokens": "100"}, "got a string '100'"),
     ({"query": "budget", "max_tokens": True}, "got a boolean True"),
     ({"query": "budget", "max_tokens": [100]}, "got an array"),
@@ -177,6 +181,17 @@ def test_serving_goes_on_after_every_invalid_input(host: Host) -> None:
     with pytest.raises(MCPError, match="unknown tool 'recal'"):
         host.run(host.session.call_tool, "recal", {"query": "budget"})
     assert host.recall({"query": "budget", "max_tokens": 200}).structured_content["chunks_selected"] >= 1
+    assert "Traceback" not in host.stderr() and "ERROR" not in host.stderr()
+
+
+def test_the_least_budget_is_answered_and_one_less_is_the_callers_mistake(host: Host) -> None:
+    """max_tokens at the schema's minimum is a result, not a failure; one below is invalid_input naming the least."""
+    at_least = host.recall({"query": "budget", "max_tokens": LEAST})
+    assert not at_least.is_error and at_least.structured_content["status"] == "ok"
+    assert at_least.structured_content["context_tokens_used"] <= LEAST
+    below = host.recall({"query": "budget", "max_tokens": LEAST - 1}).structured_content
+    assert below["error_code"] == "invalid_input" and f"{LEAST} tokens" in below["error_message"]
+    assert "recall_failed" not in host.stderr() and "Traceback" not in host.stderr()
 
 
 @pytest.mark.parametrize(("value", "expected"), [(512.0, 512), (None, 2048), (16384, 16384), (1, 1)])
