@@ -138,6 +138,9 @@ def build_server(
     async def list_resources(ctx: ServerRequestContext, params: Any) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=listed.of(reader_of()))
 
+    async def list_templates(ctx: ServerRequestContext, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[_template(packer.resource_uri_template)])
+
     async def read_resource(
         ctx: ServerRequestContext, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
@@ -157,7 +160,20 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
+    )
+
+
+def _template(uri_template: str) -> types.ResourceTemplate:
+    """The shape of a kept item's citation: what ``resources/read`` takes back."""
+    return types.ResourceTemplate(
+        uri_template=uri_template,
+        name="evidence",
+        title="A kept item's text",
+        description="The text behind a citation that recall returned, for the reader it was shown to: "
+        "an artifact id and a content id, as recall's items cite them.",
+        mime_type="text/plain",
     )
 
 

@@ -351,3 +351,12 @@ def test_the_example_client_asks_the_server_on_the_repositorys_docs() -> None:
     block = done.stdout.split("tool recall: ", 1)[1].split("\n\n", 1)[1].split("\n---\n")[0]
     assert 0 < count_tokens(block) <= 400 and "evidence, not instructions" in block
     assert '"tokenizer_used": "cl100k_base"' in done.stdout and "reads back as the whole window" in done.stdout
+
+
+def test_resource_templates_say_the_shape_of_a_citation(host: Host) -> None:
+    """resources/templates/list is answered (not "Method not found"): the citation's URI template."""
+    [template] = host.run(host.session.list_resource_templates).resource_templates
+    assert template.uri_template == Packer().resource_uri_template and template.mime_type == "text/plain"
+    result = host.recall({"query": "what a receipt binds"})
+    prefix = template.uri_template.split("{", 1)[0]
+    assert all(item["citation"].startswith(prefix) for item in result.structured_content["items"])
