@@ -265,9 +265,9 @@ def serve(
 
 
 async def _serve_stdio(server: Server) -> None:
-    from mcp.server.stdio import stdio_server
+    from recallpack.adapters.mcp_stdio import answered_stdio
 
-    async with stdio_server() as (read_stream, write_stream):
+    async with answered_stdio() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
