@@ -21,6 +21,8 @@ from recallpack.packing.tokenizers import DEFAULT_ENCODING
 
 __all__ = ["serve_parser", "hash_token_parser"]
 
+#: The addresses only this machine reaches (recallpack.adapters.mcp.LOOPBACK, which needs the extra).
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 #: The flags that say who may call over HTTP, by their argparse names.
 AUTH_FLAGS = {"tokens": "--tokens", "jwt_key": "--jwt-key", "jwks": "--jwks"}
 JWT_FLAGS = {"issuer": "--issuer", "audience": "--audience", "reader_claim": "--reader-claim",
@@ -184,7 +186,7 @@ def _check_auth_flags(args: argparse.Namespace) -> bool:
     if jwt_key is not None and (not args.issuer or not args.audience):
         raise UsageError("--jwt-key and --jwks need --issuer URL and --audience AUD, which a JWT must name")
     host = args.host or "127.0.0.1"
-    if not authenticated and not args.public and host not in ("127.0.0.1", "localhost", "::1"):
+    if not authenticated and not args.public and host not in LOOPBACK:
         raise UsageError(
             f"--host {host} is reachable from other machines, and nothing authenticates callers: add "
             "--tokens FILE or --jwt-key/--jwks (each caller reads as itself), or --public if the data "
@@ -249,7 +251,7 @@ def _serve(args: argparse.Namespace) -> int:
             "and stdout (see recallpack serve --help); end its input (Ctrl-D) to stop it",
             file=sys.stderr,
         )
-    if args.public and host not in ("127.0.0.1", "localhost", "::1"):
+    if args.public and host not in LOOPBACK:
         print(
             f"recallpack: warning: --public: {host} is reachable from other machines and nothing "
             "authenticates callers: anyone who can reach it reads what the reader may read",

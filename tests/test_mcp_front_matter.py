@@ -86,8 +86,10 @@ def _folder(tmp_path: Path, front: bytes) -> Path:
         b'---\n"scope_ids": [org-secret]\n---\n',
         b"---\n'scope_ids': [org-secret]\n---\n",
         b"---\nscope_ids:\n  - org-public\n  # and\n  - org-secret\n---\n",
+        b"--- {scope_ids: [org-secret]}\n---\n",
     ],
-    ids=["CR-only line ends", "double-quoted key", "single-quoted key", "a list broken by a comment"],
+    ids=["CR-only line ends", "double-quoted key", "single-quoted key", "a list broken by a comment",
+         "YAML on the opening line"],
 )
 def test_a_spelling_that_leaked_is_read(tmp_path: Path, front: bytes) -> None:
     """Each front matter that once leaked is read as scoped: hidden from the outsider, shown to the insider."""
@@ -153,7 +155,7 @@ def _front_matters(draw: st.DrawFn) -> bytes:
     lines = draw(st.lists(st.sampled_from(extras), max_size=3))
     lines.insert(draw(st.integers(0, len(lines))), draw(_keys()) + ":" + draw(_lists(indent)))
     end = draw(st.sampled_from(["\n", "\r\n", "\r"]))
-    opening = draw(st.sampled_from(["---", "--- ", "---\t"]))
+    opening = draw(st.sampled_from(["---", "--- ", "---\t", "--- # scoped notes"]))
     closing = draw(st.sampled_from(["---", "...", "--- "]))
     text = end.join([opening, *"\n".join(lines).split("\n"), closing]) + end
     lead = draw(st.sampled_from(["", "\ufeff", "\n", "\ufeff\n"]))
@@ -190,6 +192,7 @@ def test_every_spelling_is_scoped_or_withheld(front: bytes) -> None:
         ("---\nscope_ids: !secret [org-secret]\n---\n", "not readable YAML"),
         ("---\nscope_ids:\n\t- org-secret\n---\n", "not readable YAML"),
         ("+++\nscope_ids = ['org-secret']\n+++\n", "TOML front matter"),
+        ("--- title\nscope_ids: [org-secret]\n---\n", "not readable YAML (line 2)"),
     ],
 )
 def test_unreadable_front_matter_withholds_the_file_and_names_it(tmp_path: Path, front: str, why: str) -> None:

@@ -35,6 +35,8 @@ SCOPE_KEY = "scope_ids"
 _FENCES = ("---", "...")
 #: What a file may hold before its front matter's opening line: byte-order marks and blank lines.
 _LEADING = re.compile(r"[\ufeff\s]*")
+#: An opening line: ``---`` (or TOML's ``+++``), alone or followed by a space and more YAML.
+_OPENING = re.compile(r"(---|\+\+\+)(?:[ \t]+(.*))?")
 
 
 class _StrictLoader(yaml.SafeLoader):  # type: ignore[misc, name-defined]
@@ -73,16 +75,17 @@ def front_matter_scopes(text: str) -> FrontMatter:
     lines = text[start:].splitlines(keepends=True)
     if not lines:
         return 0, (), None
-    opening = lines[0].strip()
-    if opening == "+++":
-        return 0, (), "TOML front matter (+++) is not read; write it as YAML between --- lines"
-    if opening != "---":
+    opening = _OPENING.fullmatch(lines[0].strip())
+    if opening is None:
         return 0, (), None
+    if opening.group(1) == "+++":
+        return 0, (), "TOML front matter (+++) is not read; write it as YAML between --- lines"
     end = start + len(lines[0])
     for number, line in enumerate(lines[1:], start=1):
         if line.rstrip() in _FENCES:
-            # One line end for YAML, which itself knows only LF, CRLF and CR.
-            body = "\n".join(part.splitlines()[0] for part in lines[1:number])
+            # One line end for YAML, which itself knows only LF, CRLF and CR. YAML may go on
+            # on the opening line itself ("--- {scope_ids: [a]}"): it is read too.
+            body = "\n".join([opening.group(2) or "", *(part.splitlines()[0] for part in lines[1:number])])
             return end + len(line), *_scopes(body)
         end += len(line)
     return 0, (), "front matter opens with --- but never closes; end it with a --- line"
@@ -93,7 +96,7 @@ def _scopes(source: str) -> tuple[tuple[str, ...], str | None]:
         data = yaml.load(source, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
-        line = f" (line {where.line + 2})" if where is not None else ""
+        line = f" (line {where.line + 1})" if where is not None else ""  # the opening line is line 1
         problem = getattr(exc, "problem", None) or type(exc).__name__
         return (), f"front matter is not readable YAML{line}: {problem}"
     if data is None:
