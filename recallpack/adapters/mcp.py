@@ -16,8 +16,10 @@ becomes the tool's result:
   saying what to fix. The server goes on serving.
 
 A kept item with a resource URI can be read back as an MCP resource, for the same reader only:
-an item the reader may not see reads exactly like one that does not exist. Needs the ``mcp``
-extra; ``import recallpack`` never imports this module.
+an item the reader may not see reads exactly like one that does not exist. On stdio the reader
+is the source's configured one; over HTTP with a token verifier (:mod:`.mcp_auth`) it is each
+call's caller, so one server serves a team. Needs the ``mcp`` extra; ``import recallpack``
+never imports this module.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """What ``recallpack serve`` searches: a :class:`RecallSource` over the embedded docs index or
 over a user's LangChain or LlamaIndex retriever, wrapped in the matching ``BudgetedRetriever``.
 
-Each source packs with one Packer's settings and knows which resource URIs it can serve again
-to the configured reader. Imports a host framework only when given one of its retrievers.
+Each source packs with one Packer's settings, for the configured reader or for the reader a
+call names, and knows which resource URIs it can serve again to that reader. Imports a host
+framework only when given one of its retrievers.
 """
 
 from __future__ import annotations
