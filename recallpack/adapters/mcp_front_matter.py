@@ -35,11 +35,18 @@ SCOPE_KEY = "scope_ids"
 _FENCES = ("---", "...")
 #: What a file may hold before its front matter's opening line: byte-order marks and blank lines.
 _LEADING = re.compile(r"[\ufeff\s]*")
+#: One line and its end: any of the line breaks str.splitlines knows, CRLF as one.
+_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_LINE = re.compile(f"[^{_BREAKS}]*(?:\r\n|[{_BREAKS}]|\\Z)")
 #: An opening line: ``---`` (or TOML's ``+++``), alone or followed by a space and more YAML.
 _OPENING = re.compile(r"(---|\+\+\+)(?:[ \t]+(.*))?")
 
 
-class _StrictLoader(yaml.SafeLoader):  # type: ignore[misc, name-defined]
+#: libyaml's parser when PyYAML was built with it (about 10x faster); the same safe constructor.
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StrictLoader(_SafeLoader):  # type: ignore[misc, valid-type]
     """The safe loader, refusing a key given twice: otherwise the last ``scope_ids`` would win
     silently, and a second, wider one could open a file its first one closed."""
 
@@ -72,21 +79,24 @@ def front_matter_scopes(text: str) -> FrontMatter:
     'front matter scope_ids is an empty list; give the scope ids, such as [org-acme]'
     """
     start = _LEADING.match(text).end()  # type: ignore[union-attr]
-    lines = text[start:].splitlines(keepends=True)
-    if not lines:
-        return 0, (), None
-    opening = _OPENING.fullmatch(lines[0].strip())
+    # Lines one at a time: the front matter is read, not the whole file.
+    lines = (found.group() for found in _LINE.finditer(text, start))
+    first = next(lines, "")
+    opening = _OPENING.fullmatch(first.strip())
     if opening is None:
         return 0, (), None
     if opening.group(1) == "+++":
         return 0, (), "TOML front matter (+++) is not read; write it as YAML between --- lines"
-    end = start + len(lines[0])
-    for number, line in enumerate(lines[1:], start=1):
+    end = start + len(first)
+    # YAML may go on on the opening line itself ("--- {scope_ids: [a]}"): it is read too.
+    source = [opening.group(2) or ""]
+    for line in lines:
+        if not line:  # the end of the text
+            break
         if line.rstrip() in _FENCES:
-            # One line end for YAML, which itself knows only LF, CRLF and CR. YAML may go on
-            # on the opening line itself ("--- {scope_ids: [a]}"): it is read too.
-            body = "\n".join([opening.group(2) or "", *(part.splitlines()[0] for part in lines[1:number])])
-            return end + len(line), *_scopes(body)
+            # One line end for YAML, which itself knows only LF, CRLF and CR.
+            return end + len(line), *_scopes("\n".join(source))
+        source.append((line.splitlines() or [""])[0])
         end += len(line)
     return 0, (), "front matter opens with --- but never closes; end it with a --- line"
 
