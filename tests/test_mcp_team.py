@@ -331,3 +331,15 @@ def test_the_sdk_client_with_a_bad_token_is_refused(team: Team) -> None:
         anyio.run(attempt)
     # The SDK's client turns the 401 into an error response to its initialize request.
     assert caught.group_contains(MCPError, match="Server returned an error response")
+
+
+def test_the_docs_client_reads_as_its_token(team: Team) -> None:
+    """docs/mcp.md's client snippet, run against the server, gets the block of its token's reader."""
+    import re
+
+    page = (REPO / "docs" / "mcp.md").read_text()
+    [block] = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "async def ask" in b]
+    namespace: dict[str, Any] = {}
+    exec(compile(block, "docs/mcp.md", "exec"), namespace)  # noqa: S102
+    text = anyio.run(namespace["ask"], team.url, team.tokens["bob"], "ledger terms")
+    assert "bison" in text and "buffalo" in text and "aardvark" not in text and "caracal" not in text
