@@ -124,3 +124,26 @@ def test_a_retriever_source_serves_each_reader_only_what_it_showed_that_reader()
     assert a_item.resource_uri and b_item.resource_uri
     assert source.read(a_item.resource_uri, alice) == a_item.text and source.read(a_item.resource_uri, bob) is None
     assert source.read(b_item.resource_uri, bob) == b_item.text and source.read(b_item.resource_uri, alice) is None
+
+
+def test_a_tokens_file_alone_guards_the_http_app(tmp_path: Path) -> None:
+    """With only a tokens file (no issuer): no token is 401 with the SDK's challenge; the file's token initializes."""
+    from starlette.testclient import TestClient
+
+    from recallpack.adapters.mcp import build_server, docs_source, http_app
+    from recallpack.adapters.mcp_auth import hash_token
+
+    (tmp_path / "notes.md").write_text("The wombat ledger.\n")
+    verifier = ReaderVerifier({hash_token("t-1"): Reader(id="u-1", scopes={})})
+    server = build_server(docs_source(str(tmp_path)), per_caller=True)
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}  # fmt: skip
+    with TestClient(http_app(server, "127.0.0.1", 8000, verifier), base_url="http://127.0.0.1:8000") as client:
+        refused = client.post("/mcp", headers=headers, json=initialize)
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"] == (
+            'Bearer error="invalid_token", error_description="Authentication required"'
+        )
+        served = client.post("/mcp", headers={**headers, "Authorization": "Bearer t-1"}, json=initialize)
+        assert served.status_code == 200 and "mcp-session-id" in served.headers
