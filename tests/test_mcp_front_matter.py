@@ -162,7 +162,7 @@ def _front_matters(draw: st.DrawFn) -> bytes:
     return (lead + text).encode()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(front=_front_matters())
 def test_no_spelling_shows_scoped_text_outside_its_scopes(tmp_path: Path, front: bytes) -> None:
     """Whatever the spelling (line ends, quotes, key, list style, BOM, tabs), the outsider sees nothing of it."""
