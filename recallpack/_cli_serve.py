@@ -19,7 +19,14 @@ from recallpack._cli_input import UsageError, add_budget_flags, budget_settings,
 from recallpack.allowance import resolve_key
 from recallpack.packing.tokenizers import DEFAULT_ENCODING
 
-__all__ = ["serve_parser"]
+__all__ = ["serve_parser", "hash_token_parser"]
+
+#: The addresses only this machine reaches (recallpack.adapters.mcp.LOOPBACK, which needs the extra).
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+#: The flags that say who may call over HTTP, by their argparse names.
+AUTH_FLAGS = {"tokens": "--tokens", "jwt_key": "--jwt-key", "jwks": "--jwks"}
+JWT_FLAGS = {"issuer": "--issuer", "audience": "--audience", "reader_claim": "--reader-claim",
+             "scopes_claim": "--scopes-claim"}  # fmt: skip
 
 
 def serve_parser(commands: Any) -> None:
@@ -34,6 +41,9 @@ def serve_parser(commands: Any) -> None:
         ),
         epilog="""example MCP client configuration (the command and its arguments):
   {"command": "recallpack", "args": ["serve", "--docs", "/path/to/docs"]}
+
+a team over HTTP, each caller reading as itself (see docs/mcp.md, "Serve a team"):
+  recallpack serve --docs DIR --transport http --host 0.0.0.0 --tokens tokens.yaml
 
 with RECALLPACK_RECEIPT_KEY set, every result carries a keyed receipt of its block.""",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -103,6 +113,34 @@ def _serve_more_arguments(serve: argparse.ArgumentParser) -> None:
     http.add_argument(
         "--port", type=whole_number("--port"), default=None, help="with --transport http (default: 8000)"
     )
+    http.add_argument(
+        "--public", action="store_true",
+        help="serve a --host other than the loopback addresses without authentication: the data is "
+        "public, and anyone who reaches it reads what the reader may",
+    )
+    _serve_auth_arguments(serve)
+
+
+def _serve_auth_arguments(serve: argparse.ArgumentParser) -> None:
+    auth = serve.add_argument_group(
+        "authentication (--transport http; each call packs for its caller's reader)"
+    )
+    auth.add_argument(
+        "--tokens", metavar="FILE",
+        help="a YAML or JSON file of bearer token hashes (SHA-256, never tokens), each with its "
+        "reader id and scopes (recallpack hash-token prints a token's hash)",
+    )
+    auth.add_argument("--jwt-key", metavar="FILE", help="the PEM public key an issuer signs JWTs with")
+    auth.add_argument("--jwks", metavar="FILE", help="the issuer's JSON Web Key Set, saved as a file")
+    auth.add_argument("--issuer", metavar="URL", help="with --jwt-key/--jwks: the iss a JWT must name")
+    auth.add_argument("--audience", metavar="AUD", help="with --jwt-key/--jwks: the aud a JWT must name")
+    auth.add_argument(
+        "--reader-claim", metavar="NAME", help="the JWT claim with the reader's own id (default: sub)"
+    )
+    auth.add_argument(
+        "--scopes-claim", metavar="NAME",
+        help="the JWT claim with the reader's scopes: a list of ids, or ids to names (default: scope_ids)",
+    )
 
 
 def _serve_reader(args: argparse.Namespace) -> Reader | None:
@@ -124,11 +162,45 @@ def _serve_reader(args: argparse.Namespace) -> Reader | None:
     return Reader(id=args.reader, scopes=scopes)
 
 
+def _check_auth_flags(args: argparse.Namespace) -> bool:
+    """Whether callers are authenticated; each mix of flags that cannot work is a UsageError."""
+    given = [flag for name, flag in {**AUTH_FLAGS, **JWT_FLAGS}.items() if getattr(args, name) is not None]
+    if args.transport != "http":
+        if given or args.public:
+            raise UsageError(
+                f"{(given or ['--public'])[0]} is for --transport http; stdio serves the one client that "
+                "starts it, as the reader --reader names"
+            )
+        return False
+    authenticated = any(getattr(args, name) is not None for name in AUTH_FLAGS)
+    if authenticated and (args.reader or args.scope or args.show_scoped or args.public):
+        raise UsageError(
+            "with --tokens, --jwt-key or --jwks each caller reads as its token's reader; drop --reader, "
+            "--scope, --show-scoped and --public"
+        )
+    if args.jwt_key is not None and args.jwks is not None:
+        raise UsageError("give one of --jwt-key and --jwks, the issuer's key or its key set")
+    jwt_key = args.jwt_key or args.jwks
+    if jwt_key is None and any(getattr(args, name) is not None for name in JWT_FLAGS):
+        raise UsageError("--issuer, --audience and the claim flags are for JWTs: add --jwt-key or --jwks")
+    if jwt_key is not None and (not args.issuer or not args.audience):
+        raise UsageError("--jwt-key and --jwks need --issuer URL and --audience AUD, which a JWT must name")
+    host = args.host or "127.0.0.1"
+    if not authenticated and not args.public and host not in LOOPBACK:
+        raise UsageError(
+            f"--host {host} is reachable from other machines, and nothing authenticates callers: add "
+            "--tokens FILE or --jwt-key/--jwks (each caller reads as itself), or --public if the data "
+            "is public"
+        )
+    return authenticated
+
+
 def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The Packer settings of ``serve``'s flags, checked in the flags' own words."""
     settings = budget_settings(args)
     if args.transport != "http" and (args.host is not None or args.port is not None):
         raise UsageError("--host and --port are for --transport http; stdio needs neither")
+    _check_auth_flags(args)
     docs_only = {"--window-tokens": args.window_tokens, "--overlap-tokens": args.overlap_tokens,
                  "--fetch-k": args.fetch_k}  # fmt: skip
     for flag, value in docs_only.items():
@@ -150,6 +222,7 @@ def _serve(args: argparse.Namespace) -> int:
         if "recallpack[" not in str(exc):
             raise
         raise UsageError(f"recallpack serve needs the mcp extra: {exc}") from None
+    verifier = _verifier(args)
     if args.docs is not None:
         window = args.window_tokens or server.DEFAULT_WINDOW_TOKENS
         overlap = server.DEFAULT_OVERLAP_TOKENS if args.overlap_tokens is None else args.overlap_tokens
@@ -170,20 +243,67 @@ def _serve(args: argparse.Namespace) -> int:
     address = f"[{host}]" if ":" in host else host  # an IPv6 address, as a URL writes it
     where = f"http://{address}:{port}/mcp" if args.transport == "http" else "stdio"
     print(f"recallpack serve: {source.summary}; serving recall on {where}", file=sys.stderr)
+    if source.warning is not None:
+        print(f"recallpack: warning: {source.warning}", file=sys.stderr)
     if args.transport == "stdio" and sys.stdin.isatty():
         print(
             "recallpack serve: an MCP client starts this command and speaks JSON-RPC on its stdin "
             "and stdout (see recallpack serve --help); end its input (Ctrl-D) to stop it",
             file=sys.stderr,
         )
-    if args.transport == "http" and host not in ("127.0.0.1", "localhost", "::1"):
+    if args.public and host not in LOOPBACK:
         print(
-            f"recallpack: warning: {host} is reachable from other machines and the server has no "
-            "authentication: anyone who can reach it reads what the reader may read",
+            f"recallpack: warning: --public: {host} is reachable from other machines and nothing "
+            "authenticates callers: anyone who can reach it reads what the reader may read",
             file=sys.stderr,
         )
     # A server is an application: its log (a failing retriever's traceback) goes to stderr.
     # The library itself adds only a NullHandler, so without this nobody would see it.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    server.serve(source, transport=args.transport, host=host, port=port)
+    server.serve(
+        source, transport=args.transport, host=host, port=port, verifier=verifier, public=args.public
+    )
+    return 0
+
+
+def _verifier(args: argparse.Namespace) -> Any:
+    """The bearer-token verifier of the auth flags (None without them), its files read now."""
+    if args.tokens is None and args.jwt_key is None and args.jwks is None:
+        return None
+    from recallpack.adapters import mcp_auth
+
+    jwt = None
+    if args.jwt_key is not None or args.jwks is not None:
+        jwt = mcp_auth.JwtSettings(
+            issuer=args.issuer, audience=args.audience, key_file=args.jwt_key, jwks_file=args.jwks,
+            reader_claim=args.reader_claim or "sub", scopes_claim=args.scopes_claim or "scope_ids",
+        )
+    tokens = mcp_auth.load_tokens(args.tokens) if args.tokens is not None else None
+    return mcp_auth.ReaderVerifier(tokens, jwt)
+
+
+def hash_token_parser(commands: Any) -> None:
+    """``recallpack hash-token``: what a tokens file holds in place of a bearer token."""
+    hashing = commands.add_parser(
+        "hash-token",
+        help="print the SHA-256 of a bearer token (read from stdin) for serve's --tokens file",
+        description="Read a bearer token from stdin (one line) and print its SHA-256, the hash a "
+        "--tokens file holds in its place; or, with --new, make a new random token and print both.",
+    )
+    hashing.add_argument("--new", action="store_true", help="make a new random token and print it too")
+    hashing.set_defaults(run=_hash_token)
+
+
+def _hash_token(args: argparse.Namespace) -> int:
+    import hashlib
+    import secrets
+
+    if args.new:
+        token = secrets.token_urlsafe(32)
+        print(f"token: {token}")
+    else:
+        token = sys.stdin.readline().rstrip("\r\n")
+        if not token.strip():
+            raise UsageError("hash-token reads the token from stdin: echo \"$TOKEN\" | recallpack hash-token")
+    print(f"sha256: {hashlib.sha256(token.encode('utf-8')).hexdigest()}")
     return 0

@@ -38,7 +38,7 @@ from recallpack._cli_input import (
     read_candidates,
     shell_words,
 )
-from recallpack._cli_serve import serve_parser
+from recallpack._cli_serve import hash_token_parser, serve_parser
 from recallpack.packing.tokenizers import DEFAULT_ENCODING, fallback_advice
 from recallpack.packing.validation import did_you_mean
 
@@ -208,7 +208,7 @@ def _parser() -> argparse.ArgumentParser:
         "(one line on stderr), 130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"recallpack {_version()}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{pack,doctor,serve}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{pack,doctor,serve,hash-token}")
 
     fields = "\n".join(
         textwrap.fill(f"{kind}: {what}", 88, initial_indent=f"  {key:<21}", subsequent_indent=" " * 23)
@@ -250,6 +250,7 @@ stderr with the file and line or the flag; 130 interrupted.""",
     )
     doctor.set_defaults(run=_doctor)
     serve_parser(commands)
+    hash_token_parser(commands)
     return parser
 
 

@@ -64,6 +64,16 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         (("--docs", "no/such/folder"), "'no/such/folder' is not a folder"),
         (("--docs", "recallpack/_bench"), "has no text or Markdown files (looked for .md"),
         (("--transport", "sse", "--docs", "docs"), "invalid choice: 'sse'"),
+        (("--docs", "docs", "--tokens", "t.yaml"), "--tokens is for --transport http"),
+        (("--docs", "docs", "--public"), "--public is for --transport http"),
+        (("--docs", "docs", "--transport", "http", "--tokens", "t.yaml", "--reader", "u-1"), "drop --reader"),
+        (("--docs", "docs", "--transport", "http", "--tokens", "t.yaml", "--public"), "drop --reader, --scope, --show-scoped and --public"),
+        (("--docs", "docs", "--transport", "http", "--jwt-key", "k.pem", "--jwks", "k.json"), "give one of --jwt-key and --jwks"),
+        (("--docs", "docs", "--transport", "http", "--tokens", "t.yaml", "--issuer", "https://id.example"), "add --jwt-key or --jwks"),
+        (("--docs", "docs", "--transport", "http", "--jwt-key", "k.pem", "--issuer", "https://id.example"), "need --issuer URL and --audience AUD"),
+        (("--docs", "docs", "--transport", "http", "--tokens", "no/such/tokens.yaml"), "--tokens 'no/such/tokens.yaml' cannot be read"),
+        (("--docs", "docs", "--transport", "http", "--tokens", "README.md"), "is not YAML or JSON"),
+        (("--docs", "docs", "--transport", "http", "--jwt-key", "README.md", "--issuer", "https://id.example", "--audience", "recall"), "--jwt-key 'README.md' is not a PEM public key"),
     ],
 )
 def test_flag_mistakes_are_one_line(monkeypatch, capsys, served, argv: tuple[str, ...], says: str) -> None:
@@ -137,12 +147,16 @@ def test_an_ipv6_host_is_named_in_brackets(monkeypatch, capsys, served) -> None:
     assert code == 0 and "serving recall on http://[::1]:8000/mcp" in err and "warning" not in err
 
 
-def test_a_reachable_host_is_warned_about(monkeypatch, capsys, served) -> None:
-    """--host other than loopback serves, with a warning that nothing authenticates clients."""
+def test_a_reachable_host_needs_auth_or_public(monkeypatch, capsys, served) -> None:
+    """--host other than loopback without auth is refused; --public serves it, with a warning."""
     monkeypatch.chdir(ROOT)
-    code, _, err = run(monkeypatch, capsys, "--docs", "docs", "--transport", "http", "--host", "0.0.0.0")
-    assert code == 0 and "recallpack: warning: 0.0.0.0 is reachable from other machines" in err
-    assert served[0]["host"] == "0.0.0.0" and served[0]["port"] == 8000
+    refused = run(monkeypatch, capsys, "--docs", "docs", "--transport", "http", "--host", "0.0.0.0")
+    one_line_error(refused, "--host 0.0.0.0 is reachable from other machines, and nothing authenticates")
+    assert served == []
+    code, _, err = run(monkeypatch, capsys, "--docs", "docs", "--transport", "http", "--host", "0.0.0.0", "--public")
+    assert code == 0 and "recallpack: warning: --public: 0.0.0.0 is reachable from other machines" in err
+    assert served[0]["host"] == "0.0.0.0" and served[0]["port"] == 8000 and served[0]["public"] is True
+    assert served[0]["verifier"] is None
 
 
 def test_without_the_extra_serve_says_to_install_it(monkeypatch, capsys) -> None:
@@ -181,3 +195,60 @@ def test_the_readme_client_configuration_starts_a_server(monkeypatch, capsys, se
     monkeypatch.chdir(ROOT)
     code, _, err = run(monkeypatch, capsys, *args[1:])
     assert code == 0 and served and "serving recall on stdio" in err
+
+
+def test_hash_token_prints_what_a_tokens_file_holds(monkeypatch, capsys) -> None:
+    """hash-token hashes stdin's token; --new makes a token and prints its hash, which load_tokens reads."""
+    import hashlib
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("s3cret-token\n"))
+    assert main(["hash-token"]) == 0
+    assert capsys.readouterr().out == f"sha256: {hashlib.sha256(b's3cret-token').hexdigest()}\n"
+    assert main(["hash-token", "--new"]) == 0
+    token_line, hash_line = capsys.readouterr().out.splitlines()
+    token = token_line.removeprefix("token: ")
+    assert len(token) >= 40 and hash_line == f"sha256: {hashlib.sha256(token.encode()).hexdigest()}"
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert main(["hash-token"]) == 2
+    assert "reads the token from stdin" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("tokens", "says"),
+    [
+        ("tokens:\n  - token: abc\n    reader: u-1\n", "never the token (recallpack hash-token prints it)"),
+        ("tokens:\n  - sha256: abc\n    reader: u-1\n", "tokens[0].sha256 must be 64 hex digits"),
+        (f"tokens:\n  - sha256: {'a' * 64}\n", "tokens[0].reader must be the reader's id"),
+        (f"tokens:\n  - {{sha256: {'a' * 64}, reader: u-1}}\n  - {{sha256: {'A' * 64}, reader: u-2}}\n", "tokens[1].sha256 is given twice"),
+        (f"tokens:\n  - {{sha256: {'a' * 64}, reader: u-1, scope: [x]}}\n", "unknown keys ['scope']"),
+        (f"tokens:\n  - {{sha256: {'a' * 64}, reader: u-1, scopes: [1]}}\n", "tokens[0].scopes must be a list of scope ids"),
+        (f'{{"tokens": [{{"sha256": "{"a" * 64}", "reader": "u-1", "scopes": {{"org-1": {{"nam": "x"}}}}}}]}}', "may have name and description"),
+        ("readers: []\n", "must hold a non-empty list under 'tokens:'"),
+    ],
+)
+def test_a_bad_tokens_file_is_one_line(monkeypatch, capsys, served, tmp_path: Path, tokens: str, says: str) -> None:
+    """Each mistake in a --tokens file (YAML or JSON) exits 2 naming the entry; nothing is served."""
+    (tmp_path / "tokens.yaml").write_text(tokens)
+    monkeypatch.chdir(ROOT)
+    result = run(monkeypatch, capsys, "--docs", "docs", "--transport", "http", "--tokens", str(tmp_path / "tokens.yaml"))
+    one_line_error(result, says)
+    assert served == []
+
+
+def test_a_tokens_file_reaches_serve_as_its_readers(monkeypatch, capsys, served, tmp_path: Path) -> None:
+    """--tokens gives serve() a verifier whose tokens are the file's readers, with their scopes."""
+    import hashlib
+
+    import anyio
+
+    digest = hashlib.sha256(b"t-1").hexdigest()
+    (tmp_path / "t.json").write_text(
+        f'{{"tokens": [{{"sha256": "{digest}", "reader": "u-1", "scopes": {{"org-1": {{"name": "one", "description": "Org one"}}}}}}]}}'
+    )
+    monkeypatch.chdir(ROOT)
+    code, _, err = run(monkeypatch, capsys, "--docs", "docs", "--transport", "http", "--host", "0.0.0.0", "--tokens", str(tmp_path / "t.json"))
+    assert code == 0 and "warning" not in err
+    verifier = served[0]["verifier"]
+    token = anyio.run(verifier.verify_token, "t-1")
+    assert token.reader == Reader(id="u-1", scopes={"org-1": Scope(name="one", description="Org one")})
+    assert anyio.run(verifier.verify_token, "t-2") is None and served[0]["source"].packer.reader is None

@@ -226,7 +226,10 @@ def test_offsets_that_lie_about_the_text_are_an_error_naming_the_field() -> None
 
 # -- the budget, under every tokenizer -------------------------------------------------------------
 
-WORDS = ["alpha", "beta", "gamma", "delta", "pickle", "protocol", "İstanbul", "ß", "emoji 👩‍👩‍👧", "\n", ". "]
+WORDS = ["alpha", "beta", "gamma", "delta", "pickle", "protocol", "İstanbul", "ß", "emoji 👩‍👩‍👧", "\n", ". ",
+         # every script the analysis reads apart: marks, terminals, phrases, pairs, stems
+         "किताबें", "।", "книгами", "книги", "ανθρώπων", "άνθρωπος", "الكتاب", "؟", "北京大学", "。",
+         "แมวนอนบนเสื่อ", "ພາສາລາວ", "ភាសាខ្មែរ", "។", "မြန်မာ", "။", "日本語です", "Հայաստան", "։"]
 texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=120).map(" ".join)
 scoped = st.builds(
     lambda text, lane, scope_ids: Candidate(text=text, lane=lane, **({"scope_ids": scope_ids} if scope_ids else {})),

@@ -16,8 +16,10 @@ becomes the tool's result:
   saying what to fix. The server goes on serving.
 
 A kept item with a resource URI can be read back as an MCP resource, for the same reader only:
-an item the reader may not see reads exactly like one that does not exist. Needs the ``mcp``
-extra; ``import recallpack`` never imports this module.
+an item the reader may not see reads exactly like one that does not exist. On stdio the reader
+is the source's configured one; over HTTP with a token verifier (:mod:`.mcp_auth`) it is each
+call's caller, so one server serves a team. Needs the ``mcp`` extra; ``import recallpack``
+never imports this module.
 """
 
 from __future__ import annotations
@@ -35,14 +37,17 @@ from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from recallpack import ConfigError, RecallResult, __version__
+from recallpack import BudgetError, ConfigError, RecallResult, __version__
+from recallpack.adapters.mcp_auth import ReaderVerifier, auth_settings, caller
 from recallpack.adapters.mcp_sources import (
     DEFAULT_OVERLAP_TOKENS,
     DEFAULT_WINDOW_TOKENS,
     SHOWN_LIMIT,
+    CallReader,
     RecallSource,
     docs_source,
     load_factory,
+    reader_key,
     retriever_source,
 )
 from recallpack.adapters.mcp_tool import (
@@ -66,7 +71,9 @@ __all__ = [
     "load_factory",
     "check_arguments",
     "build_server",
+    "http_app",
     "serve",
+    "ReaderVerifier",
 ]
 
 logger = logging.getLogger("recallpack.mcp")
@@ -79,16 +86,33 @@ Transport = Literal["stdio", "http"]
 # -- the server -----------------------------------------------------------------------------
 
 
-def build_server(source: RecallSource, *, key: bytes | str | None = None, name: str = "recallpack") -> Server:
+def build_server(
+    source: RecallSource,
+    *,
+    key: bytes | str | None = None,
+    name: str = "recallpack",
+    per_caller: bool = False,
+) -> Server:
     """An MCP server with the ``recall`` tool over ``source`` and its kept items as resources.
 
     ``key`` (default ``$RECALLPACK_RECEIPT_KEY``) makes each result carry a keyed receipt of its
-    block; with neither, results carry no receipt.
+    block; with neither, results carry no receipt. ``per_caller`` packs each call for the reader
+    of its verified bearer token (see :mod:`recallpack.adapters.mcp_auth`), whose kept items are
+    its own resources; without it every call packs for the source's configured reader.
     """
     secret = resolve_key(key)
     listed_tool = tool(source)
-    default, ceiling = source.packer.max_tokens, source.packer.max_tokens_ceiling
-    listed: OrderedDict[str, types.Resource] = OrderedDict()
+    packer = source.packer
+    bounds = dict(default=packer.max_tokens, ceiling=packer.max_tokens_ceiling, least=packer.least_tokens)
+    listed = _Listed()
+
+    def reader_of() -> CallReader:
+        if not per_caller:
+            return None
+        try:
+            return caller()
+        except ConfigError as exc:  # the SDK's middleware answers 401 first; this is the fail-safe
+            raise MCPError(types.INVALID_REQUEST, str(exc)) from None
 
     async def list_tools(ctx: ServerRequestContext, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[listed_tool])
@@ -99,35 +123,31 @@ def build_server(source: RecallSource, *, key: bytes | str | None = None, name: 
         if params.name != TOOL_NAME:
             message = f"unknown tool {params.name!r:.80}; this server has one: {TOOL_NAME}"
             raise MCPError(types.INVALID_PARAMS, message)
-        try:
-            query, max_tokens = check_arguments(params.arguments, default=default, ceiling=ceiling)
-        except ConfigError as exc:
-            return error_result("invalid_input", str(exc))
-        try:
-            result = await source.recall(query, max_tokens)
-        except Exception as exc:  # noqa: BLE001 - a failing retriever fails one call, not the server
-            # The client hears the kind of failure, the server's log the rest: an upstream's
-            # message can hold what a caller should not read (a connection string, a path).
-            logger.exception("recall failed for a query of %d characters", len(query))
-            return error_result(
-                "recall_failed", f"the search failed ({type(exc).__name__}); the server's log has the details"
-            )
-        _list(listed, result)
+        reader = reader_of()
+        result = await _recall(source, params.arguments, reader, bounds)
+        if isinstance(result, types.CallToolResult):
+            return result
+        listed.add(reader, result)
         structured = diagnostics(result)
         text = result.to_markdown()
         if secret is not None:
-            text, receipt = receipt_for(result, key=secret)
+            # A caller's receipt names it as the owner: it verifies for that reader alone.
+            owner = {"owner": reader.id} if reader is not None and reader.id else None
+            text, receipt = receipt_for(result, key=secret, context=owner)
             structured["receipt"] = receipt.model_dump(mode="json")
         return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=structured)
 
     async def list_resources(ctx: ServerRequestContext, params: Any) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=list(reversed(listed.values())))
+        return types.ListResourcesResult(resources=listed.of(reader_of()))
+
+    async def list_templates(ctx: ServerRequestContext, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[_template(packer.resource_uri_template)])
 
     async def read_resource(
         ctx: ServerRequestContext, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
-        text = source.read(uri)
+        text = source.read(uri, reader_of())
         if text is None:  # the same answer for a URI out of the reader's scopes as for no such URI
             message = f"no resource {uri[:200]!r} for this reader"
             raise MCPError(RESOURCE_NOT_FOUND, message, data={"uri": uri[:2000]})
@@ -142,21 +162,74 @@ def build_server(source: RecallSource, *, key: bytes | str | None = None, name: 
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
     )
 
 
-def _list(listed: OrderedDict[str, types.Resource], result: RecallResult) -> None:
-    """Remember the kept items' resources for ``resources/list``, newest last, bounded."""
-    for evidence in result.evidence:
-        if evidence.resource_uri is not None:
-            listed[evidence.resource_uri] = types.Resource(
-                uri=evidence.resource_uri, name=evidence.resource_uri, description=evidence.label,
-                mime_type="text/plain",
-            )
-            listed.move_to_end(evidence.resource_uri)
-    while len(listed) > SHOWN_LIMIT:
-        listed.popitem(last=False)
+def _template(uri_template: str) -> types.ResourceTemplate:
+    """The shape of a kept item's citation: what ``resources/read`` takes back."""
+    return types.ResourceTemplate(
+        uri_template=uri_template,
+        name="evidence",
+        title="A kept item's text",
+        description="The text behind a citation that recall returned, for the reader it was shown to: "
+        "an artifact id and a content id, as recall's items cite them.",
+        mime_type="text/plain",
+    )
+
+
+async def _recall(
+    source: RecallSource, arguments: dict[str, Any] | None, reader: CallReader, bounds: dict[str, int]
+) -> RecallResult | types.CallToolResult:
+    """The result of one call, or the tool error that answers it instead."""
+    try:
+        query, max_tokens = check_arguments(arguments, **bounds)
+    except ConfigError as exc:
+        return error_result("invalid_input", str(exc))
+    try:
+        return await source.recall(query, max_tokens, reader)
+    except BudgetError as exc:  # the budget is the caller's: one the packer cannot fill is theirs to fix
+        return error_result("invalid_input", str(exc))
+    except Exception as exc:  # noqa: BLE001 - a failing retriever fails one call, not the server
+        # The client hears the kind of failure, the server's log the rest: an upstream's
+        # message can hold what a caller should not read (a connection string, a path).
+        logger.exception("recall failed for a query of %d characters", len(query))
+        return error_result(
+            "recall_failed", f"the search failed ({type(exc).__name__}); the server's log has the details"
+        )
+
+
+class _Listed:
+    """Each reader's kept items, for ``resources/list``: newest last, bounded per reader and in
+    readers, so one caller never lists what another was shown."""
+
+    READERS = 1024
+
+    def __init__(self) -> None:
+        self._by_reader: OrderedDict[str, OrderedDict[str, types.Resource]] = OrderedDict()
+
+    def add(self, reader: CallReader, result: RecallResult) -> None:
+        listed = self._by_reader.setdefault(reader_key(reader), OrderedDict())
+        self._by_reader.move_to_end(reader_key(reader))
+        for evidence in result.evidence:
+            if evidence.resource_uri is not None:
+                listed[evidence.resource_uri] = types.Resource(
+                    uri=evidence.resource_uri, name=evidence.resource_uri, description=evidence.label,
+                    mime_type="text/plain",
+                )
+                listed.move_to_end(evidence.resource_uri)
+        while len(listed) > SHOWN_LIMIT:
+            listed.popitem(last=False)
+        while len(self._by_reader) > self.READERS:
+            self._by_reader.popitem(last=False)
+
+    def of(self, reader: CallReader) -> list[types.Resource]:
+        return list(reversed(self._by_reader.get(reader_key(reader), {}).values()))
+
+
+#: The addresses only this machine reaches, where a server without authentication may listen.
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def serve(
@@ -166,30 +239,51 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     key: bytes | str | None = None,
+    verifier: ReaderVerifier | None = None,
+    public: bool = False,
 ) -> None:
     """Serve ``source`` until the client goes away (stdio) or the process is stopped (http).
 
     ``http`` is MCP's streamable HTTP at ``http://HOST:PORT/mcp``, on the loopback address by
-    default; it has no authentication, so anyone who can reach it reads what the reader may.
+    default. With a ``verifier`` every request needs a bearer token it knows (else 401), and each
+    call packs for that token's reader. Without one, a host other than the loopback addresses is
+    refused unless ``public`` says that whoever reaches it may read what the source's reader may.
     """
-    server = build_server(source, key=key)
-    if transport == "stdio":
-        anyio.run(_serve_stdio, server)
-    elif transport == "http":
-        anyio.run(_serve_http, server, host, port)
-    else:
+    if transport not in ("stdio", "http"):
         raise ConfigError(f"transport={transport!r} must be 'stdio' or 'http'")
+    if transport == "http" and verifier is None and host not in LOOPBACK and not public:
+        raise ConfigError(
+            f"host {host!r} is reachable from other machines and nothing authenticates callers: give "
+            "--tokens or --jwt-key/--jwks (each caller reads as itself), or --public if the data is "
+            "public"
+        )
+    if transport == "stdio":
+        if verifier is not None:
+            raise ConfigError("bearer tokens are for --transport http; stdio serves the client that ran it")
+        anyio.run(_serve_stdio, build_server(source, key=key))
+    else:
+        server = build_server(source, key=key, per_caller=verifier is not None)
+        anyio.run(_serve_http, server, host, port, verifier)
 
 
 async def _serve_stdio(server: Server) -> None:
-    from mcp.server.stdio import stdio_server
+    from recallpack.adapters.mcp_stdio import answered_stdio
 
-    async with stdio_server() as (read_stream, write_stream):
+    async with answered_stdio() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def _serve_http(server: Server, host: str, port: int) -> None:
+def http_app(server: Server, host: str, port: int, verifier: ReaderVerifier | None) -> Any:
+    """The streamable-HTTP ASGI app of ``server``, behind the SDK's bearer auth when ``verifier``."""
+    if verifier is None:
+        return server.streamable_http_app(host=host)
+    address = f"[{host}]" if ":" in host else host
+    settings = auth_settings(verifier, f"http://{address}:{port}/mcp")
+    return server.streamable_http_app(host=host, auth=settings, token_verifier=verifier)
+
+
+async def _serve_http(server: Server, host: str, port: int, verifier: ReaderVerifier | None) -> None:
     import uvicorn
 
-    app = server.streamable_http_app(host=host)
+    app = http_app(server, host, port, verifier)
     await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()

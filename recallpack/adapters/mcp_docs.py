@@ -7,22 +7,22 @@ that matches, best first, as Candidates: the window's text, its file as ``artifa
 stable ``chunk_id`` as ``artifact_content_id`` (so each has a resource URI), offsets into the
 file in the metadata.
 
-A file is scoped by its front matter, as Markdown sites write it::
+A file is scoped by its YAML front matter, as Markdown sites write it::
 
     ---
     scope_ids: [org-acme]
     ---
 
-Its windows then carry those scope ids, and the reader decides who sees them. A ``scope_ids``
-that is present but not a list of ids withholds the file's windows rather than show them to
-everyone. Words are stemmed (English, PyStemmer) and English stop words left out. Needs the
-``mcp`` extra.
+Its windows then carry those scope ids, and the reader decides who sees them. Front matter that
+cannot be read for certain withholds the file's windows from everyone rather than show them to
+everyone (:mod:`recallpack.adapters.mcp_front_matter` says what that is); such files are listed
+in :attr:`DocsIndex.withheld`. Words are stemmed (English, PyStemmer) and English stop words
+left out. Needs the ``mcp`` extra.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ Stemmer = require("Stemmer", extra="mcp", feature=__name__)
 import numpy
 
 from recallpack import Candidate, ConfigError, Packer, token_windows
+from recallpack.adapters.mcp_front_matter import FrontMatter, front_matter_scopes
 
 __all__ = ["DOC_SUFFIXES", "MAX_FILE_BYTES", "DocsIndex", "front_matter_scopes"]
 
@@ -43,48 +44,10 @@ __all__ = ["DOC_SUFFIXES", "MAX_FILE_BYTES", "DocsIndex", "front_matter_scopes"]
 DOC_SUFFIXES = (".md", ".markdown", ".mdx", ".txt", ".text", ".rst")
 #: A file larger than this is skipped (with a note): a docs folder holds prose, not data dumps.
 MAX_FILE_BYTES = 8 * 1024 * 1024
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
-_SCOPE_LINE = re.compile(r"^scope_ids[ \t]*:(.*)$")
 
 
-def _ids(values: Sequence[str]) -> tuple[str, ...] | None:
-    ids = tuple(v.strip().strip("'\"").strip() for v in values)
-    return ids if ids and all(ids) else None
-
-
-def front_matter_scopes(text: str) -> tuple[int, tuple[str, ...], str | None]:
-    """``(where the body starts, scope ids, why they cannot be read)`` of a file's text.
-
-    Reads ``scope_ids`` from a leading ``---`` block: ``[a, b]``, ``a, b``, or a YAML list on
-    the lines after it. No front matter, or none naming ``scope_ids``: unscoped.
-
-    >>> front_matter_scopes("---\\nscope_ids: [org-1, org-2]\\n---\\nHello")
-    (37, ('org-1', 'org-2'), None)
-    >>> front_matter_scopes("Hello")
-    (0, (), None)
-    """
-    match = _FRONT_MATTER.match(text)
-    if match is None:
-        return 0, (), None
-    lines = match.group(1).splitlines()
-    for number, line in enumerate(lines):
-        found = _SCOPE_LINE.match(line)
-        if found is None:
-            continue
-        value = found.group(1).strip()
-        if value:
-            ids = _ids(value.removeprefix("[").removesuffix("]").split(","))
-        else:
-            items = []
-            for item in lines[number + 1 :]:
-                if not item.lstrip().startswith("- "):
-                    break
-                items.append(item.lstrip()[2:])
-            ids = _ids(items)
-        if ids is None:
-            return match.end(), (), f"front matter scope_ids={value!r:.60} is not a list of scope ids"
-        return match.end(), ids, None
-    return match.end(), (), None
+#: How many withheld files the start-up warning names.
+_NAMED = 50
 
 
 @dataclass(frozen=True)
@@ -96,13 +59,15 @@ class _Skipped:
 def _files(root: Path, skipped: list[_Skipped]) -> Iterator[tuple[str, str]]:
     """``(path relative to root, text)`` of every text or Markdown file under ``root``, sorted.
 
-    A symbolic link that leads out of the folder is not followed: serving a folder must not
-    serve what it merely points at.
+    A symbolic link is judged by its target, not its name: a link that leads out of the folder,
+    or to a hidden file or a file that is not text, is not followed; a link to a file that is
+    served anyway is not served twice.
     """
     real_root = root.resolve()
+    served: set[Path] = set()
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
-        if any(part.startswith(".") for part in relative.parts) or path.suffix.lower() not in DOC_SUFFIXES:
+        if _hidden(relative) or path.suffix.lower() not in DOC_SUFFIXES:
             continue
         name = relative.as_posix()
         try:
@@ -110,8 +75,12 @@ def _files(root: Path, skipped: list[_Skipped]) -> Iterator[tuple[str, str]]:
             if not real.is_relative_to(real_root):
                 skipped.append(_Skipped(name, "a link to outside the folder"))
                 continue
-            if not real.is_file():
+            if _hidden(real.relative_to(real_root)) or real.suffix.lower() not in DOC_SUFFIXES:
+                skipped.append(_Skipped(name, "a link to a hidden file or a file that is not text"))
                 continue
+            if not real.is_file() or real in served:
+                continue
+            served.add(real)
             if real.stat().st_size > MAX_FILE_BYTES:
                 skipped.append(_Skipped(name, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"))
                 continue
@@ -123,6 +92,10 @@ def _files(root: Path, skipped: list[_Skipped]) -> Iterator[tuple[str, str]]:
             yield name, data.decode("utf-8-sig")
         except UnicodeDecodeError:
             skipped.append(_Skipped(name, "not UTF-8 text"))
+
+
+def _hidden(relative: Path) -> bool:
+    return any(part.startswith(".") for part in relative.parts)
 
 
 class DocsIndex:
@@ -139,12 +112,17 @@ class DocsIndex:
                 f"{str(root)!r} is not a folder; give the folder of text and Markdown files to serve"
             )
         self.skipped: list[_Skipped] = []
+        #: The files withheld from every reader, because their front matter cannot be read for certain.
+        self.withheld: list[_Skipped] = []
         self.files = 0
         self.candidates: list[Candidate] = []
         template = packer.resource_uri_template
         for name, text in _files(self.root, self.skipped):
             self.files += 1
-            self.candidates.extend(self._windows(name, text, packer, window_tokens, overlap_tokens))
+            front = front_matter_scopes(text)
+            if front[2] is not None:
+                self.withheld.append(_Skipped(name, front[2]))
+            self.candidates.extend(self._windows(name, text, front, packer, window_tokens, overlap_tokens))
         if not self.files:
             raise ConfigError(
                 f"{str(root)!r} has no text or Markdown files (looked for {', '.join(DOC_SUFFIXES)})"
@@ -166,8 +144,10 @@ class DocsIndex:
             self._bm25.index(self._tokenize([c.text for c in self.candidates]), show_progress=False)
 
     @staticmethod
-    def _windows(name: str, text: str, packer: Packer, size: int, overlap: int) -> Iterator[Candidate]:
-        body_start, scope_ids, scope_error = front_matter_scopes(text)
+    def _windows(
+        name: str, text: str, front: FrontMatter, packer: Packer, size: int, overlap: int
+    ) -> Iterator[Candidate]:
+        body_start, scope_ids, scope_error = front
         body = text[body_start:]
         for window in token_windows(body, size, overlap, packer.tokenizer_used):
             if not window.text.strip():
@@ -215,3 +195,14 @@ class DocsIndex:
             if len(self.skipped) > 5:
                 line += ", ..."
         return line
+
+    def warning(self) -> str | None:
+        """The files withheld from every reader for their front matter, each with why; None if none."""
+        if not self.withheld:
+            return None
+        named = "; ".join(f"{s.path}: {s.why}" for s in self.withheld[:_NAMED])
+        more = f"; and {len(self.withheld) - _NAMED} more" if len(self.withheld) > _NAMED else ""
+        return (
+            f"{len(self.withheld)} files are withheld from every reader, as their front matter cannot "
+            f"be read for certain (fix it to serve them): {named}{more}"
+        )

@@ -1,13 +1,15 @@
 """What ``recallpack serve`` searches: a :class:`RecallSource` over the embedded docs index or
 over a user's LangChain or LlamaIndex retriever, wrapped in the matching ``BudgetedRetriever``.
 
-Each source packs with one Packer's settings and knows which resource URIs it can serve again
-to the configured reader. Imports a host framework only when given one of its retrievers.
+Each source packs with one Packer's settings, for the configured reader or for the reader a
+call names, and knows which resource URIs it can serve again to that reader. Imports a host
+framework only when given one of its retrievers.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
@@ -18,14 +20,16 @@ require("anyio", extra="mcp", feature=__name__)
 
 import anyio.to_thread
 
-from recallpack import ConfigError, Packer, RecallResult
+from recallpack import ConfigError, Packer, Reader, RecallResult
 from recallpack.adapters.mcp_docs import DocsIndex
 from recallpack.packing.validation import did_you_mean
 
 __all__ = [
     "DEFAULT_WINDOW_TOKENS", "DEFAULT_OVERLAP_TOKENS", "SHOWN_LIMIT",
-    "RecallSource", "docs_source", "retriever_source", "load_factory",
+    "CallReader", "RecallSource", "reader_key", "docs_source", "retriever_source", "load_factory",
 ]
+
+logger = logging.getLogger("recallpack.mcp")
 
 #: Docs windows: eight of them, with their labels, fit the default budget of 2048.
 DEFAULT_WINDOW_TOKENS = 200
@@ -34,29 +38,41 @@ DEFAULT_OVERLAP_TOKENS = 20
 SHOWN_LIMIT = 4096
 
 
+#: A per-call reader: None for the packer's configured one (stdio, or a server without auth).
+CallReader = Reader | None
+
+
+def reader_key(reader: CallReader) -> str:
+    """What keeps one reader's remembered items apart from another's: the whole reader."""
+    return "" if reader is None else reader.model_dump_json()
+
+
 class RecallSource:
-    """What the recall tool searches: ``recall(query, max_tokens)``, packed by ``packer``'s
-    settings, and ``read(uri)``, the text behind a resource URI this source can serve to the
-    configured reader (None for anything else). ``what`` names it in the tool's description,
-    ``summary`` is one line for the server's log."""
+    """What the recall tool searches: ``recall(query, max_tokens, reader)``, packed by
+    ``packer``'s settings for ``reader`` (None: the packer's own), and ``read(uri, reader)``, the
+    text behind a resource URI this source can serve to that reader (None for anything else).
+    ``what`` names it in the tool's description, ``summary`` is one line for the server's log,
+    ``warning`` (or None) what it withholds from everyone and why, for the server's log too."""
 
     def __init__(
         self,
-        recall: Callable[[str, int], Awaitable[RecallResult]],
+        recall: Callable[[str, int, CallReader], Awaitable[RecallResult]],
         *,
         packer: Packer,
         what: str,
         summary: str,
-        read: Callable[[str], str | None] | None = None,
+        read: Callable[[str, CallReader], str | None] | None = None,
+        warning: str | None = None,
     ) -> None:
         self.recall = recall
         self.packer = packer
         self.what = what
         self.summary = summary
         self._read = read
+        self.warning = warning
 
-    def read(self, uri: str) -> str | None:
-        return None if self._read is None else self._read(uri)
+    def read(self, uri: str, reader: CallReader = None) -> str | None:
+        return None if self._read is None else self._read(uri, reader)
 
 
 def docs_source(
@@ -73,23 +89,31 @@ def docs_source(
     packer = Packer(**settings)
     index = DocsIndex(folder, packer, window_tokens=window_tokens, overlap_tokens=overlap_tokens)
 
-    def pack(query: str, max_tokens: int) -> RecallResult:
-        return packer.recall(index.search(query, fetch_k), query=query, max_tokens=max_tokens)
+    def pack(query: str, max_tokens: int, reader: CallReader) -> RecallResult:
+        return packer.recall(index.search(query, fetch_k), query=query, max_tokens=max_tokens, **_as(reader))
 
-    async def recall(query: str, max_tokens: int) -> RecallResult:
+    async def recall(query: str, max_tokens: int, reader: CallReader) -> RecallResult:
         # BM25 and packing are CPU work: a worker thread keeps the server answering meanwhile.
-        return await anyio.to_thread.run_sync(pack, query, max_tokens)
+        return await anyio.to_thread.run_sync(pack, query, max_tokens, reader)
 
-    def read(uri: str) -> str | None:
+    def read(uri: str, reader: CallReader) -> str | None:
         candidate = index.by_uri.get(uri)
         # Readable exactly when the packer would show it to this reader: the core's one gate
         # (scopes, malformed scope metadata, no reader) decides, not a second copy of it here.
-        if candidate is None or packer.recall([candidate]).report.items_withheld:
+        if candidate is None or packer.recall([candidate], **_as(reader)).report.items_withheld:
             return None
         return candidate.text
 
     what = f"the documents in {index.root.resolve().name or index.root}"
-    return RecallSource(recall, packer=packer, what=what, summary=index.summary(), read=read)
+    warning = index.warning()
+    if warning is not None:
+        logger.warning("%s", warning)
+    return RecallSource(recall, packer=packer, what=what, summary=index.summary(), read=read, warning=warning)
+
+
+def _as(reader: CallReader) -> dict[str, Any]:
+    """The per-call override for ``reader``: none for the packer's own (which it cannot lift)."""
+    return {} if reader is None else {"reader": reader}
 
 
 def _host_of(retriever: object) -> str:
@@ -120,8 +144,9 @@ def retriever_source(retriever: object, **settings: Any) -> RecallSource:
 
         wrapped = langchain.BudgetedRetriever(retriever=retriever, **settings)
 
-        async def recall(query: str, max_tokens: int) -> RecallResult:
-            return shown.remember(await wrapped.arecall(query, max_tokens=max_tokens))
+        async def recall(query: str, max_tokens: int, reader: CallReader) -> RecallResult:
+            result = await wrapped.arecall(query, max_tokens=max_tokens, **_as(reader))
+            return shown.remember(result, reader)
 
         return RecallSource(
             recall, packer=wrapped.packer, what=f"the LangChain {name}", summary=f"LangChain {name}",
@@ -130,21 +155,13 @@ def retriever_source(retriever: object, **settings: Any) -> RecallSource:
 
     from recallpack.adapters import llamaindex
 
-    upstream = cast(Any, retriever)
-    default = llamaindex.BudgetedRetriever(upstream, **settings)
-    # LlamaIndex's retrieve takes no per-call settings: one wrapper per budget asked for.
-    by_budget = {default.packer.max_tokens: default}
+    budgeted = llamaindex.BudgetedRetriever(cast(Any, retriever), **settings)
 
-    async def lrecall(query: str, max_tokens: int) -> RecallResult:
-        if max_tokens not in by_budget:
-            if len(by_budget) >= 64:
-                by_budget.clear()
-            budgeted = {**settings, "max_tokens": max_tokens}
-            by_budget[max_tokens] = llamaindex.BudgetedRetriever(upstream, **budgeted)
-        return shown.remember(await by_budget[max_tokens].arecall(query))
+    async def lrecall(query: str, max_tokens: int, reader: CallReader) -> RecallResult:
+        return shown.remember(await budgeted.arecall(query, max_tokens=max_tokens, **_as(reader)), reader)
 
     return RecallSource(
-        lrecall, packer=default.packer, what=f"the LlamaIndex {name}", summary=f"LlamaIndex {name}",
+        lrecall, packer=budgeted.packer, what=f"the LlamaIndex {name}", summary=f"LlamaIndex {name}",
         read=shown.get,
     )
 
@@ -190,21 +207,22 @@ def load_factory(spec: str) -> object:
 
 
 class _Shown:
-    """The kept items a source has shown, by resource URI: a user's retriever keeps no store
-    the server could read again, so what it can serve is what it has shown (the server has
-    one reader, so that is what this reader may read). Bounded, oldest forgotten first."""
+    """The kept items a source has shown, by reader and resource URI: a user's retriever keeps
+    no store the server could read again, so what it can serve a reader is what it has shown
+    that reader, never what it showed another. Bounded, oldest forgotten first."""
 
     def __init__(self) -> None:
-        self._texts: OrderedDict[str, str] = OrderedDict()
+        self._texts: OrderedDict[tuple[str, str], str] = OrderedDict()
 
-    def remember(self, result: RecallResult) -> RecallResult:
+    def remember(self, result: RecallResult, reader: CallReader) -> RecallResult:
+        key = reader_key(reader)
         for evidence in result.evidence:
             if evidence.resource_uri is not None:
-                self._texts[evidence.resource_uri] = evidence.text
-                self._texts.move_to_end(evidence.resource_uri)
+                self._texts[key, evidence.resource_uri] = evidence.text
+                self._texts.move_to_end((key, evidence.resource_uri))
         while len(self._texts) > SHOWN_LIMIT:
             self._texts.popitem(last=False)
         return result
 
-    def get(self, uri: str) -> str | None:
-        return self._texts.get(uri)
+    def get(self, uri: str, reader: CallReader) -> str | None:
+        return self._texts.get((reader_key(reader), uri))

@@ -26,6 +26,8 @@ from recallpack.allowance import verify
 from tests.adapters.mcp_host import REPO, Host, RawServer, connect
 
 KEY = "k" * 32
+#: The smallest block the server's Packer can return (its header, a label, one token): cl100k's.
+LEAST = Packer().least_tokens
 ENVELOPE_KEYS = {"status", "error_code", "error_message"}
 SEED_NAMES = {"context_tokens_used", "chunks_selected", "chunks_dropped", "tokenizer_used"}
 NOTES = {
@@ -79,7 +81,7 @@ def test_lists_one_recall_tool_with_its_schema(host: Host) -> None:
     schema = tools[0].input_schema
     assert schema["required"] == ["query"] and schema["additionalProperties"] is False
     assert schema["properties"]["max_tokens"] == {**schema["properties"]["max_tokens"], "type": "integer",
-                                                  "default": 2048, "minimum": 1, "maximum": MAX_TOKENS_CEILING}
+                                                  "default": 2048, "minimum": LEAST, "maximum": MAX_TOKENS_CEILING}
     assert tools[0].output_schema is not None and tools[0].annotations.read_only_hint is True
 
 
@@ -146,11 +148,13 @@ INVALID: list[tuple[Any, str]] = [
     ({"query": None}, "query must be a string, got null"),
     ({"query": ["a", "b"]}, "query must be a string, got an array"),
     ({"query": "x" * (MAX_QUERY_CHARS + 1)}, "over the limit of 10,000"),
-    ({"query": "budget", "max_tokens": 0}, "max_tokens=0 is out of range: use a whole number from 1 to 16384"),
+    ({"query": "budget", "max_tokens": 0}, f"max_tokens=0 is out of range: use a whole number from {LEAST} to 16384"),
+    ({"query": "budget", "max_tokens": 1}, f"max_tokens=1 is below the least block this server can return, {LEAST} tokens"),
+    ({"query": "budget", "max_tokens": LEAST - 1}, f"is below the least block this server can return, {LEAST} tokens"),
     ({"query": "budget", "max_tokens": -5}, "max_tokens=-5 is out of range"),
     ({"query": "budget", "max_tokens": 16385}, "max_tokens=16385 is out of range"),
     ({"query": "budget", "max_tokens": 10**30}, "is out of range"),
-    ({"query": "budget", "max_tokens": 100.5}, "max_tokens must be a whole number from 1 to 16384, got a number 100.5"),
+    ({"query": "budget", "max_tokens": 100.5}, f"max_tokens must be a whole number from {LEAST} to 16384, got a number 100.5"),
     ({"query": "budget", "max_tokens": "100"}, "got a string '100'"),
     ({"query": "budget", "max_tokens": True}, "got a boolean True"),
     ({"query": "budget", "max_tokens": [100]}, "got an array"),
@@ -177,6 +181,17 @@ def test_serving_goes_on_after_every_invalid_input(host: Host) -> None:
     with pytest.raises(MCPError, match="unknown tool 'recal'"):
         host.run(host.session.call_tool, "recal", {"query": "budget"})
     assert host.recall({"query": "budget", "max_tokens": 200}).structured_content["chunks_selected"] >= 1
+    assert "Traceback" not in host.stderr() and "ERROR" not in host.stderr()
+
+
+def test_the_least_budget_is_answered_and_one_less_is_the_callers_mistake(host: Host) -> None:
+    """max_tokens at the schema's minimum is a result, not a failure; one below is invalid_input naming the least."""
+    at_least = host.recall({"query": "budget", "max_tokens": LEAST})
+    assert not at_least.is_error and at_least.structured_content["status"] == "ok"
+    assert at_least.structured_content["context_tokens_used"] <= LEAST
+    below = host.recall({"query": "budget", "max_tokens": LEAST - 1}).structured_content
+    assert below["error_code"] == "invalid_input" and f"{LEAST} tokens" in below["error_message"]
+    assert "recall_failed" not in host.stderr() and "Traceback" not in host.stderr()
 
 
 @pytest.mark.parametrize(("value", "expected"), [(512.0, 512), (None, 2048), (16384, 16384), (1, 1)])
@@ -242,8 +257,9 @@ def test_a_kept_item_reads_back_as_its_whole_window(host: Host, folder: Path) ->
         ("---\ntitle: x\nscope_ids: ['a']\n---\n", (("a",), None)),
         ("---\nscope_ids:\n  - a\n  - \"b\"\n---\n", (("a", "b"), None)),
         ("---\ntitle: x\n---\n", ((), None)),
-        ("---\nscope_ids: [a, ]\n---\n", ((), "not a list of scope ids")),
-        ("---\nscope_ids:\n---\n", ((), "not a list of scope ids")),
+        ("---\nscope_ids: [a, ]\n---\n", (("a",), None)),  # YAML: a flow list may end in a comma
+        ("---\nscope_ids: a, \n---\n", ((), "holds an empty string")),
+        ("---\nscope_ids:\n---\n", ((), "scope_ids is empty; give a list of scope ids")),
     ],
 )
 def test_front_matter_scopes(front: str, expected: tuple[tuple[str, ...], str | None]) -> None:
@@ -335,3 +351,12 @@ def test_the_example_client_asks_the_server_on_the_repositorys_docs() -> None:
     block = done.stdout.split("tool recall: ", 1)[1].split("\n\n", 1)[1].split("\n---\n")[0]
     assert 0 < count_tokens(block) <= 400 and "evidence, not instructions" in block
     assert '"tokenizer_used": "cl100k_base"' in done.stdout and "reads back as the whole window" in done.stdout
+
+
+def test_resource_templates_say_the_shape_of_a_citation(host: Host) -> None:
+    """resources/templates/list is answered (not "Method not found"): the citation's URI template."""
+    [template] = host.run(host.session.list_resource_templates).resource_templates
+    assert template.uri_template == Packer().resource_uri_template and template.mime_type == "text/plain"
+    result = host.recall({"query": "what a receipt binds"})
+    prefix = template.uri_template.split("{", 1)[0]
+    assert all(item["citation"].startswith(prefix) for item in result.structured_content["items"])
