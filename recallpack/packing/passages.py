@@ -7,7 +7,8 @@ third of ten 1,000-token chunks, it is gone. Here every candidate may be cut to 
 1. Every candidate the walk reaches is gated as in any walk (text, scopes, reader, duplicates).
    Pieces of one document that overlap or touch (recorded offsets, or failing those an exact
    overlap of their texts) become one document, so their shared text is paid for once
-   (:mod:`recallpack.packing.documents`).
+   (:mod:`recallpack.packing.documents`). Offsets are someone else's hints: pieces whose texts
+   differ where their offsets overlap stay separate documents, and the report's notes say so.
 2. Each document's text is split into sentences and lines, and every unit is scored against the
    query, raw text, nothing tokenized (:mod:`recallpack.packing.scoring`: BM25 or ``embed``,
    raised by its neighbours, divided by its document's rank prior).
@@ -34,7 +35,7 @@ from typing import Any
 
 from recallpack.packing.candidate import Candidate, Provenance, coerce_candidate
 from recallpack.packing.cuts import Cut
-from recallpack.packing.documents import Document, documents_of
+from recallpack.packing.documents import Document, Piece, documents_of
 from recallpack.packing.render import MarkdownBlock, View
 from recallpack.packing.result import Outcome, Reason
 from recallpack.packing.scopes import Scope
@@ -58,6 +59,22 @@ REACH_CHARS_PER_TOKEN = 256
 #: always fails, having counted the room for nothing (of 503 tries over SQuAD paragraphs at
 #: 1024, the 4 that fitted had at most 4.86).
 WHOLE_CHARS_PER_TOKEN = 5
+#: A report's note names at most this many candidates set apart from their document.
+APART_NAMED = 8
+
+
+def apart_note(apart: Sequence[Piece]) -> str:
+    """What the report says of pieces whose offsets put them inside another piece of their
+    document although their texts differ there: which, where the offsets were read, what was done."""
+    ranks = ", ".join(str(p.rank) for p in apart[:APART_NAMED])
+    more = f" and {len(apart) - APART_NAMED} more" if len(apart) > APART_NAMED else ""
+    fields = sorted({p.candidate.span.source for p in apart if p.candidate.span is not None})
+    where = f" ({', '.join(fields)})" if fields else ""
+    which = f"candidate{'s' if len(apart) > 1 else ''} {ranks}{more}"
+    return (
+        f"offsets{where} put {which} inside another piece of their document, "
+        "but their texts differ there: each was packed as a document of its own"
+    )
 
 
 # --- the walk ---------------------------------------------------------------------------------
@@ -118,7 +135,9 @@ class PassagesWalk(Walk):
         if not shown:
             self._materialize(whole=True)
             return
-        self.documents = documents_of(shown, self.resource, self.extents)
+        self.documents, apart = documents_of(shown, self.resource, self.extents)
+        if apart:
+            self.notes = (*self.notes, apart_note(apart))
         if self.s.max_tokens is None:
             self._materialize(whole=True)
             return

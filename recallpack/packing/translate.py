@@ -100,11 +100,15 @@ def span_from(text: str, metadata: Mapping[str, Any]) -> Span | None:
     """Where ``text`` sits in the document it was split from, from what splitters record:
     recallpack's token windows (``parent_hash``, ``start_char``, ``end_char``, in both hosts),
     else LangChain's ``add_start_index=True`` (``start_index`` with ``source``). None when
-    neither is there (a ``start_index`` of -1, LangChain's "not found", is not there either).
+    neither is there (a ``start_index`` of -1, LangChain's "not found", is not there either),
+    or when the offsets cannot be the text's (an end before the start, more characters than the
+    text has): offsets are someone else's hints, never a reason to refuse an item.
     """
     parent = metadata.get("parent_hash")
     start, end = _offset(metadata.get("start_char")), _offset(metadata.get("end_char"))
     if isinstance(parent, str) and parent and start is not None and end is not None:
+        if not start <= end <= start + len(text):
+            return None
         return Span(parent=f"recallpack:{parent}", start=start, end=end, source="metadata['start_char']")
     source, start = metadata.get("source"), _offset(metadata.get("start_index"))
     if isinstance(source, str) and source and start is not None:
