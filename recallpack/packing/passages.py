@@ -4,7 +4,8 @@ the candidates, instead of to the first candidates whole.
 A prefix walk spends the budget on the first documents in rank order; when the answer is in the
 third of ten 1,000-token chunks, it is gone. Here every candidate may be cut to its passages:
 
-1. Every candidate the walk reaches is gated as in any walk (text, scopes, reader, duplicates).
+1. Every candidate the walk reaches is gated as in any walk: withheld by its scopes first (nothing
+   else of a withheld item is read), then text and duplicates.
    Pieces of one document that overlap or touch (recorded offsets, or failing those an exact
    overlap of their texts) become one document, so their shared text is paid for once
    (:mod:`recallpack.packing.documents`). Offsets are someone else's hints: pieces whose texts
@@ -33,7 +34,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from recallpack.packing.candidate import Candidate, Provenance, coerce_candidate
+from recallpack.packing.candidate import Candidate, Provenance
 from recallpack.packing.cuts import Cut
 from recallpack.packing.documents import Document, Piece, documents_of
 from recallpack.packing.render import MarkdownBlock, View
@@ -164,7 +165,7 @@ class PassagesWalk(Walk):
         for rank in range(len(self.candidates)):
             if len(shown) >= REACH_DOCUMENTS or (limit is not None and chars >= limit):
                 break
-            c = coerce_candidate(self.candidates[rank], rank)
+            c = self._read(rank)
             self.coerced.append(c)
             gate = self._gate(c)
             if gate is None and self.s.dedupe:  # nothing is kept yet: duplicates of what was shown

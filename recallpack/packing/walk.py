@@ -33,7 +33,7 @@ from recallpack.packing.render import (
 )
 from recallpack.packing.result import Evidence, Outcome, Reason, RecallResult
 from recallpack.packing.scopes import Scope
-from recallpack.packing.tally import CutResult, Ledger, Packed, WalkSettings, log_result
+from recallpack.packing.tally import CutResult, Ledger, Packed, WalkSettings, log_result, withheld
 from recallpack.packing.tokenizers import Tokenizer
 from recallpack.packing.validation import check_count
 
@@ -42,6 +42,12 @@ __all__ = ["Plan", "Walk", "Cutter", "candidate_list", "candidate_lists_of", "la
 #: ``cutter(text, max_tokens, measure)``: the best cut of ``text`` such that
 #: ``measure(cut.text) <= max_tokens`` (``measure`` prices a text as its item renders it), or None.
 Cutter = Callable[[str, int, Callable[[str], int]], "CutResult | None"]
+
+
+#: What stands for a withheld item in a walk, by why it is withheld: nothing of the item itself.
+_WITHHELD_REASONS = (Reason.NO_READER, Reason.UNREADABLE, Reason.MALFORMED_SCOPE)
+_STAND_INS = {reason: Candidate(text=reason.value) for reason in _WITHHELD_REASONS}
+_WITHHELD_BY = {id(stand_in): reason for reason, stand_in in _STAND_INS.items()}
 
 
 @dataclass(frozen=True)
@@ -164,9 +170,16 @@ class Walk(Ledger):
 
     def run(self) -> None:
         for rank in range(len(self.candidates)):
-            if not self._step(rank, coerce_candidate(self.candidates[rank], rank)):
+            if not self._step(rank, self._read(rank)):
                 break
         self._floor_if_empty()
+
+    def _read(self, rank: int) -> Candidate:
+        """Candidate ``rank``, validated; for a withheld one, the stand-in of why. Its scopes are
+        read first and alone: a withheld item is never validated, looked at again or named."""
+        item = self.candidates[rank]
+        reason = withheld(item, self.s.reader)
+        return coerce_candidate(item, rank) if reason is None else _STAND_INS[reason]
 
     def _floor_if_empty(self) -> None:
         """Nothing kept, with the floor on: keep the top readable match, cut to its room; a
@@ -178,18 +191,15 @@ class Walk(Ledger):
                     break
 
     def _gate(self, c: Candidate) -> tuple[Reason, Outcome] | None:
-        """Why ``c`` cannot be shown at all, whatever the room; None when it can."""
+        """Why ``c`` (as :meth:`_read` gives it) cannot be shown at all, whatever the room; None
+        when it can."""
+        reason = _WITHHELD_BY.get(id(c))
+        if reason is not None:  # first: nothing else of a withheld item is looked at
+            return reason, Outcome.WITHHELD
         if c.modality != "text":
             return Reason.NO_TEXT, Outcome.DROPPED
         if not c.text or c.text.isspace():  # isspace() scans without copying the text
             return Reason.EMPTY, Outcome.DROPPED
-        if c.scope_error is not None:
-            return Reason.MALFORMED_SCOPE, Outcome.WITHHELD
-        if self.s.reader is None:
-            if c.scope_ids:
-                return Reason.NO_READER, Outcome.WITHHELD
-        elif not self.s.reader.can_read(c.scope_ids):
-            return Reason.UNREADABLE, Outcome.WITHHELD
         if self.s.dedupe and self.seen and self._twin(c) is not None:
             return Reason.DUPLICATE, Outcome.DROPPED
         if self.full and any(key in self.full for key in self._lane_keys(c)):
