@@ -32,7 +32,7 @@ from recallpack.packing.render import (
     newline_join,
 )
 from recallpack.packing.result import Evidence, Outcome, Reason, RecallResult
-from recallpack.packing.scopes import Scope
+from recallpack.packing.scopes import PRIVATE, Scope
 from recallpack.packing.tally import CutResult, Ledger, Packed, WalkSettings, log_result, withheld
 from recallpack.packing.tokenizers import Tokenizer
 from recallpack.packing.validation import check_count
@@ -94,6 +94,37 @@ class Plan:
         packed.log_kept()
         return packed.kept_candidates()
 
+    def least_for(self, candidate: object, query: str | None = None) -> int | None:
+        """The fewest tokens at which a call given ``candidate`` keeps it, under this plan's policy
+        and floor: found by the walk itself, from what its item really renders (the scopes header,
+        its label and scopes, its resource line, its first characters and the marks of the cut).
+        None when it can never be shown (withheld, blank, not text, or over its lane's budget even
+        cut) or the floor is off."""
+        probe = self.walk([candidate], query=query, max_tokens=None, max_items=None)
+        c = probe._read(0)
+        if probe._gate(c) is not None or not self.settings.floor:
+            return None
+        scopes = probe._scopes(c)
+        names, uri = probe._names(scopes), probe._uri(c)
+        header = self.view.header(s for s in scopes if s.name != PRIVATE)
+        whole = max(self.least_tokens, header + self.view.item(probe, c, names, c.text, uri, None))
+        # What is rendered around the mark alone: no budget below it can keep the item.
+        bare = header + self.view.item(probe, c, names, ELLIPSIS, uri, None)
+        low = min(whole, max(self.least_tokens, bare))
+        step, high = 1, low
+        while not self._keeps(c, query, high):  # gallop up: the first characters may cost several tokens
+            low = high + 1
+            if high >= whole:
+                return None
+            high, step = min(whole, high + step), step * 2
+        while low < high:  # then the least that keeps it, between the last miss and the first fit
+            middle = (low + high) // 2
+            low, high = (low, middle) if self._keeps(c, query, middle) else (middle + 1, high)
+        return high
+
+    def _keeps(self, c: Candidate, query: str | None, max_tokens: int) -> bool:
+        return bool(self.walk([c], query=query, max_tokens=max_tokens, max_items=None).fit().walk.kept)
+
     def walk(self, candidates: Sequence[Any], *, query: str | None, max_tokens: int | None,
              max_items: int | None) -> Walk:
         """The walk of one call: these candidates, this query, these bounds."""
@@ -151,6 +182,10 @@ class Walk(Ledger):
         used, block = self.view.measure(self, max_tokens)
         while self.refit(used, max_tokens):
             used, block = self.view.measure(self, max_tokens)
+        if not self.kept and self.dropped_sizes:  # a correction gave back all a choice kept
+            self._floor_if_empty()
+            if self.kept:
+                used, block = self.view.measure(self, max_tokens)
         # Per-item counts are nearly always exact; this makes the bound a guarantee whatever
         # the template or join: the last item is cut shorter or given back until the whole fits.
         while max_tokens is not None and used > max_tokens and self.kept:
