@@ -78,6 +78,14 @@ def apart_note(apart: Sequence[Piece]) -> str:
     )
 
 
+def _stopped_by(selection: Selection | None, max_items: int | None) -> Reason:
+    """Why a document the choice did not keep is dropped: the item cap (``max_items``, or ``k``)
+    when the choice holds as many documents as it allows, so no room could have let it in; else
+    the budget."""
+    full = selection is not None and max_items is not None and selection.opened >= max_items
+    return Reason.OVER_ITEM_CAP if full else Reason.OVER_BUDGET
+
+
 # --- the walk ---------------------------------------------------------------------------------
 
 
@@ -197,6 +205,7 @@ class PassagesWalk(Walk):
             for piece in doc.pieces:
                 lead_of[piece.rank] = d
         kept_spans: dict[int, list[tuple[int, int]] | None] = {}
+        over = _stopped_by(None if whole else self.selection, self.s.max_items)
         for rank in range(len(self.coerced)):
             c = self.coerced[rank]
             gate = self.gates.get(rank)
@@ -212,7 +221,7 @@ class PassagesWalk(Walk):
                 if d in kept_spans:
                     self._merged(rank, c, doc, kept_spans[d] or [(0, len(doc.text))])
                 else:
-                    self._drop(rank, c, Reason.OVER_BUDGET)
+                    self._drop(rank, c, over)
                 continue
             spans: list[tuple[int, int]] | None = None
             if whole:
@@ -221,13 +230,13 @@ class PassagesWalk(Walk):
             else:
                 assert self.selection is not None
                 if not self.selection.cuts[d].kept:
-                    self._drop(rank, c, Reason.OVER_BUDGET)
+                    self._drop(rank, c, over)
                     continue
                 spans = self.selection.kept_spans(d)
                 self._keep_document(rank, doc, spans)
             kept_spans[d] = spans
         if len(self.coerced) < len(self.candidates):
-            self.tail_reason = Reason.OVER_BUDGET
+            self.tail_reason = over
         return True
 
     def _keep_document(self, rank: int, doc: Document, spans: list[tuple[int, int]] | None,
