@@ -287,14 +287,11 @@ def li_scored(score: float) -> li.BudgetedRetriever:
     return li_retriever([NodeWithScore(node=TextNode(text="Paris is in France."), score=score)])
 
 
-# scope_ids=[] has one meaning everywhere: malformed (the core refuses it, the hosts withhold).
+# scope_ids=[] has one meaning everywhere: malformed (a Candidate refuses it when it is built; an
+# item handed to a call, a mapping or a host's, is withheld: tests/test_gate_order.py).
 EMPTY_SCOPES = [
     row(lambda: Candidate(text="a", scope_ids=[]), CandidateError, "scope_ids=[] is empty", "scope-ids-empty-list"),
     row(lambda: Candidate(text="a", scope_ids=()), CandidateError, "scope_ids=() is empty", "scope-ids-empty-tuple"),
-    row(lambda: recall([{"text": "a", "scope_ids": []}]), CandidateError, "candidates[0]", "recall-dict-scope-ids-empty"),
-    row(lambda: Packer().recall([Candidate(text="b"), {"text": "a", "scope_ids": ()}]), CandidateError,
-        "candidates[1]", "packer-dict-scope-ids-empty"),
-    row(lambda: recall_many([[{"text": "a", "scope_ids": []}]]), CandidateError, "scope_ids", "many-scope-ids-empty"),
 ]
 
 # Numbers that are no finite float, wherever a score comes from; the caller's code, raising.

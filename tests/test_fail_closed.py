@@ -75,12 +75,14 @@ def test_the_configured_reader_may_be_passed_again() -> None:
 
 
 @pytest.mark.parametrize("bad", ["", 0, False, [], None, "bob", [""], [1]])
-def test_a_candidate_copied_past_validation_is_refused(bad: object) -> None:
-    """model_copy skips validation; scope_ids="" there must not make the item unscoped."""
+def test_a_candidate_copied_past_validation_is_withheld(bad: object) -> None:
+    """model_copy skips validation; scope_ids="" there must not make the item unscoped: it is withheld."""
     copied = Candidate(text=SECRET, scope_ids=["bob"]).model_copy(update={"scope_ids": bad})
-    for reader in (None, Reader(id="alice")):
-        with pytest.raises(CandidateError, match="scope_ids"):
-            recall([copied], reader=reader)
+    for reader in (None, Reader(id="alice"), Reader(id="bob")):
+        for policy in ("prefix", "passages"):
+            result = recall([copied, Candidate(text="public")], reader=reader, policy=policy, query="public")
+            assert result.report.reasons == {"malformed_scope": 1}
+            assert [e.text for e in result.evidence] == ["public"] and SECRET not in result.to_markdown()
 
 
 def test_a_scope_id_with_a_lone_surrogate_is_refused_not_repaired() -> None:

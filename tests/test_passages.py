@@ -208,16 +208,8 @@ def test_pieces_in_different_scopes_or_lanes_never_merge() -> None:
     assert [e.scopes for e in result.evidence] == [("private",), ("org",), ()]
 
 
-def test_offsets_that_lie_about_the_text_are_an_error_naming_the_field() -> None:
-    """Two pieces whose offsets overlap but whose texts differ there: CandidateError, not a guess."""
-    from recallpack.packing.translate import candidate_from
-
-    lying = [
-        candidate_from("alpha beta gamma delta " * 20, {"source": "a.txt", "start_index": 0}, position=0),
-        candidate_from("omega psi chi phi " * 20, {"source": "a.txt", "start_index": 100}, position=1),
-    ]
-    with pytest.raises(CandidateError, match=r"candidates\[1\].*start_index.*differ"):
-        recall(lying, max_tokens=500, query="alpha", policy="passages")
+def test_a_span_given_by_hand_that_cannot_be_the_texts_is_an_error_naming_the_field() -> None:
+    """A Span built by the caller, longer than its text or backwards: CandidateError when it is built."""
     with pytest.raises(CandidateError, match="only 3"):
         Candidate(text="abc", span=Span(parent="p", start=0, end=10, source="metadata['end_char']"))
     with pytest.raises(CandidateError, match="before start"):

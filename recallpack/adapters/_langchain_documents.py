@@ -17,7 +17,7 @@ from recallpack.packing.errors import UpstreamError
 from recallpack.packing.fusion import DEFAULT_RRF_K
 from recallpack.packing.pipeline import Item, Kept, Packs, Pipeline, Returned, Source
 from recallpack.packing.result import RecallResult
-from recallpack.packing.translate import evidence_metadata, score_from
+from recallpack.packing.translate import evidence_metadata, recorded_score
 from recallpack.packing.validation import check_each
 
 __all__ = ["LangChainComponent", "LanesSettings", "documents_of", "document_item",
@@ -36,8 +36,10 @@ def documents_of(output: object, source: str) -> list[Document]:
 
 
 def document_item(doc: Document, position: int) -> Item:
-    """A Document as the core reads it; its score is what the upstream recorded in metadata."""
-    return Item(doc.page_content, doc.metadata, score_from(doc.metadata, position))
+    """A Document as the core reads it; its score is what the upstream recorded in metadata
+    (checked with the rest of it, after its scopes)."""
+    score, field = recorded_score(doc.metadata)
+    return Item(doc.page_content, doc.metadata, score, score_field=field)
 
 
 def kept_documents(kept: Sequence[Kept[Document]]) -> list[Document]:

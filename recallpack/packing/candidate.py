@@ -14,6 +14,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     ValidationInfo,
     field_validator,
@@ -21,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from recallpack.packing.errors import CandidateError, LaneError
+from recallpack.packing.errors import CandidateError, LaneError, RecallpackError
 from recallpack.packing.validation import CheckedModel
 
 __all__ = [
@@ -34,6 +35,9 @@ __all__ = [
     "coerce_candidate",
     "clean_text",
     "finite_score",
+    "scope_ids_of",
+    "item_scopes",
+    "sealed",
 ]
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -219,6 +223,9 @@ class Candidate(CheckedModel):
         ) -> None: ...
 
     _error = CandidateError
+    #: What was wrong with the item a scoped candidate stands in for (see :func:`sealed`): raised
+    #: when it is validated, which happens only when its reader may read it.
+    _deferred: RecallpackError | None = PrivateAttr(default=None)
 
     @field_validator("text", mode="before")
     @classmethod
@@ -297,27 +304,61 @@ class Candidate(CheckedModel):
         return dumped
 
 
-def _valid_scope_ids(value: object) -> bool:
-    return value == () or isinstance(value, tuple) and all(
+def scope_ids_of(value: object) -> tuple[str, ...] | None:
+    """Scope ids as given (one id, or a list or tuple of them), when they are well formed: a
+    non-empty sequence of non-empty strings. None when they are not (``0``, ``""``, ``[]``,
+    ``None``, ``[1]``, an id with a lone surrogate: repaired, two distinct ids would become one).
+
+    >>> scope_ids_of("org-1"), scope_ids_of(["me", "org-1"]), scope_ids_of([])
+    (('org-1',), ('me', 'org-1'), None)
+    """
+    if isinstance(value, str):
+        value = (value,)
+    if isinstance(value, (list, tuple)) and value and all(
         isinstance(s, str) and s.strip() and clean_text(s) is s for s in value
-    )
+    ):
+        return tuple(value)
+    return None
+
+
+def item_scopes(item: object) -> tuple[str, ...] | None:
+    """The scope ids of a candidate, or of a mapping of its fields, read from its scope fields
+    alone: nothing else of it is looked at (a withheld item never is). ``()`` when it is unscoped
+    (or is neither: validation names it); None when its scope fields are malformed, which
+    withholds it (``scope_error`` set, or ``scope_ids`` present but not well formed)."""
+    if isinstance(item, Candidate):
+        if item.scope_error is not None:
+            return None
+        held = item.scope_ids  # model_copy and model_construct skip validation: checked here
+        return held if isinstance(held, tuple) and (not held or scope_ids_of(held) is not None) else None
+    if isinstance(item, Mapping):
+        if item.get("scope_error") is not None:
+            return None
+        return scope_ids_of(item["scope_ids"]) if "scope_ids" in item else ()
+    return ()
+
+
+def sealed(text: object, scope_ids: tuple[str, ...], scope_error: str | None,
+           error: RecallpackError) -> Candidate:
+    """A stand-in for a scoped item that is not well formed: its scopes (and its text, for the
+    fusion of lanes), nothing else. The walk gates it by its scopes first; only when the reader
+    may read it is it validated, and ``error`` (the item's own, naming it) raised."""
+    scoped: dict[str, Any] = {"scope_ids": scope_ids} if scope_ids else {}
+    stand_in = Candidate(text=text if isinstance(text, str) else "", **scoped, scope_error=scope_error)
+    stand_in._deferred = error
+    return stand_in
 
 
 def coerce_candidate(item: object, position: int) -> Candidate:
-    """Accept a Candidate or a mapping of its fields; name ``position`` when it is neither."""
+    """Accept a Candidate or a mapping of its fields; name ``position`` when it is neither.
+    Called only for an item its reader may read (:func:`item_scopes` gates it first)."""
     if isinstance(item, Candidate):
+        if item._deferred is not None:
+            raise item._deferred
         if not isinstance(item.text, str):  # model_construct() skips validation
             raise CandidateError(
                 f"candidates[{position}].text must be a str, got {type(item.text).__name__}",
                 field="text",
-                index=position,
-            )
-        # So does model_copy(update=...): scope_ids="" there would show the item to everyone.
-        if not _valid_scope_ids(item.scope_ids):
-            raise CandidateError(
-                f"candidates[{position}].scope_ids={item.scope_ids!r:.60} must be a tuple of non-empty "
-                "scope id strings (model_copy and model_construct skip validation; build a Candidate)",
-                field="scope_ids",
                 index=position,
             )
         return item

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from recallpack.packing.candidate import Candidate, Span
-from recallpack.packing.errors import CandidateError
 
 __all__ = ["Piece", "Document", "documents_of", "exact_overlaps", "OVERLAP_PROBE", "OVERLAP_CANDIDATES"]
 
@@ -61,17 +60,10 @@ class Document:
         base = ordered[0].start
         header = lead.header
         text = header
-        for piece in ordered:
+        for piece in ordered:  # documents_of made sure the pieces agree where they overlap
             content = piece.candidate.text[piece.head :]
             at = len(header) + piece.start - base
             shared = min(len(text) - at, len(content))
-            if shared > 0 and content[:shared] != text[at : at + shared]:
-                source = piece.candidate.span.source if piece.candidate.span is not None else "its span"
-                raise CandidateError(
-                    f"candidates[{piece.rank}]: {source} puts it {shared} characters into another "
-                    "piece of its document, but their texts differ there; fix the offsets, or leave "
-                    "them out"
-                )
             if len(content) > shared:
                 text += content[max(shared, 0) :]
             self.regions[piece.rank] = [(at, at + len(content), piece.head)]
@@ -97,10 +89,15 @@ class Document:
 def documents_of(
     shown: Sequence[tuple[int, Candidate]], uri_of: Callable[[Candidate], str | None],
     extents: dict[int, int],
-) -> list[Document]:
-    """The shown candidates as documents, in rank order: pieces of one parent that overlap or
-    touch are one document (same lane, scopes, header and resource line, or they stay apart).
-    A candidate read only in part (``extents``) is a document of its own."""
+) -> tuple[list[Document], list[Piece]]:
+    """The shown candidates as documents, in rank order, and the pieces set apart.
+
+    Pieces of one parent that overlap or touch are one document (same lane, scopes, header and
+    resource line, or they stay apart), when their texts agree where their offsets overlap.
+    Offsets come from someone else's loader, and are only hints: a piece whose text differs
+    there (a CSV row's ``start_index`` counts from its own row; a source ingested twice; two
+    versions of one ``ref_doc_id``) is a document of its own, and is among the pieces set apart,
+    never an error. A candidate read only in part (``extents``) is a document of its own."""
     whole = [(r, c) for r, c in shown if r not in extents]
     spans: dict[int, Span] = {r: c.span for r, c in whole if c.span is not None}
     # Texts that recorded no offsets are compared only with those they could be one document
@@ -123,20 +120,53 @@ def documents_of(
         key = (span.parent, c.lane, c.scope_ids, c.text[:head], uri_of(c))
         groups.setdefault(key, []).append(Piece(rank, c, head, span.start, span.end))
     documents = singles
+    apart: list[Piece] = []
     for pieces in groups.values():
         pieces.sort(key=lambda p: (p.start, p.rank))
-        run = [pieces[0]]
-        reach = pieces[0].end
-        for piece in pieces[1:]:
-            if piece.start <= reach:
-                run.append(piece)
-                reach = max(reach, piece.end)
-            else:
-                documents.append(Document(run))
-                run, reach = [piece], piece.end
-        documents.append(Document(run))
+        runs: list[_Run] = []  # the runs this piece could still overlap or touch
+        for piece in pieces:
+            if any(run.reach < piece.start for run in runs):
+                documents.extend(Document(run.pieces) for run in runs if run.reach < piece.start)
+                runs = [run for run in runs if run.reach >= piece.start]
+            home = next((run for run in runs if run.agrees(piece)), None)
+            if home is not None:
+                home.add(piece)
+                continue
+            if runs:  # it overlaps pieces whose texts differ from its own there
+                apart.append(piece)
+            runs.append(_Run(piece))
+        documents.extend(Document(run.pieces) for run in runs)
     documents.sort(key=lambda d: d.lead.rank)
-    return documents
+    return documents, apart
+
+
+class _Run:
+    """Pieces of one parent that overlap or touch and agree where they overlap: one document to
+    be. ``content`` is their union, from ``base`` (the first piece's start) to ``reach``."""
+
+    __slots__ = ("pieces", "base", "reach", "content")
+
+    def __init__(self, piece: Piece) -> None:
+        self.pieces = [piece]
+        self.base, self.reach = piece.start, piece.end
+        self.content = piece.candidate.text[piece.head :]
+
+    def _shared(self, piece: Piece) -> int:
+        return min(self.reach - piece.start, piece.end - piece.start)
+
+    def agrees(self, piece: Piece) -> bool:
+        """Whether ``piece``'s text is the run's where their offsets overlap (touching: always)."""
+        shared = self._shared(piece)
+        text = piece.candidate.text
+        at = piece.start - self.base
+        return shared <= 0 or self.content.startswith(text[piece.head : piece.head + shared], at)
+
+    def add(self, piece: Piece) -> None:
+        shared = max(self._shared(piece), 0)
+        if piece.end > self.reach:
+            self.content += piece.candidate.text[piece.head + shared :]
+            self.reach = piece.end
+        self.pieces.append(piece)
 
 
 def exact_overlaps(items: Sequence[tuple[int, Candidate]]) -> dict[int, Span]:

@@ -206,6 +206,14 @@ class Packer(PackerSettings):
         the block's header, the longest label, the mark of a cut and one token of text."""
         return self._run.least_tokens
 
+    def least_tokens_for(
+        self, candidate: Candidate | Mapping[str, Any], *, query: str | None = None
+    ) -> int | None:
+        """The fewest tokens at which a call given ``candidate`` keeps it, cut if need be: from it
+        up the floor holds, for every policy. It counts what the item renders (its scopes header,
+        label, resource line, the cut's marks): at least :attr:`least_tokens`. None: never shown."""
+        return self._run.least_for(candidate, query)
+
     @property
     def tokenizer_used(self) -> Tokenizer:
         """The resolved tokenizer every call counts with."""

@@ -4,10 +4,12 @@ the candidates, instead of to the first candidates whole.
 A prefix walk spends the budget on the first documents in rank order; when the answer is in the
 third of ten 1,000-token chunks, it is gone. Here every candidate may be cut to its passages:
 
-1. Every candidate the walk reaches is gated as in any walk (text, scopes, reader, duplicates).
+1. Every candidate the walk reaches is gated as in any walk: withheld by its scopes first (nothing
+   else of a withheld item is read), then text and duplicates.
    Pieces of one document that overlap or touch (recorded offsets, or failing those an exact
    overlap of their texts) become one document, so their shared text is paid for once
-   (:mod:`recallpack.packing.documents`).
+   (:mod:`recallpack.packing.documents`). Offsets are someone else's hints: pieces whose texts
+   differ where their offsets overlap stay separate documents, and the report's notes say so.
 2. Each document's text is split into sentences and lines, and every unit is scored against the
    query, raw text, nothing tokenized (:mod:`recallpack.packing.scoring`: BM25 or ``embed``,
    raised by its neighbours, divided by its document's rank prior).
@@ -32,9 +34,9 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from recallpack.packing.candidate import Candidate, Provenance, coerce_candidate
+from recallpack.packing.candidate import Candidate, Provenance
 from recallpack.packing.cuts import Cut
-from recallpack.packing.documents import Document, documents_of
+from recallpack.packing.documents import Document, Piece, documents_of
 from recallpack.packing.render import MarkdownBlock, View
 from recallpack.packing.result import Outcome, Reason
 from recallpack.packing.scopes import Scope
@@ -58,6 +60,30 @@ REACH_CHARS_PER_TOKEN = 256
 #: always fails, having counted the room for nothing (of 503 tries over SQuAD paragraphs at
 #: 1024, the 4 that fitted had at most 4.86).
 WHOLE_CHARS_PER_TOKEN = 5
+#: A report's note names at most this many candidates set apart from their document.
+APART_NAMED = 8
+
+
+def apart_note(apart: Sequence[Piece]) -> str:
+    """What the report says of pieces whose offsets put them inside another piece of their
+    document although their texts differ there: which, where the offsets were read, what was done."""
+    ranks = ", ".join(str(p.rank) for p in apart[:APART_NAMED])
+    more = f" and {len(apart) - APART_NAMED} more" if len(apart) > APART_NAMED else ""
+    fields = sorted({p.candidate.span.source for p in apart if p.candidate.span is not None})
+    where = f" ({', '.join(fields)})" if fields else ""
+    which = f"candidate{'s' if len(apart) > 1 else ''} {ranks}{more}"
+    return (
+        f"offsets{where} put {which} inside another piece of their document, "
+        "but their texts differ there: each was packed as a document of its own"
+    )
+
+
+def _stopped_by(selection: Selection | None, max_items: int | None) -> Reason:
+    """Why a document the choice did not keep is dropped: the item cap (``max_items``, or ``k``)
+    when the choice holds as many documents as it allows, so no room could have let it in; else
+    the budget."""
+    full = selection is not None and max_items is not None and selection.opened >= max_items
+    return Reason.OVER_ITEM_CAP if full else Reason.OVER_BUDGET
 
 
 # --- the walk ---------------------------------------------------------------------------------
@@ -118,7 +144,9 @@ class PassagesWalk(Walk):
         if not shown:
             self._materialize(whole=True)
             return
-        self.documents = documents_of(shown, self.resource, self.extents)
+        self.documents, apart = documents_of(shown, self.resource, self.extents)
+        if apart:
+            self.notes = (*self.notes, apart_note(apart))
         if self.s.max_tokens is None:
             self._materialize(whole=True)
             return
@@ -145,7 +173,7 @@ class PassagesWalk(Walk):
         for rank in range(len(self.candidates)):
             if len(shown) >= REACH_DOCUMENTS or (limit is not None and chars >= limit):
                 break
-            c = coerce_candidate(self.candidates[rank], rank)
+            c = self._read(rank)
             self.coerced.append(c)
             gate = self._gate(c)
             if gate is None and self.s.dedupe:  # nothing is kept yet: duplicates of what was shown
@@ -177,6 +205,7 @@ class PassagesWalk(Walk):
             for piece in doc.pieces:
                 lead_of[piece.rank] = d
         kept_spans: dict[int, list[tuple[int, int]] | None] = {}
+        over = _stopped_by(None if whole else self.selection, self.s.max_items)
         for rank in range(len(self.coerced)):
             c = self.coerced[rank]
             gate = self.gates.get(rank)
@@ -192,7 +221,7 @@ class PassagesWalk(Walk):
                 if d in kept_spans:
                     self._merged(rank, c, doc, kept_spans[d] or [(0, len(doc.text))])
                 else:
-                    self._drop(rank, c, Reason.OVER_BUDGET)
+                    self._drop(rank, c, over)
                 continue
             spans: list[tuple[int, int]] | None = None
             if whole:
@@ -201,13 +230,13 @@ class PassagesWalk(Walk):
             else:
                 assert self.selection is not None
                 if not self.selection.cuts[d].kept:
-                    self._drop(rank, c, Reason.OVER_BUDGET)
+                    self._drop(rank, c, over)
                     continue
                 spans = self.selection.kept_spans(d)
                 self._keep_document(rank, doc, spans)
             kept_spans[d] = spans
         if len(self.coerced) < len(self.candidates):
-            self.tail_reason = Reason.OVER_BUDGET
+            self.tail_reason = over
         return True
 
     def _keep_document(self, rank: int, doc: Document, spans: list[tuple[int, int]] | None,

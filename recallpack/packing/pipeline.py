@@ -61,13 +61,17 @@ class Item(NamedTuple):
 
     text: str
     metadata: Mapping[str, Any]
-    score: float | None = None
+    #: What the host recorded as the item's score, unchecked: it is checked after the item's
+    #: scopes, so nothing of an item that will be withheld is refused or named.
+    score: object = None
     #: "text", or what the item holds instead ("image"): the walk drops it with reason no_text.
     modality: str = "text"
     #: The item's own content when ``text`` wraps it in what the host adds for the model.
     content: str | None = None
     #: Where the text sits in its document, when the host knows it better than its metadata says.
     span: Span | None = None
+    #: Where ``score`` was read, as an error names it (``metadata['score']``).
+    score_field: str = "score"
 
 
 @dataclass(frozen=True)
@@ -98,8 +102,8 @@ class ItemSettings:
         return [
             candidate_from(
                 item.text, item.metadata, position=position, lane=lane, lane_key=lane_key,
-                on_unknown_lane=on_unknown_lane, score=item.score, modality=item.modality,
-                content=item.content, span=item.span,
+                on_unknown_lane=on_unknown_lane, score=item.score, score_field=item.score_field,
+                modality=item.modality, content=item.content, span=item.span,
             )
             for position, item in enumerate(items)
         ]  # fmt: skip

@@ -291,7 +291,7 @@ class PackReport(BaseModel):
         if self.floor_failed:
             line += (
                 ". Nothing fitted, not even cut: the top match's label, scopes and resource line "
-                "take more than the budget"
+                "take more than the budget (Packer.least_tokens_for(candidate) says the least that keeps it)"
             )
         if self.largest_dropped_chars:
             line += f". The largest item dropped for size has {self.largest_dropped_chars:,} characters"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from recallpack.packing.candidate import Candidate, LaneKind, Provenance, clean_text
+from recallpack.packing.candidate import Candidate, LaneKind, Provenance, clean_text, item_scopes
 from recallpack.packing.errors import ConfigError
 from recallpack.packing.limits import Policy
 from recallpack.packing.render import View
@@ -34,7 +34,7 @@ from recallpack.packing.validation import is_int
 
 __all__ = [
     "Ledger", "Packed", "Kept", "WalkSettings", "CutResult", "resource_of", "citation_from", "log_result",
-    "check_uri_template",
+    "check_uri_template", "withheld",
 ]
 
 #: Where recallpack logs: one DEBUG record per packing, a WARNING only for what the caller
@@ -375,6 +375,20 @@ class Packed:
             markdown=markdown,
             selected_ranks=[k.rank for k in w.kept],
         )
+
+
+def withheld(item: object, reader: Reader | None) -> Reason | None:
+    """Why ``item`` (a Candidate, or a mapping of its fields) is withheld from ``reader``, read
+    from its scope fields alone; None when the reader may read it. Fail closed: malformed scope
+    fields withhold it, and so do any scopes when there is no reader."""
+    scope_ids = item_scopes(item)
+    if scope_ids is None:
+        return Reason.MALFORMED_SCOPE
+    if not scope_ids:
+        return None
+    if reader is None:
+        return Reason.NO_READER
+    return None if reader.can_read(scope_ids) else Reason.UNREADABLE
 
 
 def log_result(result: RecallResult) -> None:

@@ -10,8 +10,16 @@ import numbers
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from recallpack.packing.candidate import Candidate, LaneKind, Span, clean_text, coerce_lane, finite_score
-from recallpack.packing.errors import CandidateError, ConfigError, LaneError
+from recallpack.packing.candidate import (
+    Candidate,
+    LaneKind,
+    Span,
+    coerce_lane,
+    finite_score,
+    scope_ids_of,
+    sealed,
+)
+from recallpack.packing.errors import CandidateError, ConfigError, LaneError, RecallpackError
 from recallpack.packing.result import Evidence
 from recallpack.packing.validation import is_int
 
@@ -24,6 +32,7 @@ __all__ = [
     "check_on_unknown_lane",
     "scope_ids_from",
     "score_from",
+    "recorded_score",
     "span_from",
 ]
 
@@ -65,31 +74,34 @@ def scope_ids_from(metadata: Mapping[str, Any]) -> tuple[tuple[str, ...], str | 
     if SCOPE_KEY not in metadata:
         return (), None
     value = metadata[SCOPE_KEY]
-    if isinstance(value, str):
-        value = [value]
-    # A lone surrogate is malformed too: repaired, two distinct ids would become the same one.
-    if isinstance(value, (list, tuple)) and value and all(
-        isinstance(s, str) and s.strip() and clean_text(s) is s for s in value
-    ):
-        return tuple(value), None
+    scope_ids = scope_ids_of(value)
+    if scope_ids is not None:
+        return scope_ids, None
     return (), (
         f"metadata[{SCOPE_KEY!r}]={value!r:.60} is not a non-empty list of non-empty scope id strings"
     )
 
 
-def score_from(metadata: Mapping[str, Any], position: int | None = None) -> float | None:
-    """The score an upstream recorded in metadata (``score``, else ``relevance_score``), if it
-    recorded a number there. A number that is not a finite float (NaN, an infinity, an int too
-    large for a float, a Decimal or a complex) is a CandidateError naming the document, never a
-    silent None."""
+def recorded_score(metadata: Mapping[str, Any]) -> tuple[object, str]:
+    """The number an upstream recorded as its score in metadata (``score``, else
+    ``relevance_score``), unchecked, and where it was read (``metadata['score']``); ``(None,
+    "score")`` when it recorded none. :func:`candidate_from` checks it, after the item's scopes."""
     for key in SCORE_KEYS:
         value = metadata.get(key)
         if isinstance(value, numbers.Number) and not isinstance(value, bool):  # a Decimal too
-            try:
-                return finite_score(value, field=f"metadata[{key!r}]")
-            except ValueError as exc:
-                raise CandidateError(f"{_document(metadata, position)}: {exc}") from None
-    return None
+            return value, f"metadata[{key!r}]"
+    return None, "score"
+
+
+def score_from(metadata: Mapping[str, Any], position: int | None = None) -> float | None:
+    """The score an upstream recorded in metadata (:func:`recorded_score`), if it recorded a
+    number there. A number that is not a finite float (NaN, an infinity, an int too large for a
+    float, a Decimal or a complex) is a CandidateError naming the document, never a silent None."""
+    value, field = recorded_score(metadata)
+    try:
+        return finite_score(value, field=field)
+    except ValueError as exc:
+        raise CandidateError(f"{_document(metadata, position)}: {exc}") from None
 
 
 def _offset(value: object) -> int | None:
@@ -100,11 +112,15 @@ def span_from(text: str, metadata: Mapping[str, Any]) -> Span | None:
     """Where ``text`` sits in the document it was split from, from what splitters record:
     recallpack's token windows (``parent_hash``, ``start_char``, ``end_char``, in both hosts),
     else LangChain's ``add_start_index=True`` (``start_index`` with ``source``). None when
-    neither is there (a ``start_index`` of -1, LangChain's "not found", is not there either).
+    neither is there (a ``start_index`` of -1, LangChain's "not found", is not there either),
+    or when the offsets cannot be the text's (an end before the start, more characters than the
+    text has): offsets are someone else's hints, never a reason to refuse an item.
     """
     parent = metadata.get("parent_hash")
     start, end = _offset(metadata.get("start_char")), _offset(metadata.get("end_char"))
     if isinstance(parent, str) and parent and start is not None and end is not None:
+        if not start <= end <= start + len(text):
+            return None
         return Span(parent=f"recallpack:{parent}", start=start, end=end, source="metadata['start_char']")
     source, start = metadata.get("source"), _offset(metadata.get("start_index"))
     if isinstance(source, str) and source and start is not None:
@@ -155,7 +171,8 @@ def candidate_from(
     lane: LaneKind | str | None = None,
     lane_key: str = "lane",
     on_unknown_lane: UnknownLane = "raise",
-    score: float | None = None,
+    score: object = None,
+    score_field: str = "score",
     modality: str = "text",
     content: str | None = None,
     span: Span | None = None,
@@ -167,6 +184,13 @@ def candidate_from(
     ``metadata["scope_ids"]``, artifact ids from ``artifact_id`` and ``artifact_content_id``; a
     citation is read from the metadata by the packer (its ``citation_keys``); where the text sits
     in its document is ``span`` when the host knows it, else :func:`span_from` the metadata.
+    ``score`` is what the host recorded (read from ``score_field``), checked here.
+
+    Scopes are read first. An item that carries scopes (or malformed scope metadata) and is not
+    well formed otherwise is not refused here, where the reader is not known: it becomes a
+    stand-in (:func:`~recallpack.packing.candidate.sealed`) that the packer withholds, unless its
+    reader may read it; then this same error is raised. An unscoped item is everyone's: its
+    error is raised now.
     """
     scope_ids, scope_error = scope_ids_from(metadata)
     # Absent is unscoped; empty is refused.
@@ -179,14 +203,20 @@ def candidate_from(
             scope_error=scope_error,
             artifact_id=_optional_str(metadata.get(ARTIFACT_KEY)),
             artifact_content_id=_optional_str(metadata.get(ARTIFACT_CONTENT_KEY)),
-            score=score,
+            score=finite_score(score, field=score_field),
             metadata=metadata,
             modality=modality,
             content=content,
             span=span if span is not None else span_from(text, metadata),
         )
-    except CandidateError as exc:
-        raise CandidateError(f"{_document(metadata, position)}: {exc}") from exc
+    except LaneError as exc:
+        error: RecallpackError = exc
+    except (CandidateError, ValueError) as exc:  # finite_score says what is wrong in a ValueError
+        error = CandidateError(f"{_document(metadata, position)}: {exc}")
+        error.__cause__ = exc
+    if scope_ids or scope_error is not None:
+        return sealed(text, scope_ids, scope_error, error)
+    raise error
 
 
 def _optional_str(value: object) -> str | None:

@@ -32,8 +32,8 @@ from recallpack.packing.render import (
     newline_join,
 )
 from recallpack.packing.result import Evidence, Outcome, Reason, RecallResult
-from recallpack.packing.scopes import Scope
-from recallpack.packing.tally import CutResult, Ledger, Packed, WalkSettings, log_result
+from recallpack.packing.scopes import PRIVATE, Scope
+from recallpack.packing.tally import CutResult, Ledger, Packed, WalkSettings, log_result, withheld
 from recallpack.packing.tokenizers import Tokenizer
 from recallpack.packing.validation import check_count
 
@@ -42,6 +42,12 @@ __all__ = ["Plan", "Walk", "Cutter", "candidate_list", "candidate_lists_of", "la
 #: ``cutter(text, max_tokens, measure)``: the best cut of ``text`` such that
 #: ``measure(cut.text) <= max_tokens`` (``measure`` prices a text as its item renders it), or None.
 Cutter = Callable[[str, int, Callable[[str], int]], "CutResult | None"]
+
+
+#: What stands for a withheld item in a walk, by why it is withheld: nothing of the item itself.
+_WITHHELD_REASONS = (Reason.NO_READER, Reason.UNREADABLE, Reason.MALFORMED_SCOPE)
+_STAND_INS = {reason: Candidate(text=reason.value) for reason in _WITHHELD_REASONS}
+_WITHHELD_BY = {id(stand_in): reason for reason, stand_in in _STAND_INS.items()}
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,37 @@ class Plan:
                            max_items=max_items).fit()
         packed.log_kept()
         return packed.kept_candidates()
+
+    def least_for(self, candidate: object, query: str | None = None) -> int | None:
+        """The fewest tokens at which a call given ``candidate`` keeps it, under this plan's policy
+        and floor: found by the walk itself, from what its item really renders (the scopes header,
+        its label and scopes, its resource line, its first characters and the marks of the cut).
+        None when it can never be shown (withheld, blank, not text, or over its lane's budget even
+        cut) or the floor is off."""
+        probe = self.walk([candidate], query=query, max_tokens=None, max_items=None)
+        c = probe._read(0)
+        if probe._gate(c) is not None or not self.settings.floor:
+            return None
+        scopes = probe._scopes(c)
+        names, uri = probe._names(scopes), probe._uri(c)
+        header = self.view.header(s for s in scopes if s.name != PRIVATE)
+        whole = max(self.least_tokens, header + self.view.item(probe, c, names, c.text, uri, None))
+        # What is rendered around the mark alone: no budget below it can keep the item.
+        bare = header + self.view.item(probe, c, names, ELLIPSIS, uri, None)
+        low = min(whole, max(self.least_tokens, bare))
+        step, high = 1, low
+        while not self._keeps(c, query, high):  # gallop up: the first characters may cost several tokens
+            low = high + 1
+            if high >= whole:
+                return None
+            high, step = min(whole, high + step), step * 2
+        while low < high:  # then the least that keeps it, between the last miss and the first fit
+            middle = (low + high) // 2
+            low, high = (low, middle) if self._keeps(c, query, middle) else (middle + 1, high)
+        return high
+
+    def _keeps(self, c: Candidate, query: str | None, max_tokens: int) -> bool:
+        return bool(self.walk([c], query=query, max_tokens=max_tokens, max_items=None).fit().walk.kept)
 
     def walk(self, candidates: Sequence[Any], *, query: str | None, max_tokens: int | None,
              max_items: int | None) -> Walk:
@@ -147,6 +184,10 @@ class Walk(Ledger):
         used, block = self.view.measure(self, max_tokens)
         while self.refit(used, max_tokens):
             used, block = self.view.measure(self, max_tokens)
+        if not self.kept and self.dropped_sizes:  # a correction gave back all a choice kept
+            self._floor_if_empty()
+            if self.kept:
+                used, block = self.view.measure(self, max_tokens)
         # Per-item counts are nearly always exact; this makes the bound a guarantee whatever
         # the template or join: the last item is cut shorter or given back until the whole fits.
         while max_tokens is not None and used > max_tokens and self.kept:
@@ -166,9 +207,16 @@ class Walk(Ledger):
 
     def run(self) -> None:
         for rank in range(len(self.candidates)):
-            if not self._step(rank, coerce_candidate(self.candidates[rank], rank)):
+            if not self._step(rank, self._read(rank)):
                 break
         self._floor_if_empty()
+
+    def _read(self, rank: int) -> Candidate:
+        """Candidate ``rank``, validated; for a withheld one, the stand-in of why. Its scopes are
+        read first and alone: a withheld item is never validated, looked at again or named."""
+        item = self.candidates[rank]
+        reason = withheld(item, self.s.reader)
+        return coerce_candidate(item, rank) if reason is None else _STAND_INS[reason]
 
     def _floor_if_empty(self) -> None:
         """Nothing kept, with the floor on: keep the top readable match, cut to its room; a
@@ -180,18 +228,15 @@ class Walk(Ledger):
                     break
 
     def _gate(self, c: Candidate) -> tuple[Reason, Outcome] | None:
-        """Why ``c`` cannot be shown at all, whatever the room; None when it can."""
+        """Why ``c`` (as :meth:`_read` gives it) cannot be shown at all, whatever the room; None
+        when it can."""
+        reason = _WITHHELD_BY.get(id(c))
+        if reason is not None:  # first: nothing else of a withheld item is looked at
+            return reason, Outcome.WITHHELD
         if c.modality != "text":
             return Reason.NO_TEXT, Outcome.DROPPED
         if not c.text or c.text.isspace():  # isspace() scans without copying the text
             return Reason.EMPTY, Outcome.DROPPED
-        if c.scope_error is not None:
-            return Reason.MALFORMED_SCOPE, Outcome.WITHHELD
-        if self.s.reader is None:
-            if c.scope_ids:
-                return Reason.NO_READER, Outcome.WITHHELD
-        elif not self.s.reader.can_read(c.scope_ids):
-            return Reason.UNREADABLE, Outcome.WITHHELD
         if self.s.dedupe and self.seen and self._twin(c) is not None:
             return Reason.DUPLICATE, Outcome.DROPPED
         if self.full and any(key in self.full for key in self._lane_keys(c)):
