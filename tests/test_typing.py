@@ -62,6 +62,7 @@ fine = [
     lc.BudgetCompressor(max_tokens=300, policy="skip"),
     li.BudgetPostprocessor(max_tokens=300),
     li.EvidenceQueryEngine(retriever=li.BudgetedRetriever(Empty())),
+    li.EvidenceQueryEngine(li.BudgetedRetriever(Empty()), llm=None),
     mem.memory_search_tool(recaller, max_tokens=300, k=3, policy="truncate"),
     mem.evidence_allowance(Allowance(max_tokens=900), retriever=recaller, max_items=2),
     mem.EvidenceAllowanceMiddleware(retriever=recaller, fetch_k=8, cut="focus"),
