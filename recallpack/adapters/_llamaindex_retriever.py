@@ -255,13 +255,11 @@ class EvidenceQueryEngine(CustomQueryEngine):
                     raise ConfigError("the retriever is given twice: positionally and as retriever=")
                 data["retriever"] = retriever
             refuse_unknown(type(self).__name__, data, type(self).model_fields)
-            given = data.get("retriever")
-            if not isinstance(given, BudgetedRetriever):
+            if not isinstance(given := data.get("retriever"), BudgetedRetriever):
                 what = "no retriever" if given is None else f"retriever={type(given).__name__}"
+                fix = "e.g. EvidenceQueryEngine(BudgetedRetriever(your_retriever, max_tokens=1024))"
                 raise ConfigError(
-                    f"EvidenceQueryEngine got {what}: it answers from a recallpack BudgetedRetriever, "
-                    "e.g. EvidenceQueryEngine(BudgetedRetriever(your_retriever, max_tokens=1024))",
-                    field="retriever",
+                    f"EvidenceQueryEngine got {what}: it takes a BudgetedRetriever, {fix}", field="retriever"
                 )
             try:
                 super().__init__(**data)
