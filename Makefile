@@ -32,7 +32,7 @@ define install
 
 endef
 
-.PHONY: install demo test docs notebook bench lint serve clean FORCE
+.PHONY: install demo test test-steps $(TEST_STEPS) docs notebook bench lint serve clean FORCE
 
 # Without pip the venv is made in a fraction of a second; the interpreter's own pip puts uv in it.
 $(BIN)/python:
@@ -58,9 +58,43 @@ demo: $(VENV)/.installed-demo
 		if [ -f $$example ]; then echo; echo "== $$example"; $(BIN)/python $$example || exit 1; fi; \
 	done
 
-# The docs are built strictly first: a dead link or a renamed name in the API reference fails.
-test: $(VENV)/.installed-dev lint docs
-	$(BIN)/python -m pytest
+# `make test` is every step below, in order; each runs alone too (`make test-ray`). The docs are
+# built strictly first: a dead link or a renamed name in the API reference fails. The pytest steps
+# are split so the bulk runs on every core, and what cannot or need not share them runs alone:
+# - test-main: every test file not named below, on pytest-xdist workers (one per core; WORKERS=0
+#   runs them in this process), a whole module per worker so its module fixtures are built once;
+# - test-forks: recall_many's forked workers refuse to fork while another thread is alive, and an
+#   xdist worker has its own threads; the scale tests start process pools of their own;
+# - test-ray: the Ray Data example starts a local Ray of two CPUs;
+# - test-notebook: runs examples/quickstart.ipynb in a fresh Jupyter kernel.
+# .ci/run checks that each of TEST_STEPS reported passed tests.
+TEST_STEPS := test-main test-forks test-ray test-notebook
+FORK_TESTS := tests/test_recall_many.py tests/test_scale.py
+RAY_TESTS := tests/test_ray_example.py
+NOTEBOOK_TESTS := tests/test_notebook.py
+WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest
+
+test: $(VENV)/.installed-dev lint docs $(TEST_STEPS)
+
+test-steps:
+	@echo $(TEST_STEPS)
+
+test-main: $(VENV)/.installed-dev
+	@echo "== test-main: every test but the steps below, on $(WORKERS) workers"
+	$(PYTEST) -n $(WORKERS) --dist loadscope $(foreach f,$(FORK_TESTS) $(RAY_TESTS) $(NOTEBOOK_TESTS),--ignore=$(f))
+
+test-forks: $(VENV)/.installed-dev
+	@echo "== test-forks: forked and process-pool workers, in one process with no other thread"
+	$(PYTEST) $(FORK_TESTS)
+
+test-ray: $(VENV)/.installed-dev
+	@echo "== test-ray: the Ray Data example"
+	$(PYTEST) $(RAY_TESTS)
+
+test-notebook: $(VENV)/.installed-dev
+	@echo "== test-notebook: the quickstart notebook in a fresh kernel"
+	$(PYTEST) $(NOTEBOOK_TESTS)
 
 # The site and API reference (mkdocs.yml), offline, into site/; warnings are errors.
 docs: $(VENV)/.installed-docs

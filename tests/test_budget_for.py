@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
+import math
 
 import pytest
 from hypothesis import given
@@ -39,13 +41,13 @@ def test_a_langchain_chat_model_by_its_profile() -> None:
     prompt_tokens = len(PROMPT.split())
     assert prompt_tokens != count_tokens(PROMPT)  # so the test tells the two counters apart
     assert budget_for(model, prompt=PROMPT, share=0.5) == (32_000 - 1024 - prompt_tokens) // 2
-    assert budget_for(model, reserve_output=0) == 32_000
+    assert budget_for(model, reserve_output=0, ceiling=None) == 32_000
 
     class WithAnswerLength(GenericFakeChatModel):
         max_tokens: int | None = None  # as ChatOpenAI and ChatAnthropic have
 
     capped = WithAnswerLength(messages=iter(["ok"]), profile={"max_input_tokens": 32_000}, max_tokens=500)
-    assert budget_for(capped) == 31_500  # a model configured with max_tokens reserves that
+    assert budget_for(capped, ceiling=None) == 31_500  # a model configured with max_tokens reserves that
     assert Packer(max_tokens=budget_for(model, share=0.25), tokenizer=model).max_tokens == (32_000 - 1024) // 4
 
 
@@ -73,13 +75,64 @@ def test_a_llamaindex_llm_by_its_metadata() -> None:
     assert budget_for(llm, reserve_output=0) == 3900
 
 
-def test_a_budget_for_a_large_window_is_not_capped_silently() -> None:
-    """128k tokens give 126,976: a Packer then needs its ceiling raised, and says so."""
-    budget = budget_for(128_000)
+def test_a_budget_for_a_large_window_is_capped_at_the_default_ceiling_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """128k tokens leave 126,976: capped at 16384 (what a Packer takes as is), with an INFO record naming both."""
+    with caplog.at_level(logging.INFO, logger="recallpack"):
+        budget = budget_for(128_000)
+    assert budget == 16_384 == Packer(max_tokens=budget).max_tokens
+    assert [r.levelno for r in caplog.records] == [logging.INFO]
+    assert "126976" in caplog.text and "ceiling=16384" in caplog.text and "ceiling=None" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="recallpack"):
+        assert budget_for(8192) == 7168  # under the ceiling: nothing capped, nothing said
+    assert caplog.records == []
+
+
+def test_a_budget_over_the_default_ceiling_is_asked_for_twice() -> None:
+    """ceiling=None (or a number) gives the whole room; a Packer then takes it only with max_tokens_ceiling."""
+    budget = budget_for(128_000, ceiling=None)
     assert budget == 126_976
+    assert budget_for(128_000, ceiling=50_000) == 50_000
     with pytest.raises(ConfigError, match="max_tokens_ceiling=126976"):
         Packer(max_tokens=budget)
     assert Packer(max_tokens=budget, max_tokens_ceiling=budget).max_tokens == budget
+
+
+def test_a_128k_models_budget_works_as_is_in_both_hosts_retrievers() -> None:
+    """budget_for(a 128k LangChain model / LlamaIndex LLM) goes straight into each host's BudgetedRetriever."""
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from langchain_core.documents import Document
+    from langchain_core.language_models import GenericFakeChatModel
+    from langchain_core.runnables import RunnableLambda
+    from llama_index.core.base.llms.types import LLMMetadata
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.retrievers import BaseRetriever
+    from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+    from recallpack.adapters import langchain as lc
+    from recallpack.adapters import llamaindex as li
+
+    class Large(MockLLM):
+        @property
+        def metadata(self) -> LLMMetadata:
+            return LLMMetadata(context_window=128_000, num_output=4_096)
+
+    class Nodes(BaseRetriever):
+        def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+            return [NodeWithScore(node=TextNode(text="Paris is in France."), score=1.0)]
+
+    chat = GenericFakeChatModel(messages=iter(["ok"]), profile={"max_input_tokens": 128_000})
+    upstream = RunnableLambda(lambda q: [Document(page_content="Paris is in France.")])
+    lc_budget, li_budget = budget_for(chat, prompt=PROMPT, tokenizer="o200k_base"), budget_for(Large())
+    assert lc_budget == li_budget == 16_384
+    docs = lc.BudgetedRetriever(retriever=upstream, max_tokens=lc_budget).invoke("where is Paris?")
+    assert [d.page_content for d in docs] == ["Paris is in France."]
+    nodes = li.BudgetedRetriever(Nodes(), max_tokens=li_budget).retrieve("where is Paris?")
+    assert [n.node.get_content() for n in nodes] == ["Paris is in France."]
+    assert li.BudgetPostprocessor(max_tokens=li_budget).max_tokens == lc.BudgetCompressor(max_tokens=lc_budget).max_tokens
 
 
 @pytest.mark.parametrize(
@@ -98,6 +151,9 @@ def test_a_budget_for_a_large_window_is_not_capped_silently() -> None:
         (lambda: budget_for(8192, prompt=["a"]), "prompt"),  # type: ignore[arg-type]
         (lambda: budget_for(1000, reserve_output=1000), "leaves no room"),
         (lambda: budget_for(1000, reserve_output=990, prompt="word " * 50), "leaves no room"),
+        (lambda: budget_for(8192, ceiling=0), "ceiling"),
+        (lambda: budget_for(8192, ceiling=2.5), "ceiling"),  # type: ignore[arg-type]
+        (lambda: budget_for(8192, ceiling=True), "ceiling"),
     ],
 )
 def test_bad_values_are_config_errors_naming_the_fix(call: object, names: str) -> None:
@@ -106,12 +162,18 @@ def test_bad_values_are_config_errors_naming_the_fix(call: object, names: str) -
         call()  # type: ignore[operator]
 
 
-@given(window=st.integers(1, 1_000_000), reserve=st.integers(0, 100_000), share=st.floats(0.01, 1.0))
-def test_the_budget_never_exceeds_what_the_window_leaves(window: int, reserve: int, share: float) -> None:
-    """Property: the budget is positive and at most (window - reserve) * share, or refused."""
+@given(
+    window=st.integers(1, 1_000_000), reserve=st.integers(0, 100_000), share=st.floats(0.01, 1.0),
+    ceiling=st.none() | st.integers(1, 200_000),
+)
+def test_the_budget_never_exceeds_what_the_window_leaves(
+    window: int, reserve: int, share: float, ceiling: int | None
+) -> None:
+    """Property: the budget is positive, at most (window - reserve) * share and at most the ceiling, or refused."""
     try:
-        budget = budget_for(window, reserve_output=reserve, share=share)
+        budget = budget_for(window, reserve_output=reserve, share=share, ceiling=ceiling)
     except ConfigError:
         assert (window - reserve) * share < 1
         return
     assert 1 <= budget <= (window - reserve) * share
+    assert budget == min(math.floor((window - reserve) * share), ceiling or budget)

@@ -161,3 +161,29 @@ def test_an_install_prints_one_line_unless_it_fails(tmp_path: Path, fails: bool)
         assert done.returncode == 0 and (venv / ".installed-demo").exists()
         assert lines == [f"installing recallpack[demo] into {venv} (the installer's output: {venv}/install.log)"]
         assert " + package-40==1.0" in (venv / "install.log").read_text()
+
+
+def test_make_test_runs_every_test_file_in_exactly_one_step() -> None:
+    """The main step runs on xdist workers and leaves out only the files another step of make test runs."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    done = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    runs = [line.split("-m pytest", 1)[1].split() for line in done.stdout.splitlines() if "-m pytest" in line]
+    main = [args for args in runs if "-n" in args]
+    assert len(main) == 1 and "--dist" in main[0], done.stdout
+    ignored = {arg.removeprefix("--ignore=") for arg in main[0] if arg.startswith("--ignore=")}
+    alone = [arg for args in runs if args is not main[0] for arg in args if arg.startswith("tests/")]
+    assert sorted(alone) == sorted(ignored) and len(set(alone)) == len(alone)
+    assert all((ROOT / path).is_file() for path in alone)
+    assert {"tests/test_recall_many.py", "tests/test_ray_example.py", "tests/test_notebook.py"} <= ignored
+    steps = subprocess.run(["make", "-s", "--no-print-directory", "test-steps"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert len(steps.stdout.split()) == len(runs)
+    for step in steps.stdout.split():
+        assert f"== {step}:" in done.stdout, step
+
+
+def test_ci_runs_make_test_and_wants_passed_tests_from_every_step() -> None:
+    """.ci/run calls the README's command and checks each of make test-steps for passed tests."""
+    script = (ROOT / ".ci" / "run").read_text()
+    assert "make test 2>&1 | tee" in script and "set -euo pipefail" in script
+    assert "test-steps" in script and "passed" in script

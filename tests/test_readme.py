@@ -12,12 +12,18 @@ configuration) must parse.
 
 from __future__ import annotations
 
+import ast
+import builtins
+import contextlib
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -42,18 +48,106 @@ def commands(code: str) -> list[str]:
     return [line.strip() for line in code.splitlines() if line.strip()]
 
 
-def shown_outputs(code: str) -> list[str]:
-    """What a block's comments say it prints: ``print(...)  # output`` and ``# kept ...`` lines.
+class Claim(NamedTuple):
+    """What an example's comment says a line prints: ``text`` (``...`` for text left out) and
+    the line it is written on."""
 
-    ``...`` stands for text left out; the parts around it are checked one by one.
-    """
+    line: int
+    text: str
+
+
+def claim_text(comment: str) -> str:
+    """A comment's claim: its text after ``#``, without an explanation after ``<-``."""
+    return comment.lstrip("#").split("<-")[0].strip()
+
+
+def comments_by_line(code: str) -> dict[int, str]:
+    """Line number -> the comment on that line (tokenize's, so a ``#`` in a string is not one)."""
+    tokens = tokenize.generate_tokens(io.StringIO(code).readline)
+    return {t.start[0]: t.string for t in tokens if t.type == tokenize.COMMENT}
+
+
+def print_claims(tree: ast.Module, comments: dict[int, str]) -> dict[tuple[int, int], Claim]:
+    """Each ``print(...)`` call with a comment on its last line: (first line, last line) -> claim.
+
+    Every such comment is a claim of what that call prints, each time it runs; an explanation
+    goes after ``<-`` (``print(n)  # 3   <- the third``), or on a line of its own."""
+    claims = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            end = node.end_lineno or node.lineno
+            if end in comments and claim_text(comments[end]):
+                claims[(node.lineno, end)] = Claim(end, claim_text(comments[end]))
+    return claims
+
+
+def block_claim(statement: ast.stmt, lines: list[str], comments: dict[int, str]) -> Claim | None:
+    """The run of comment-only lines right under a top-level statement whose own last line has no
+    comment, as a claim of everything it prints, one comment line per printed line."""
+    end = statement.end_lineno or statement.lineno
+    if end in comments:
+        return None
     shown = []
-    for line in code.splitlines():
-        match = re.search(r"^\s*print\(.*\)\s+# (.+)$", line) or re.match(r"^# ((kept|\d) .+)$", line)
-        if match and re.match(r"[\[(\d]|kept ", match.group(1)):
-            text = match.group(1).split("   <-")[0]
-            shown.append(text.strip())
-    return shown
+    for number in range(end + 1, len(lines) + 1):
+        if not lines[number - 1].lstrip().startswith("#"):
+            break
+        shown.append(claim_text(lines[number - 1]))
+    return Claim(end + 1, "\n".join(shown)) if shown else None
+
+
+def matches(claim: str, printed: str) -> bool:
+    """``printed`` is what ``claim`` says, ``...`` standing for any text (none, too; line breaks
+    too, and the spaces around it)."""
+    pattern = ".*?".join(re.escape(part.strip()) for part in claim.split("..."))
+    return re.fullmatch(pattern, printed.strip(), re.S) is not None
+
+
+def run_and_check(code: str, where: str, namespace: dict[str, object]) -> int:
+    """Run ``code`` in ``namespace`` one top-level statement at a time, and assert that each
+    claim of its comments is what its line printed. Returns how many claims were checked.
+
+    Two claims: ``print(x)  # 3`` (each time that call runs, it prints ``3``), and a run of
+    comment lines right under a top-level statement that printed something (all it printed,
+    line by line). A comment under a statement that printed nothing explains it."""
+    tree = ast.parse(code)
+    lines = code.splitlines()
+    comments = comments_by_line(code)
+    calls = print_claims(tree, comments)
+    by_call: dict[tuple[int, int], list[str]] = {span: [] for span in calls}
+
+    def recording_print(*args: object, sep: str | None = " ", end: str | None = "\n", **kw: Any) -> None:
+        if kw.get("file") not in (None, sys.stdout):
+            builtins.print(*args, sep=sep, end=end, **kw)
+            return
+        text = io.StringIO()
+        builtins.print(*args, sep=sep, end=end, file=text)
+        caller = sys._getframe(1)
+        if caller.f_code.co_filename == where:
+            spans = [span for span in calls if span[0] <= caller.f_lineno <= span[1]]
+            for span in spans[:1]:
+                by_call[span].append(text.getvalue())
+        sys.stdout.write(text.getvalue())
+
+    namespace["print"] = recording_print
+    checked = 0
+    for statement in tree.body:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(ast.Module([statement], []), where, "exec"), namespace)  # noqa: S102
+        claim = block_claim(statement, lines, comments)
+        if claim is not None and out.getvalue():
+            assert matches(claim.text, out.getvalue()), (
+                f"{where}, line {claim.line}: the comments say\n{claim.text}\nit printed:\n{out.getvalue()}"
+            )
+            checked += 1
+    for span, claim in calls.items():
+        assert by_call[span], f"{where}, line {claim.line}: this print never ran, its comment says {claim.text!r}"
+        for printed in by_call[span]:
+            assert matches(claim.text, printed), (
+                f"{where}, line {claim.line}: the comment says {claim.text!r}; it printed {printed.strip()!r}"
+            )
+        checked += 1
+    return checked
 
 
 SECTIONS = [(heading, blocks) for heading, blocks in sections(README.read_text()) if blocks]
@@ -82,13 +176,7 @@ def test_readme_section_code_runs(
     for number, (language, code) in enumerate(blocks):
         where = f"README.md, section {heading!r}, block {number}"
         if language == "python":
-            namespace: dict[str, object] = {"__name__": "readme"}
-            capsys.readouterr()
-            exec(compile(code, where, "exec"), namespace)  # noqa: S102
-            printed = capsys.readouterr().out
-            for shown in shown_outputs(code):
-                for expected in filter(None, (part.strip(" ;.") for part in shown.split("..."))):
-                    assert expected in printed, f"{where}: README shows {shown!r}; it printed:\n{printed}"
+            run_and_check(code, where, {"__name__": "readme"})
         elif language == "json":
             json.loads(code)
         elif language == "bash":
@@ -99,10 +187,50 @@ def test_readme_section_code_runs(
 
 
 def test_readme_shows_outputs_it_checks() -> None:
-    """The output comments the section test checks are found (the check cannot pass vacuously)."""
-    shown = [text for _, blocks in SECTIONS for _, code in blocks for text in shown_outputs(code)]
-    assert len(shown) >= 10
-    assert "kept 3 of 3 (1 cut) in 115/120 tokens (cl100k_base, passages)" in shown
+    """The README's print comments are found as claims (the section test cannot pass vacuously)."""
+    claims = [
+        claim.text
+        for _, blocks in SECTIONS
+        for language, code in blocks
+        if language == "python"
+        for claim in print_claims(ast.parse(code), comments_by_line(code)).values()
+    ]
+    assert len(claims) >= 20
+    assert "kept 3 of 3 (1 cut) in 115/120 tokens (cl100k_base, passages)" in claims
+
+
+@pytest.mark.parametrize(
+    ("code", "checked"),
+    [
+        ("print(1 + 1)  # 2", 1),
+        ("print(1 + 1)  # 2   <- one and one", 1),
+        ("print('a b c')  # a ... c", 1),
+        ("for i in range(2):\n    print(i)\n# 0\n# 1   <- the last", 1),
+        ("x = 2\n# an explanation, not output: nothing was printed", 0),
+        ("def f() -> None:\n    print(7)  # 7\n\nf()\nf()", 1),
+    ],
+)
+def test_the_claim_check_passes_what_each_line_prints(code: str, checked: int) -> None:
+    """A claim that is what its line printed passes, counted once per claim."""
+    assert run_and_check(code, "example", {}) == checked
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "print(3)  # 2",  # the README's chat example: said 2, printed 3
+        "print(1)\nprint(2)  # 1",  # another line's output does not count
+        "print('kept 1 of 3. More')  # kept 1 of 3",  # the whole output, not a prefix of it
+        "print(1)  # the number one",  # prose where the output goes
+        "if False:\n    print(1)  # 1",  # a claim whose print never runs
+        "for i in range(2):\n    print(i)  # 0",  # each run of the line
+        "for i in range(3):\n    print(i)\n# 0\n# 1",
+    ],
+)
+def test_the_claim_check_fails_what_a_line_does_not_print(code: str) -> None:
+    """A comment that says something else than its line printed fails the check."""
+    with pytest.raises(AssertionError):
+        run_and_check(code, "example", {})
 
 
 def test_readme_has_no_silently_skipped_commands() -> None:
@@ -164,15 +292,7 @@ def test_docs_python_blocks_run(
     namespace: dict[str, object] = {"__name__": "docs"}
     for number, match in enumerate(FENCE.finditer(doc.read_text())):
         if match.group(1) == "python":
-            where = f"{doc.name}, block {number}"
-            capsys.readouterr()
-            exec(compile(match.group(2), where, "exec"), namespace)  # noqa: S102
-            printed = capsys.readouterr().out
-            for shown in re.findall(r"#.*?(kept \d+ of \d+(?: \(\d+ cut\))? in \d+/\d+ tokens)", match.group(2)):
-                assert shown in printed, f"{where}: the doc shows {shown!r}; it printed:\n{printed}"
-            for shown in shown_outputs(match.group(2)):  # what a print's comment says it prints, as in the README
-                for expected in filter(None, (part.strip(" ;.") for part in shown.split("..."))):
-                    assert expected in printed, f"{where}: the doc shows {shown!r}; it printed:\n{printed}"
+            run_and_check(match.group(2), f"{doc.name}, block {number}", namespace)
 
 
 def test_walk_doc_pack_table_matches_pack() -> None:
@@ -210,3 +330,13 @@ def test_walk_doc_recall_table_matches_recall_traces() -> None:
             reason = f" {entry.reason.value}" if entry.reason else ""
             cost = f" {entry.tokens}" if entry.reached else ", not reached"
             assert row[column] == f"{entry.outcome.value}{reason}{cost}", (policy, entry.rank)
+
+
+def test_the_notebook_says_to_open_it_with_its_own_extra() -> None:
+    """The quickstart's first cell names `make notebook` and the notebook extra, which has Jupyter (dev has none)."""
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    cell = "".join(json.loads((ROOT / "examples" / "quickstart.ipynb").read_text())["cells"][0]["source"])
+    assert "make notebook" in cell and "'.[notebook]'" in cell
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(req.startswith("jupyterlab") for req in extras["notebook"])
+    assert not any(req.startswith(("jupyterlab", "notebook", "jupyter")) for req in extras["dev"])

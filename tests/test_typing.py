@@ -35,8 +35,9 @@ from langchain_core.runnables import RunnableLambda
 from llama_index.core.retrievers import BaseRetriever as LlamaRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from recallpack import Candidate, Packer
-from recallpack.adapters import langchain as lc, llamaindex as li
+from recallpack import Candidate, Packer, Reader, Scope
+from recallpack.adapters import langchain as lc, langchain_memory as mem, llamaindex as li
+from recallpack.allowance import Allowance, Remaining
 from recallpack.adapters.langchain_splitter import TokenWindowSplitter
 from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
 
@@ -47,6 +48,7 @@ class Empty(LlamaRetriever):
 
 
 upstream: RunnableLambda[str, list[Document]] = RunnableLambda(lambda q: [Document(page_content=q)])
+recaller = lc.BudgetedRetriever(upstream)
 fine = [
     Packer(max_tokens=300, policy="skip", floor=False, dedupe=False),
     lc.BudgetedRetriever(upstream, max_tokens=120, fetch_k=8, k=3),
@@ -57,6 +59,16 @@ fine = [
     TokenWindowNodeParser(120, 12),
     TokenWindowSplitter(120, 12),
     Candidate(text="x", lane="facts", scope_ids=["u-1"]),
+    lc.BudgetCompressor(max_tokens=300, policy="skip"),
+    li.BudgetPostprocessor(max_tokens=300),
+    li.EvidenceQueryEngine(retriever=li.BudgetedRetriever(Empty())),
+    li.EvidenceQueryEngine(li.BudgetedRetriever(Empty()), llm=None),
+    mem.memory_search_tool(recaller, max_tokens=300, k=3, policy="truncate"),
+    mem.evidence_allowance(Allowance(max_tokens=900), retriever=recaller, max_items=2),
+    mem.EvidenceAllowanceMiddleware(retriever=recaller, fetch_k=8, cut="focus"),
+    mem.assemble_messages([], retriever=recaller, reader=Reader.everyone()),
+    Remaining(items=1, tokens=2, blocks=1),
+    Scope(name="x"),
 ]
 Packer(max_tokns=300)  # MISTAKE
 lc.BudgetedRetriever(upstream, max_tokns=120)  # MISTAKE
@@ -73,7 +85,33 @@ TokenWindowNodeParser(max_tokns=120)  # MISTAKE
 Candidate(txt="x")  # MISTAKE
 li.EvidenceQueryEngine(retriever=li.BudgetedRetriever(Empty()), text_qa_templat=None)  # MISTAKE
 Packer(max_tokens="300")  # MISTAKE
+lc.BudgetCompressor(max_tokns=300)  # MISTAKE
+li.EvidenceQueryEngine(retriever=li.BudgetedRetriever(Empty()), max_tokns=300)  # MISTAKE
+mem.memory_search_tool(recaller, max_tokns=300)  # MISTAKE
+mem.evidence_allowance(retriever=recaller, max_item=2)  # MISTAKE
+mem.EvidenceAllowanceMiddleware(retriever=recaller, fetchk=8)  # MISTAKE
+mem.EvidenceAllowanceMiddleware(allowanse=None)  # MISTAKE
+mem.assemble_messages([], retriever=recaller, polcy="skip")  # MISTAKE
+mem.aassemble_messages([], retriever=recaller, max_tokns=300)  # MISTAKE
+Allowance(max_tokns=300)  # MISTAKE
+Remaining(item=1, tokens=2, blocks=1)  # MISTAKE
+Reader(scope=None)  # MISTAKE
+Scope(nme="x")  # MISTAKE
+lc.TokenWindowSplitter(120, chunk_overlapp=12)  # MISTAKE
+li.TokenWindowNodeParser(120, chunk_overlapp=12)  # MISTAKE
 '''
+
+
+#: Every public constructor, and every public function that passes settings on to one: each must
+#: have a line of MISTAKES (a new public one must be added here, and there).
+CONSTRUCTORS = {
+    "Packer", "Candidate", "Reader", "Scope", "Allowance", "Remaining",
+    "lc.BudgetedRetriever", "lc.BudgetedRetriever.from_lanes", "lc.BudgetCompressor", "lc.EvidenceRenderer",
+    "li.BudgetedRetriever", "li.BudgetedRetriever.from_lanes", "li.BudgetPostprocessor", "li.EvidenceQueryEngine",
+    "lc.TokenWindowSplitter", "li.TokenWindowNodeParser", "TokenWindowSplitter", "TokenWindowNodeParser",
+    "mem.memory_search_tool", "mem.evidence_allowance", "mem.EvidenceAllowanceMiddleware",
+    "mem.assemble_messages", "mem.aassemble_messages",
+}
 
 
 def examples() -> dict[str, str]:
@@ -154,6 +192,48 @@ def test_examples_pass_and_mistakes_fail_under_pyright(project: Path) -> None:
     )
     assert "could not be resolved" not in done.stdout, done.stdout
     check_output(done.stdout)
+
+
+def test_every_public_constructor_has_a_misspelled_keyword_line() -> None:
+    """Each public constructor (and settings-taking function) of the adapters is misspelled in
+    MISTAKES, and nothing public that takes settings is missing from CONSTRUCTORS."""
+    import importlib
+    import inspect
+
+    import pydantic
+
+    called = {m.group(1) for m in re.finditer(r"^([\w.]+)\(.*# MISTAKE$", MISTAKES, re.M)}
+    assert called >= CONSTRUCTORS, CONSTRUCTORS - called
+    aliases = {
+        "recallpack": "", "recallpack.allowance": "", "recallpack.adapters.langchain": "lc.",
+        "recallpack.adapters.llamaindex": "li.", "recallpack.adapters.langchain_memory": "mem.",
+    }
+    public = set()
+    for module, alias in aliases.items():
+        for name in importlib.import_module(module).__all__:
+            obj = getattr(importlib.import_module(module), name)
+            takes_settings = inspect.isclass(obj) and issubclass(obj, pydantic.BaseModel) or (
+                inspect.isfunction(obj) and alias == "mem."
+                and any(p.kind is p.VAR_KEYWORD for p in inspect.signature(obj).parameters.values())
+            )
+            if takes_settings:
+                public.add(alias + name)
+    # Values the library builds and hands back, never built by a caller with settings.
+    returned = {"Evidence", "PackReport", "TraceEntry", "Receipt", "Withheld", "Assembly", "li.RecallPackedEvent"}
+    # recall_remaining passes its overrides to any Recaller's recall (recallpack.allowance cannot
+    # import the adapters' RecallSettings): typed Any, and checked at run time.
+    untyped = {"mem.recall_remaining", "mem.arecall_remaining"}
+    assert public - returned - untyped <= CONSTRUCTORS, public - returned - untyped - CONSTRUCTORS
+
+
+def test_recall_settings_name_every_setting_a_recall_takes() -> None:
+    """RecallSettings, the typed **recall_overrides of the memory components, names exactly the
+    Packer's settings (but the host's join) and the LangChain retriever's per-call ones."""
+    from recallpack import Packer
+    from recallpack.adapters._common import _CALL_SETTINGS, HOST_DECIDES, RecallSettings
+
+    expected = {*Packer.settings_names(), *_CALL_SETTINGS} - HOST_DECIDES
+    assert set(RecallSettings.__annotations__) == expected
 
 
 def test_candidate_signature_names_every_field() -> None:

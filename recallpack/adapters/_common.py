@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
+from pathlib import Path
+from typing import Annotated, Any, Concatenate, ParamSpec, TypedDict, TypeVar
 
 from pydantic import BeforeValidator, PrivateAttr, ValidationError, field_validator, model_validator
 
@@ -18,14 +19,16 @@ from recallpack.adapters._embeddings import as_embed_fn
 from recallpack.packing.candidate import LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackError
 from recallpack.packing.limits import Policy
-from recallpack.packing.packer import Packer, PackerSettings
+from recallpack.packing.packer import CutMode, Packer, PackerSettings
 from recallpack.packing.pipeline import ITEM_SETTINGS, ItemSettings
+from recallpack.packing.scopes import Reader
 from recallpack.packing.translate import UnknownLane, check_on_unknown_lane
 from recallpack.packing.validation import check_max_items, recallpack_error, refuse_unknown
 
 __all__ = [
     "PackSettings",
     "PackerComponent",
+    "RecallSettings",
     "HOST_DECIDES",
     "HOST_OBJECTS",
     "host_settings",
@@ -161,6 +164,31 @@ def check_query(
 
 #: What LangChain's BudgetedRetriever takes per call besides the Packer's settings.
 _CALL_SETTINGS = ("k", "fetch_k", "verbose")
+
+
+class RecallSettings(TypedDict, total=False):
+    """The settings a recall tool or an assembly passes on to ``retriever.recall``, for type
+    checkers only (``**recall_overrides: Unpack[RecallSettings]``), so a misspelled one is an
+    error there as it is at run time. The names are the Packer's (but the host's ``join``) and
+    ``_CALL_SETTINGS``; a test pins them to those, so a new setting cannot be left out."""
+
+    max_tokens: int
+    max_items: int | None
+    policy: Policy
+    floor: bool
+    cut: CutMode
+    embed: Any
+    tokenizer: Any
+    reader: Reader | None
+    lane_budgets: Mapping[str, int] | None
+    dedupe: bool
+    template: str | Path | None
+    resource_uri_template: str
+    citation_keys: str | Sequence[str]
+    max_tokens_ceiling: int
+    k: int | None
+    fetch_k: int | None
+    verbose: bool
 
 
 def k_or_max_items(k: object, max_items: object) -> int | None:

@@ -5,7 +5,7 @@ model request shows, the markers in place of the rest, and where automatic recal
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,7 +89,7 @@ class AssemblyRules:
 
     @classmethod
     def make(
-        cls, *args: object, per_call: bool = False, overrides: dict[str, Any] | None = None
+        cls, *args: object, per_call: bool = False, overrides: Mapping[str, Any] | None = None
     ) -> AssemblyRules:
         """From (allowance, tool_names, marker, key, context, retriever) as the caller gave them;
         ``overrides``, the recall settings automatic recall will pass, are checked here too."""
@@ -130,7 +130,7 @@ class AssemblyRules:
         return AssembledMessages(shown, assembly, tuple(positions), left=left), turn
 
     def run(
-        self, messages: object, overrides: dict[str, Any], query: object, source: object
+        self, messages: object, overrides: Mapping[str, Any], query: object, source: object
     ) -> AssembledMessages:
         """The assembled messages and automatic recall for the turn (not yet placed in them)."""
         view, turn = self.view(messages, query, source)
@@ -138,7 +138,7 @@ class AssemblyRules:
         return dataclasses.replace(view, automatic=auto)
 
     async def arun(
-        self, messages: object, overrides: dict[str, Any], query: object, source: object
+        self, messages: object, overrides: Mapping[str, Any], query: object, source: object
     ) -> AssembledMessages:
         view, turn = self.view(messages, query, source)
         auto = await arecall_remaining(self.retriever, turn, view.remaining, **overrides) if turn else None

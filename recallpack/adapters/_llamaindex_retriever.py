@@ -5,12 +5,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import llama_index.core.instrumentation as instrument
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.response.schema import Response
-from llama_index.core.bridge.pydantic import Field
+from llama_index.core.bridge.pydantic import Field, ValidationError
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.prompts.default_prompt_selectors import DEFAULT_TEXT_QA_PROMPT_SEL
@@ -48,7 +48,7 @@ from recallpack.packing.packer import Packer, PackerSettings
 from recallpack.packing.pipeline import ITEM_SETTINGS, ItemSettings, Pipeline
 from recallpack.packing.result import RecallResult
 from recallpack.packing.sources import depths
-from recallpack.packing.validation import check_max_items, refuse_unknown
+from recallpack.packing.validation import check_max_items, recallpack_error, refuse_unknown
 
 __all__ = ["BudgetedRetriever", "EvidenceQueryEngine"]
 
@@ -238,12 +238,33 @@ class EvidenceQueryEngine(CustomQueryEngine):
     metadata holds the report under ``"recallpack_report"``.
     """
 
-    retriever: BudgetedRetriever = Field(description="Retrieves and packs the evidence.")
+    retriever: BudgetedRetriever = Field(description="Retrieves and packs the evidence.", kw_only=False)
     llm: LLM | None = Field(default=None, description="None uses Settings.llm.")
     text_qa_template: BasePromptTemplate = Field(
         default=DEFAULT_TEXT_QA_PROMPT_SEL,
         description="A prompt with {context_str} (the evidence block) and {query_str}.",
     )
+
+    if not TYPE_CHECKING:  # type checkers see the fields, ``retriever`` first and positional
+
+        def __init__(self, retriever: BudgetedRetriever | None = None, /, **data: Any) -> None:
+            # Positional, as both BudgetedRetrievers take their upstream (pydantic alone raises a
+            # bare TypeError), and every mistake a recallpack error naming the fix.
+            if retriever is not None:
+                if "retriever" in data:
+                    raise ConfigError("the retriever is given twice: positionally and as retriever=")
+                data["retriever"] = retriever
+            refuse_unknown(type(self).__name__, data, type(self).model_fields)
+            if not isinstance(given := data.get("retriever"), BudgetedRetriever):
+                what = "no retriever" if given is None else f"retriever={type(given).__name__}"
+                fix = "e.g. EvidenceQueryEngine(BudgetedRetriever(your_retriever, max_tokens=1024))"
+                raise ConfigError(
+                    f"EvidenceQueryEngine got {what}: it takes a BudgetedRetriever, {fix}", field="retriever"
+                )
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                raise recallpack_error(type(self).__name__, exc, fields=type(self).model_fields) from None
 
     @classmethod
     def class_name(cls) -> str:

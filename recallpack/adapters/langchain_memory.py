@@ -26,7 +26,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from recallpack.adapters._common import check_recall_settings, takes_config_of
+from recallpack.adapters._common import RecallSettings, check_recall_settings, takes_config_of
 from recallpack.adapters._langchain_assembly import AssembledMessages, AssemblyRules, system_with
 from recallpack.allowance import (
     Allowance,
@@ -52,6 +52,7 @@ from recallpack.packing.tokenizers import get_tokenizer
 
 if TYPE_CHECKING:
     from langchain.agents.middleware import AgentMiddleware as _AgentMiddlewareBase
+    from typing_extensions import Unpack
 else:
     try:  # the agents package is optional: langchain-core alone has everything else here
         from langchain.agents.middleware import AgentMiddleware as _AgentMiddlewareBase
@@ -99,7 +100,7 @@ def memory_search_tool(
     correction: bool = False,
     key: ReceiptKey | None = None,
     context: ContextSource = None,
-    **recall_overrides: Any,
+    **recall_overrides: Unpack[RecallSettings],
 ) -> BaseTool:
     """A tool that searches ``retriever`` and returns the evidence block, its receipt as artifact.
 
@@ -167,7 +168,7 @@ def assemble_messages(
     marker: str = DEFAULT_MARKER,
     key: ReceiptKey | None = None,
     context: ReceiptContext | None = None,
-    **recall_overrides: Any,
+    **recall_overrides: Unpack[RecallSettings],
 ) -> AssembledMessages:
     """The messages one model request should see, with its evidence within ``allowance``.
 
@@ -193,7 +194,7 @@ async def aassemble_messages(
     marker: str = DEFAULT_MARKER,
     key: ReceiptKey | None = None,
     context: ReceiptContext | None = None,
-    **recall_overrides: Any,
+    **recall_overrides: Unpack[RecallSettings],
 ) -> AssembledMessages:
     """:func:`assemble_messages`, with automatic recall through the retriever's ``arecall``."""
     rules = AssemblyRules.make(
@@ -213,7 +214,7 @@ def evidence_allowance(
     marker: str = DEFAULT_MARKER,
     key: ReceiptKey | None = None,
     context: ReceiptContext | None = None,
-    **recall_overrides: Any,
+    **recall_overrides: Unpack[RecallSettings],
 ) -> Runnable[Any, list[BaseMessage]]:
     """A Runnable from messages (or a PromptValue) to the messages the model should see.
 
@@ -259,7 +260,7 @@ if _AgentMiddlewareBase is not None:
             marker: str = DEFAULT_MARKER,
             key: ReceiptKey | None = None,
             context: ContextSource = None,
-            **recall_overrides: Any,
+            **recall_overrides: Unpack[RecallSettings],
         ) -> None:
             super().__init__()
             self.rules = AssemblyRules.make(allowance, tool_names, marker, key, context, retriever,

@@ -10,11 +10,13 @@ Nothing is imported and nothing is called on the model but its token counter.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping
 from typing import Any
 
 from recallpack.packing.errors import ConfigError, TokenizerError
+from recallpack.packing.limits import MAX_TOKENS_CEILING
 from recallpack.packing.tokenizers import Tokenizer, TokenizerSpec, get_tokenizer
 from recallpack.packing.validation import is_int
 
@@ -84,6 +86,7 @@ def budget_for(
     prompt: str | None = None,
     share: float = 1.0,
     tokenizer: TokenizerSpec = None,
+    ceiling: int | None = MAX_TOKENS_CEILING,
 ) -> int:
     """The evidence budget for a model: ``(window - reserve_output - prompt tokens) * share``,
     rounded down.
@@ -96,12 +99,23 @@ def budget_for(
     model's ``get_num_tokens``; else ``tokenizer=``, else cl100k_base). ``share`` is the part of
     what is left that evidence may take (0 < share <= 1).
 
-    The result may be above a Packer's default ceiling of 16384: pass ``max_tokens_ceiling`` with
-    it when one request should really take that much.
+    The result is at most ``ceiling``: by default 16384, the ``max_tokens_ceiling`` every Packer,
+    retriever and postprocessor has unless told otherwise, so the budget can be passed to any of
+    them as is, also for a model whose window is far larger (a 128k model gets 16384, not about
+    127k, and an INFO record on the ``recallpack`` logger says what was capped). For more, say
+    how much twice, on purpose: ``budget_for(llm, ceiling=None)`` (or a number) and
+    ``max_tokens_ceiling=`` of that size where the budget is used.
 
     >>> budget_for(8192, reserve_output=1024, share=0.5)
     3584
+    >>> budget_for(128_000)
+    16384
     """
+    if ceiling is not None and (_int(ceiling) is None or ceiling < 1):
+        raise ConfigError(
+            f"ceiling={ceiling!r} must be an int of at least 1 (the most the budget may be), or None "
+            "for no cap"
+        )
     window, own_reserve, name = _window_of(model_or_window)
     if window < 1:
         raise ConfigError(f"{name}={window} must be at least 1 (a window in tokens)")
@@ -127,4 +141,11 @@ def budget_for(
             f"{name}={window} leaves no room for evidence: reserve_output={reserve} and the prompt's "
             f"{used} tokens take it all; lower reserve_output or shorten the prompt"
         )
+    if ceiling is not None and budget > ceiling:
+        logging.getLogger("recallpack").info(
+            "budget_for: %s=%d leaves %d tokens for evidence; capped at ceiling=%d (pass "
+            "ceiling=None, and max_tokens_ceiling where the budget is used, to take more)",
+            name, window, budget, ceiling,
+        )
+        return ceiling
     return budget

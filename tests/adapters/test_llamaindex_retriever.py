@@ -21,6 +21,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, Te
 
 from recallpack import (
     BudgetError,
+    ConfigError,
     LaneError,
     PolicyError,
     Reader,
@@ -251,6 +252,34 @@ def test_evidence_query_engine_default_prompt_and_prompt_update() -> None:
     engine.update_prompts({"text_qa_template": PromptTemplate("E:{context_str}|Q:{query_str}")})
     engine.query("again")
     assert llm.prompts[1].startswith("E:> Recalled content") and llm.prompts[1].endswith("|Q:again")
+
+
+def test_evidence_query_engine_takes_its_retriever_positionally_as_the_retrievers_do() -> None:
+    """EvidenceQueryEngine(retriever, llm=...) answers like EvidenceQueryEngine(retriever=..., llm=...)."""
+    budgeted = BudgetedRetriever(Fixed([node("Paris is the capital of France.")]), max_tokens=200)
+    by_position, by_name = RecordingLLM(), RecordingLLM()
+    EvidenceQueryEngine(budgeted, llm=by_position).query("capital of France?")
+    EvidenceQueryEngine(retriever=budgeted, llm=by_name).query("capital of France?")
+    assert by_position.prompts == by_name.prompts
+    assert "    Paris is the capital of France." in by_position.prompts[0]
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda r: EvidenceQueryEngine(r, retriever=r), "given twice: positionally and as retriever="),
+        (lambda r: EvidenceQueryEngine(), "got no retriever: .*BudgetedRetriever\\(your_retriever"),
+        (lambda r: EvidenceQueryEngine(Fixed([])), "got retriever=Fixed: .*BudgetedRetriever\\(your_retriever"),
+        (lambda r: EvidenceQueryEngine(retriever=Fixed([])), "got retriever=Fixed"),
+        (lambda r: EvidenceQueryEngine(r, text_qa_templat=QA), "'text_qa_templat'; did you mean 'text_qa_template'"),
+        (lambda r: EvidenceQueryEngine(r, llm=3), "EvidenceQueryEngine: llm=3"),
+    ],
+)
+def test_evidence_query_engine_mistakes_are_config_errors_naming_the_fix(build: Any, message: str) -> None:
+    """Every constructor mistake is a ConfigError naming the field and the fix, never pydantic's bare TypeError."""
+    budgeted = BudgetedRetriever(Fixed([node("Paris is the capital of France.")]))
+    with pytest.raises(ConfigError, match=message):
+        build(budgeted)
 
 
 def test_budgeted_retriever_inside_a_retriever_query_engine(index: VectorStoreIndex) -> None:
