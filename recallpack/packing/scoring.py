@@ -27,7 +27,7 @@ from recallpack.packing.units import fold, query_terms, split_units, word_hits
 __all__ = [
     "Layout", "UnitBounds", "layout_of", "lexical", "embedded", "combined", "hits", "base_of",
     "RANK_PRIOR", "NEIGHBOR_SHARE", "UNIT_CHARS", "LONG_UNIT_PIECE_BYTES",
-    "INFLECTED_TERM", "INFLECTED_BASE", "BASE_ENDINGS", "INFLECTIONS",
+    "INFLECTED_TERM", "INFLECTED_BASE", "BASE_ENDINGS", "INFLECTIONS", "UNIT_BYTES_PER_TOKEN",
 ]
 
 #: A passage of the document at position ``p`` (0 is the first shown) scores ``1 / (1 + RANK_PRIOR * p)``
@@ -44,6 +44,13 @@ UNIT_CHARS = 600
 #: not left half empty by two pieces that do not fit together.
 LONG_UNIT_PIECE_BYTES = 250
 _LEAST_PIECE_BYTES = 64
+#: A unit of more than this many bytes of UTF-8 per budget token is cut into pieces of half that:
+#: the best sentence must fit the room. A sentence of Greek or Hindi costs three to four times the
+#: tokens of the same sentence in English (cl100k), and at 256 tokens one of 270 letters alone
+#: filled the room left after the header: it was passed over for a worse one that fitted. 1.75
+#: bytes a token is 448 bytes at 256 tokens (an English sentence of 448 letters, about 100
+#: tokens; a Greek one of 224, about 190).
+UNIT_BYTES_PER_TOKEN = 1.75
 #: A query word of at least this many characters also matches its inflections: its base (the word
 #: without one of BASE_ENDINGS, when at least INFLECTED_BASE characters are left) followed by one
 #: of INFLECTIONS, so "disobedience" finds "disobediences" and "played" finds "playing" and "player".
@@ -165,7 +172,8 @@ class Layout:
 
 def layout_of(texts: Sequence[str], max_tokens: int | None = None) -> Layout:
     text = "\n\n".join(texts)
-    starts, ends = split_units(text, UNIT_CHARS, _piece_bytes(max_tokens))
+    most = None if max_tokens is None else int(UNIT_BYTES_PER_TOKEN * max_tokens)
+    starts, ends = split_units(text, UNIT_CHARS, _piece_bytes(max_tokens), most)
     units: list[UnitBounds] = []
     owner: list[tuple[int, int]] = []
     offset = first = 0

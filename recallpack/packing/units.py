@@ -187,14 +187,17 @@ def _scripts() -> _Scripts:
     return _Scripts()
 
 
-def split_units(text: str, max_chars: int, piece_bytes: int | None = None) -> tuple[list[int], list[int]]:
+def split_units(
+    text: str, max_chars: int, piece_bytes: int | None = None, max_bytes: int | None = None
+) -> tuple[list[int], list[int]]:
     """The text's sentences and lines, stripped of the whitespace around them, in order.
 
     Prose lines are split after sentence terminators; indented lines and ``>>>`` lines are kept
     whole (a line of code is one unit, so a code sample stays line by line). Units longer than
     ``max_chars`` are split at a space, or failing that at a grapheme boundary, into pieces of
     ``max_chars`` or of about ``piece_bytes`` bytes of UTF-8 (a character of Chinese costs
-    several English letters' tokens). Every start and end is a grapheme boundary.
+    several English letters' tokens); shorter units of more than ``max_bytes`` bytes, into
+    pieces of half that. Every start and end is a grapheme boundary.
     """
     # Everything here is a comprehension over regex matches: a megabyte has ~20,000 lines.
     first = len(text) - len(text.lstrip())
@@ -231,8 +234,11 @@ def split_units(text: str, max_chars: int, piece_bytes: int | None = None) -> tu
         cuts = [*filter(None, starts), *filter(len(text).__gt__, ends)]
         if not ("".join(map(text.__getitem__, cuts)) + _chars_before(text, cuts)).isascii():
             starts, ends = _on_boundaries(text, starts, ends)
-    if max(map(sub, ends, starts)) > max_chars:
-        return _split_long(text, starts, ends, max_chars, piece_bytes)
+    longest = max(map(sub, ends, starts))
+    # A character is at most 4 bytes: a text whose longest unit is shorter than a quarter of
+    # max_bytes has none over it, without encoding one.
+    if longest > max_chars or (max_bytes is not None and 4 * longest > max_bytes):
+        return _split_long(text, starts, ends, max_chars, piece_bytes, max_bytes)
     return starts, ends
 
 
@@ -296,13 +302,19 @@ def _on_boundaries(text: str, starts: list[int], ends: list[int]) -> tuple[list[
 
 
 def _split_long(
-    text: str, starts: list[int], ends: list[int], max_chars: int, piece_bytes: int | None
+    text: str, starts: list[int], ends: list[int], max_chars: int, piece_bytes: int | None,
+    max_bytes: int | None = None,
 ) -> tuple[list[int], list[int]]:
     out_starts: list[int] = []
     out_ends: list[int] = []
     for s, e in zip(starts, ends):
-        # A unit within max_chars stays whole; a longer one is cut into pieces.
-        piece = max_chars if e - s <= max_chars else _piece_chars(text, s, e, max_chars, piece_bytes)
+        # A unit within max_chars (and max_bytes) stays whole; a longer one is cut into pieces.
+        if e - s > max_chars:
+            piece = _piece_chars(text, s, e, max_chars, piece_bytes)
+        elif max_bytes is not None and 4 * (e - s) > max_bytes and _utf8_size(text, s, e) > max_bytes:
+            piece = _piece_chars(text, s, e, max_chars, max_bytes // 2)
+        else:
+            piece = max_chars
         while e - s > piece:
             split = _split_point(text, s, e, piece)
             if split is None:
@@ -315,13 +327,16 @@ def _split_long(
     return out_starts, out_ends
 
 
+def _utf8_size(text: str, s: int, e: int) -> int:
+    unit = text[s:e]
+    return len(unit) if unit.isascii() else len(unit.encode("utf-8", "surrogatepass"))
+
+
 def _piece_chars(text: str, s: int, e: int, max_chars: int, piece_bytes: int | None) -> int:
     """Characters of ``text[s:e]`` that hold about ``piece_bytes`` bytes (at most ``max_chars``)."""
     if piece_bytes is None:
         return max_chars
-    unit = text[s:e]
-    size = len(unit) if unit.isascii() else len(unit.encode("utf-8", "surrogatepass"))
-    return max(1, min(max_chars, piece_bytes * len(unit) // size))
+    return max(1, min(max_chars, piece_bytes * (e - s) // _utf8_size(text, s, e)))
 
 
 def _split_point(text: str, s: int, e: int, max_chars: int) -> tuple[int, int] | None:
