@@ -307,8 +307,11 @@ def phrase_letters() -> frozenset[str]:
 
 #: The distinct terms of a query that are scored (the query is end-user input).
 MAX_TERMS = 64
-#: A query word longer than this is no term.
+#: A query word longer than this is no term (a run of a script without spaces gives its pairs).
 MAX_TERM_CHARS = 128
+#: The longest grapheme cluster of a script without spaces read whole (a Thai consonant with its
+#: vowel and tone marks); longer ones are rare, and only bound how far a run is read.
+_MAX_CLUSTER_CHARS = 4
 #: A stem shorter than this is matched as the whole word only: a short stem is a prefix of too
 #: many other words to be worth checking each.
 _LEAST_STEM = 3
@@ -346,14 +349,13 @@ class Reading:
         script without spaces its overlapping pairs of clusters (one cluster alone is a term)."""
         terms: dict[str, None] = {}
         for match in _WORD.finditer(query):
-            word = match.group()
-            if len(word) > MAX_TERM_CHARS:
-                continue
-            for part, spaceless in _by_spacing(word):
+            for part, spaceless in _by_spacing(match.group()):
                 if spaceless:
-                    for gram in _pairs(part.lower()):
+                    # A run gives a pair per character: no more than the terms still wanted are
+                    # read (a query is end-user input, and may be a megabyte of Chinese).
+                    for gram in _pairs(part[: _MAX_CLUSTER_CHARS * (MAX_TERMS + 1)].lower()):
                         terms.setdefault(gram, None)
-                else:
+                elif len(part) <= MAX_TERM_CHARS:
                     terms.setdefault(fold(part), None)
                 if len(terms) >= MAX_TERMS:
                     return list(terms)[:MAX_TERMS]

@@ -24,6 +24,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter, sub
 
+import regex
+
 from recallpack.packing.analysis import class_of, fold, other_terminators, phrase_letters
 from recallpack.packing.limits import ELLIPSIS
 from recallpack.packing.text import LINE_BREAKS, ceil_boundary, clear_boundary, floor_boundary, is_boundary
@@ -158,6 +160,10 @@ _SENTENCE_END = rf"([{re.escape(_TERMINATORS)}][{re.escape(_CLOSERS)}]*)[ \t]+(?
 _SENTENCE_SPLITS = {
     t: re.compile(rf"({re.escape(t)}[{re.escape(_CLOSERS)}]*)[ \t]+(?=[^\n])") for t in _TERMINATORS
 }
+#: A character between which and any other of its kind a grapheme boundary always falls: UAX #29's
+#: "Other" (no mark, joiner, prepended mark, Hangul jamo, regional indicator, control) and the
+#: line feed and tab (controls, which break on both sides; a carriage return may be before "\n").
+_PLAIN_CLASS = regex.compile(r"[\p{GCB=Other}\t\n]")
 _BOUNDARY_SEARCH = 64  # characters searched for a place to split a long unit without a space
 
 
@@ -232,7 +238,11 @@ def split_units(
     # one (a combining mark after a space, a prepended mark before it).
     if not text.isascii():
         cuts = [*filter(None, starts), *filter(len(text).__gt__, ends)]
-        if not ("".join(map(text.__getitem__, cuts)) + _chars_before(text, cuts)).isascii():
+        near = "".join(map(text.__getitem__, cuts)) + _chars_before(text, cuts)
+        # Between two characters of no special grapheme class (a Han character and "。", a
+        # letter and a space) there is always a boundary: a text of a million short sentences
+        # asks the rules only of the few distinct characters around its splits.
+        if not near.isascii() and not all(map(_PLAIN_CLASS.match, set(near))):
             starts, ends = _on_boundaries(text, starts, ends)
     longest = max(map(sub, ends, starts))
     # A character is at most 4 bytes: a text whose longest unit is shorter than a quarter of
