@@ -44,6 +44,9 @@ logger = logging.getLogger("recallpack")
 _UNFILLED_SHARE = 0.5
 
 _PREVIEW_CHARS = 60
+#: Kept texts of one length and scopes compared one by one with a candidate; past this many,
+#: they are looked up by hash.
+_LISTED_TEXTS = 8
 _SIZE_REASONS = (Reason.OVER_BUDGET, Reason.OVER_LANE_BUDGET)
 _WITHHELD = frozenset({Reason.UNREADABLE.value, Reason.NO_READER.value, Reason.MALFORMED_SCOPE.value})
 
@@ -143,7 +146,7 @@ class Ledger:
         self.used = 0
         self.lane_used: dict[LaneKind | Provenance, int] = {}
         self.full: set[LaneKind | Provenance] = set()
-        self.seen: dict[tuple[int, tuple[str, ...]], list[tuple[str, Kept]]] = {}
+        self.seen: dict[tuple[int, tuple[str, ...]], list[tuple[str, Kept]] | dict[str, Kept]] = {}
         self.scope_order: dict[str, Scope] = {}
         self.floor_applied = False
         self.dropped_sizes: dict[int, int] = {}  # rank -> characters, for drops by size
@@ -197,10 +200,35 @@ class Ledger:
     def _twin(self, c: Candidate) -> Kept | None:
         """The kept item identical to ``c`` (its content and scopes), if any."""
         text = self._compared(c)
-        for seen, kept in self.seen.get(self._dedupe_key(c, text), ()):
+        found = self.seen.get(self._dedupe_key(c, text))
+        if found is None:
+            return None
+        if isinstance(found, dict):
+            return found.get(text)
+        for seen, kept in found:
             if seen == text:
                 return kept
         return None
+
+    def _remember(self, c: Candidate, kept: Kept) -> None:
+        """Let later duplicates of ``c`` find ``kept`` (the first kept of a text stands for it)."""
+        text = self._compared(c)
+        key = self._dedupe_key(c, text)
+        found = self.seen.get(key)
+        if found is None:
+            self.seen[key] = [(text, kept)]
+        elif isinstance(found, dict):
+            found.setdefault(text, kept)
+        elif len(found) < _LISTED_TEXTS:
+            found.append((text, kept))
+        else:
+            # Many kept texts of one length (log lines, fixed-width rows): compared one by one,
+            # every later candidate of that length would cost as many comparisons as were kept.
+            # Past a few, they are found by hash (each text is hashed once, in C); the first kept
+            # of a text still stands for it.
+            by_text = {seen: earlier for seen, earlier in reversed(found)}
+            self.seen[key] = by_text
+            by_text.setdefault(text, kept)
 
     def _uri(self, c: Candidate) -> str | None:
         # Made where it is priced; when items are not rendered, evidence() makes it for the kept.
@@ -228,8 +256,7 @@ class Ledger:
             for key in self._lane_keys(c):
                 self.lane_used[key] = self.lane_used.get(key, 0) + cost
         if self.s.dedupe:
-            compared = self._compared(c)
-            self.seen.setdefault(self._dedupe_key(c, compared), []).append((compared, kept))
+            self._remember(c, kept)
         entry = self._entry(rank, c, Outcome.SELECTED, None, cost, cut)
         if replace:
             self.entries[rank] = entry
@@ -250,11 +277,18 @@ class Ledger:
         twin = self._twin(c)
         assert twin is not None
         citation = resource_of(c, self.s)
-        twin.twins = [*(twin.twins or ()), citation]
+        # Appended in place: a copy per duplicate made n identical candidates cost O(n^2).
+        if twin.twins is None:
+            twin.twins = []
+        twin.twins.append(citation)
         twin.made = None
         self._count_reason(Reason.DUPLICATE, 1)
-        entry = self._entry(rank, c, Outcome.DROPPED, Reason.DUPLICATE, None, None)
-        self.entries.append(entry._replace(duplicate_of=twin.rank, citation=citation))
+        # _entry's record of a drop, made at once with its twin and citation (a duplicate is
+        # dropped once per copy: a million copies are a million of these).
+        self.entries.append(TraceRecord(
+            rank, Outcome.DROPPED, Reason.DUPLICATE, c.lane, c.score, None, None, (),
+            c.text[:_PREVIEW_CHARS], twin.rank, citation,
+        ))
         return True
 
     def _end(self, rank: int, c: Candidate, reason: Reason, tokens: int | None = None) -> bool:
