@@ -19,14 +19,21 @@ def lines() -> list[str]:
 
 
 def test_every_case_is_a_line_with_three_times_and_its_exponent(lines: list[str]) -> None:
-    """Passages over the four shapes and over copies, the ledger over the four shapes and over
-    copies: ten lines, each with three times, its exponent and a verdict that agrees with it."""
+    """Passages over the four shapes (a text a few times the budget, and one as long as the walk
+    reads) and over copies, the ledger over the four shapes and over copies: fourteen lines,
+    each with three times, its exponent and a verdict that agrees with it; a heading over each
+    group."""
     cases = [m for m in map(CASE.match, lines) if m]
     names = [m["what"] for m in cases]
     shapes = [shape.name for shape in growth.SHAPES]
-    assert names == [*shapes, "n duplicates", *shapes, "n duplicates"]
+    assert names == [*shapes, *shapes, "n duplicates", *shapes, "n duplicates"]
     for m in cases:
         assert (m["verdict"] == "ok") == (float(m["slope"]) < growth.EXPONENT_TARGET)
+    headings = [line for line in lines if line.startswith("  ") and line.endswith(":")]
+    assert [h.split(",")[0].strip() for h in headings] == [
+        "passages", "passages", "passages over n copies of one candidate",
+        "ledger: skip over n candidates of one length within 16384 tokens",
+    ]
 
 
 def test_the_section_ends_with_the_worst_exponent_and_the_ratio(lines: list[str]) -> None:

@@ -5,10 +5,11 @@ Each case is timed at a size n, 2n and 4n; its exponent is the slope of log time
 shape, the kinds that made the work grow faster than the input before (every unit a match, many
 texts of one length, many copies of one text):
 
-- ``passages`` over one text of REACH_CHARS characters per budget token (what the walk reads at
-  most), with a query every unit matches; the budget, and so the text and what is kept, doubles:
-  tiny units (``"x"`` lines), log lines, CSV rows, short CJK sentences; and over n copies of one
-  candidate (each with its own citation), which the walk reads to the end;
+- ``passages`` over one text with a query every unit of it matches: tiny units (``"x"`` lines),
+  log lines, CSV rows, short CJK sentences. The budget doubles, and the text with it: at
+  KEPT_CHARS characters a budget token the text holds a few times what the budget keeps, so
+  what is kept weighs most; at REACH_CHARS (as far as the walk reads) what is read does. And
+  over n copies of one candidate (each with its own citation), which the walk reads to the end;
 - the ledger: a ``skip`` walk over n candidates within MAX_TOKENS, which reads every one of them
   (once the room is too small for the next candidate, it is too small for any): the same four
   shapes, one unit a candidate (numbered, so that all are of one length and none is a copy of
@@ -35,9 +36,10 @@ from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
 __all__ = ["run", "exponent", "Shape", "SHAPES", "EXPONENT_TARGET", "RATIO_TARGET"]
 
 MAX_TOKENS = 16384
-#: Characters of text per budget token in the passages cases: as far as the walk reads.
-REACH_CHARS = 256
-PASSAGES_BUDGET = 1024  # n for the passages cases, at scale 1: budgets 1024, 2048, 4096
+#: Characters of text per budget token in the passages cases, and the first budget of each: a
+#: text a few times what the budget keeps, and a text as long as the walk reads.
+KEPT_CHARS, KEPT_BUDGET = 16, 2048
+REACH_CHARS, REACH_BUDGET = 256, 256
 LEDGER_CANDIDATES = 20_000  # n for the ledger cases
 DUPLICATES = 50_000  # n for the duplicates cases
 RATIO_CHARS = 4_000_000
@@ -126,14 +128,22 @@ def run(scale: float = 1.0) -> list[str]:
     def rows_of(shape: Shape) -> Callable[[int], list[Candidate]]:
         return lambda n: [Candidate(text=f"{shape.unit(i)} {i:07d}") for i in range(n)]
 
-    budgets, counts, copies = sizes(PASSAGES_BUDGET), sizes(LEDGER_CANDIDATES), sizes(DUPLICATES)
+    counts, copies = sizes(LEDGER_CANDIDATES), sizes(DUPLICATES)
     cases: list[tuple[str, str, list[int], list[float]]] = []
-    for shape in SHAPES:
-        times = [
-            _timed(fresh, "passages", b, [Candidate(text=_text(shape, REACH_CHARS * b))], shape.query)
-            for b in budgets
-        ]
-        cases.append(("passages", shape.name, budgets, times))
+    headings: dict[str, str] = {}
+    for chars, first in ((KEPT_CHARS, KEPT_BUDGET), (REACH_CHARS, REACH_BUDGET)):
+        budgets = sizes(first)
+        group = f"passages {chars}"
+        headings[group] = (
+            f"  passages, one text of {chars} characters per budget token, every unit a match, "
+            f"budgets {'/'.join(map(str, budgets))}:"
+        )
+        for shape in SHAPES:
+            times = [
+                _timed(fresh, "passages", b, [Candidate(text=_text(shape, chars * b))], shape.query)
+                for b in budgets
+            ]
+            cases.append((group, shape.name, budgets, times))
     cases.append(("passages copies", "n duplicates", copies,
                   _per_size(copies, copies_of, lambda c: _timed(fresh, "passages", MAX_TOKENS, c, "x"))))
     for shape in SHAPES:
@@ -142,13 +152,13 @@ def run(scale: float = 1.0) -> list[str]:
     cases.append(("ledger", "n duplicates", copies,
                   _per_size(copies, copies_of, lambda c: _timed(fresh, "skip", MAX_TOKENS, c, None))))
 
-    headings = {
-        "passages": f"  passages, one text of {REACH_CHARS} characters per budget token, every unit a "
-        f"match, budgets {'/'.join(map(str, budgets))}:",
-        "passages copies": f"  passages over n copies of one candidate, n = {'/'.join(map(str, copies))}:",
-        "ledger": f"  ledger: skip over n candidates of one length within {MAX_TOKENS} tokens, "
-        f"n = {'/'.join(map(str, counts))} (duplicates {'/'.join(map(str, copies))}):",
-    }
+    headings["passages copies"] = (
+        f"  passages over n copies of one candidate, n = {'/'.join(map(str, copies))}:"
+    )
+    headings["ledger"] = (
+        f"  ledger: skip over n candidates of one length within {MAX_TOKENS} tokens, "
+        f"n = {'/'.join(map(str, counts))} (duplicates {'/'.join(map(str, copies))}):"
+    )
     lines = [
         "growth: time at n, 2n, 4n and its exponent (log-log slope: 1 is linear, 2 quadratic); "
         f"best of {REPEAT}, a fresh tokenizer each run",
