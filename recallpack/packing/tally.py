@@ -30,6 +30,7 @@ from recallpack.packing.result import (
 )
 from recallpack.packing.scopes import PRIVATE, Reader, Scope
 from recallpack.packing.tokenizers import Tokenizer
+from recallpack.packing.twins import KeptTexts, compared_text, dedupe_key
 from recallpack.packing.validation import is_int
 
 __all__ = [
@@ -44,9 +45,6 @@ logger = logging.getLogger("recallpack")
 _UNFILLED_SHARE = 0.5
 
 _PREVIEW_CHARS = 60
-#: Kept texts of one length and scopes compared one by one with a candidate; past this many,
-#: they are looked up by hash.
-_LISTED_TEXTS = 8
 _SIZE_REASONS = (Reason.OVER_BUDGET, Reason.OVER_LANE_BUDGET)
 _WITHHELD = frozenset({Reason.UNREADABLE.value, Reason.NO_READER.value, Reason.MALFORMED_SCOPE.value})
 
@@ -146,7 +144,7 @@ class Ledger:
         self.used = 0
         self.lane_used: dict[LaneKind | Provenance, int] = {}
         self.full: set[LaneKind | Provenance] = set()
-        self.seen: dict[tuple[int, tuple[str, ...]], list[tuple[str, Kept]] | dict[str, Kept]] = {}
+        self.seen: KeptTexts[Kept] = KeptTexts()
         self.scope_order: dict[str, Scope] = {}
         self.floor_applied = False
         self.dropped_sizes: dict[int, int] = {}  # rank -> characters, for drops by size
@@ -183,52 +181,12 @@ class Ledger:
     def _names(scopes: tuple[Scope, ...]) -> tuple[str, ...]:
         return tuple(s.name for s in scopes) if scopes else ()
 
-    @staticmethod
-    def _compared(c: Candidate) -> str:
-        """What duplicates are found by: the item's own content (not a host's framing of it, such
-        as a LlamaIndex node's metadata lines, and never its citation)."""
-        return c.text if c.content is None else c.content
-
-    @staticmethod
-    def _dedupe_key(c: Candidate, text: str) -> tuple[int, tuple[str, ...]]:
-        # By length, not by hash: hashing a 10 MB text reads all of it, while texts of another
-        # length can never be equal, and equal lengths are compared in place, without a copy.
-        # The scope ids as a set: the same ids in another order are the same readers, while any
-        # other scopes are other readers, so those items are never merged.
-        return len(text), (tuple(sorted(set(c.scope_ids))) if c.scope_ids else ())
+    _compared = staticmethod(compared_text)
+    _dedupe_key = staticmethod(dedupe_key)
 
     def _twin(self, c: Candidate) -> Kept | None:
         """The kept item identical to ``c`` (its content and scopes), if any."""
-        text = self._compared(c)
-        found = self.seen.get(self._dedupe_key(c, text))
-        if found is None:
-            return None
-        if isinstance(found, dict):
-            return found.get(text)
-        for seen, kept in found:
-            if seen == text:
-                return kept
-        return None
-
-    def _remember(self, c: Candidate, kept: Kept) -> None:
-        """Let later duplicates of ``c`` find ``kept`` (the first kept of a text stands for it)."""
-        text = self._compared(c)
-        key = self._dedupe_key(c, text)
-        found = self.seen.get(key)
-        if found is None:
-            self.seen[key] = [(text, kept)]
-        elif isinstance(found, dict):
-            found.setdefault(text, kept)
-        elif len(found) < _LISTED_TEXTS:
-            found.append((text, kept))
-        else:
-            # Many kept texts of one length (log lines, fixed-width rows): compared one by one,
-            # every later candidate of that length would cost as many comparisons as were kept.
-            # Past a few, they are found by hash (each text is hashed once, in C); the first kept
-            # of a text still stands for it.
-            by_text = {seen: earlier for seen, earlier in reversed(found)}
-            self.seen[key] = by_text
-            by_text.setdefault(text, kept)
+        return self.seen.find(c)
 
     def _uri(self, c: Candidate) -> str | None:
         # Made where it is priced; when items are not rendered, evidence() makes it for the kept.
@@ -256,7 +214,7 @@ class Ledger:
             for key in self._lane_keys(c):
                 self.lane_used[key] = self.lane_used.get(key, 0) + cost
         if self.s.dedupe:
-            self._remember(c, kept)
+            self.seen.add(c, kept)
         entry = self._entry(rank, c, Outcome.SELECTED, None, cost, cut)
         if replace:
             self.entries[rank] = entry
