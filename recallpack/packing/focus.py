@@ -202,8 +202,8 @@ class Focus(Units):
     def drop(self, i: int) -> int:
         """Keep unit ``i`` no longer; what that takes off :attr:`total` (its :meth:`added_cost`
         against the units left), in constant time but for finding the last kept unit again,
-        which looks back from ``i``: dropping units last first, as a choice gives them back,
-        looks at each unit of the text at most once."""
+        which looks back from ``i``: units dropped last first, as a choice gives them back,
+        look at each unit of the text at most once between them."""
         kept = self.kept
         kept.discard(i)
         self._runs = Runs()
