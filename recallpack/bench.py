@@ -30,6 +30,8 @@ from recallpack.testing import stdlib_docs
 
 MAX_TOKENS = 2048
 SIZES = (100, 1_000, 10_000, 100_000)
+#: The sections after the core, in order: each a module of recallpack._bench with a run().
+SECTIONS = ("cuts", "growth", "langchain", "llamaindex", "splitters", "ray")
 _run_ids = count()
 
 
@@ -281,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, (value, _, ok) in targets.items():
         print(f"  {'ok  ' if ok else 'MISS'} {name}: {value:.2f}")
     if not args.core:
-        for section in ("cuts", "langchain", "llamaindex", "splitters", "ray"):
+        for section in SECTIONS:
             print()
             try:
                 module = importlib.import_module(f"recallpack._bench.{section}")

@@ -35,6 +35,15 @@ EmbedFn = Callable[[str, Sequence[str]], Sequence[float]]
 CALLER_LOOP: ContextVar[asyncio.AbstractEventLoop | None] = ContextVar("recallpack_caller_loop", default=None)
 
 
+def _shown(value: object) -> str:
+    """``value`` as an error message shows it: its repr, at most 80 characters, or its type when
+    it has none that can be made (an int of more than 4,300 digits has none)."""
+    try:
+        return f"{value!r:.80}"
+    except Exception:  # the caller's object: whatever its __repr__ raises
+        return f"a {type(value).__name__}"
+
+
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = math.fsum(x * y for x, y in zip(a, b))
     norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
@@ -100,7 +109,13 @@ class Similarity:
         except TypeError as exc:  # strings, None, ragged rows: zip() would quietly truncate those
             raise ConfigError(
                 f"embed ({type(self.source).__name__}) returned vectors that are not lists of "
-                f"numbers of one length ({exc})"
+                f"numbers of one length ({exc})", field="embed"
+            ) from None
+        except (ArithmeticError, ValueError) as exc:  # 10**400, inf and -inf in one sum, a Decimal sNaN
+            raise ConfigError(
+                f"embed ({type(self.source).__name__}) returned numbers that cannot be used as "
+                f"floats ({exc}); it must return lists of finite floats, one list per text",
+                field="embed",
             ) from None
 
     def _embed(self, query: str, texts: Sequence[str]) -> tuple[Any, list[Any]]:
@@ -158,7 +173,10 @@ def similarities(embed: EmbedFn, query: str, units: list[str]) -> dict[int, floa
     for i, value in enumerate(values):
         try:
             score = float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"embed returned {value!r} as a similarity; it must return numbers") from None
+        except (TypeError, ValueError, ArithmeticError):
+            raise ConfigError(
+                f"embed returned {_shown(value)} as a similarity; it must return numbers that fit a float",
+                field="embed",
+            ) from None
         scores[i] = score if score == score else -math.inf  # NaN ranks last, not anywhere
     return scores

@@ -6,7 +6,9 @@ and show them in order, with the mark "…" wherever something was dropped. :cla
 what a set of kept units costs rendered that way (the units, the whitespace that joins neighbours,
 a mark and a line break for every elision), counting lazily: only the units a cut considers are
 counted, or none when a rate of tokens per character is given. :class:`Focus` grows kept passages
-around the best units within a budget, the better-scoring side first.
+around the best units within a budget, the better-scoring side first, in time linear in what it
+keeps: each run of kept neighbours is found whole, with what it costs (:class:`Runs`), not walked
+again for every seed.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from recallpack.packing.text import LINE_BREAKS, is_boundary
 from recallpack.packing.tokenizers import Tokenizer
 from recallpack.packing.units import MARK
 
-__all__ = ["Focus", "Units"]
+__all__ = ["Focus", "Runs", "Units"]
 
 
 @dataclass(eq=False)  # compared by identity: a text's cut in progress
@@ -114,6 +116,53 @@ class Units:
         return spans
 
 
+class Runs:
+    """Kept units as runs of neighbours, each with its first and last unit and the sum of its
+    units' costs: a union-find over the kept units, so that finding a unit's run takes about
+    constant time however long the run (walking the run from a unit would cost its length)."""
+
+    __slots__ = ("parent", "bounds")
+
+    def __init__(self) -> None:
+        self.parent: dict[int, int] = {}
+        #: For a run's root: [first unit, last unit, tokens].
+        self.bounds: dict[int, list[int]] = {}
+
+    def __len__(self) -> int:
+        return len(self.parent)
+
+    def root(self, i: int) -> int:
+        parent = self.parent
+        up = parent[i]
+        while up != i:  # path halving: every unit passed points past its parent from now on
+            parent[i] = i = parent[up]
+            up = parent[i]
+        return i
+
+    def run(self, i: int) -> list[int]:
+        """[first unit, last unit, tokens] of the run of kept unit ``i`` (not to be changed)."""
+        return self.bounds[self.root(i)]
+
+    def add(self, i: int, tokens: int) -> None:
+        """Unit ``i`` is kept: it joins the runs beside it."""
+        self.parent[i] = i
+        self.bounds[i] = [i, i, tokens]
+        if i - 1 in self.parent:
+            self._join(self.root(i - 1), i)
+        if i + 1 in self.parent:
+            self._join(self.root(i), self.root(i + 1))
+
+    def _join(self, a: int, b: int) -> None:
+        """The runs rooted at ``a`` and ``b`` (neighbours, ``a`` first) as one; the longer keeps its root."""
+        first, _, tokens_a = self.bounds[a]
+        _, last, tokens_b = self.bounds[b]
+        if self.bounds[a][1] - first < last - self.bounds[b][0]:
+            a, b = b, a
+        self.parent[b] = a
+        del self.bounds[b]
+        self.bounds[a] = [first, last, tokens_a + tokens_b]
+
+
 class Focus(Units):
     """Grows kept passages around the best units, estimating what they cost as it goes (the
     focus cut checks the estimate with the one real count; the passages policy grows several
@@ -129,13 +178,53 @@ class Focus(Units):
         self.total = 0  # estimate() of the kept units, kept up to date as units are added
         self.last = -1  # the last kept unit
         self.last_unit = len(self.starts) - 1
+        #: The runs of ``kept``, made again from it when a unit was dropped (or not kept by
+        #: :meth:`keep`) since they were last made: then they no longer hold as many units.
+        self._runs = Runs()
 
     def rescale(self, tokens_per_char: float) -> None:
         """Estimate every unit at ``tokens_per_char`` from now on (what an exact count of this
         text taught), the kept ones included."""
         self.tokens_per_char = tokens_per_char
         self._unit_cost.clear()
+        self._runs = Runs()  # their tokens were at the old rate
         self.total = self.estimate(sorted(self.kept)) if self.kept else 0
+
+    def keep(self, i: int) -> None:
+        """Keep unit ``i`` (the caller has added what it costs to :attr:`total`)."""
+        kept = self.kept
+        kept.add(i)
+        if len(self._runs) == len(kept) - 1:
+            self._runs.add(i, self.unit_cost(i))
+        elif self._runs:
+            self._runs = Runs()  # a unit was dropped since: made again when next asked
+
+    def drop(self, i: int) -> int:
+        """Keep unit ``i`` no longer; what that takes off :attr:`total` (its :meth:`added_cost`
+        against the units left), in constant time but for finding the last kept unit again,
+        which looks back from ``i``: units dropped last first, as a choice gives them back,
+        look at each unit of the text at most once between them."""
+        kept = self.kept
+        kept.discard(i)
+        self._runs = Runs()
+        if i == self.last:
+            last = i - 1
+            while last >= 0 and last not in kept:
+                last -= 1
+            self.last = last
+        freed = self.added_cost(i)
+        self.total -= freed
+        return freed
+
+    def runs(self) -> Runs:
+        """The runs of the kept units, made again if units were dropped since they were made."""
+        runs = self._runs
+        if len(runs) != len(self.kept):
+            runs = self._runs = Runs()
+            cost = self.unit_cost
+            for i in self.kept:
+                runs.add(i, cost(i))
+        return runs
 
     def added_cost(self, i: int) -> int:
         """What keeping unit ``i`` adds to :meth:`estimate` of the kept units, in O(1)."""
@@ -160,7 +249,7 @@ class Focus(Units):
         added = self.added_cost(i)
         if self.total + added + self.correction > self.max_tokens:
             return False
-        self.kept.add(i)
+        self.keep(i)
         self.order.append(i)
         self.total += added
         self.last = max(self.last, i)
@@ -173,17 +262,23 @@ class Focus(Units):
         side fits: the better-scoring side first, on a tie the side nearer the seed, then the
         earlier. ``add`` keeps a unit if it fits (default :meth:`try_add`: this text's room)."""
         add = add or self.try_add
-        kept, cost, last_unit = self.kept, self.unit_cost, self.last_unit
-        lo = hi = seed
-        tokens = cost(seed)
+        kept, last_unit = self.kept, self.last_unit
+        runs = self.runs()
         left = right = True  # not yet blocked on that side
         while True:
-            while lo - 1 in kept:
-                lo -= 1
-                tokens += cost(lo)
-            while hi + 1 in kept:
-                hi += 1
-                tokens += cost(hi)
+            # The seed's run: the kept units around it, and what they cost with it (a seed given
+            # back since, bridging the runs on either side, is counted with them).
+            if seed in kept:
+                lo, hi, tokens = runs.run(seed)
+            else:
+                lo = hi = seed
+                tokens = self.unit_cost(seed)
+                if seed - 1 in kept:
+                    lo, _, left_tokens = runs.run(seed - 1)
+                    tokens += left_tokens
+                if seed + 1 in kept:
+                    _, hi, right_tokens = runs.run(seed + 1)
+                    tokens += right_tokens
             if tokens >= goal:
                 return
             can_left, can_right = left and lo > 0, right and hi < last_unit

@@ -181,7 +181,8 @@ class PassagesWalk(Walk):
                 same = firsts.setdefault(self._dedupe_key(c, compared), [])
                 if any(text == compared for text, _ in same):
                     gate = (Reason.DUPLICATE, Outcome.DROPPED)
-                same.append((compared, rank))
+                else:  # a text once: each copy of another text would be compared with every copy
+                    same.append((compared, rank))
             if gate is not None:
                 self.gates[rank] = gate
                 continue

@@ -30,6 +30,7 @@ from recallpack.packing.result import (
 )
 from recallpack.packing.scopes import PRIVATE, Reader, Scope
 from recallpack.packing.tokenizers import Tokenizer
+from recallpack.packing.twins import KeptTexts, compared_text, dedupe_key
 from recallpack.packing.validation import is_int
 
 __all__ = [
@@ -144,7 +145,7 @@ class Ledger:
         self.used = 0
         self.lane_used: dict[LaneKind | Provenance, int] = {}
         self.full: set[LaneKind | Provenance] = set()
-        self.seen: dict[tuple[int, tuple[str, ...]], list[tuple[str, Kept]]] = {}
+        self.seen: KeptTexts[Kept] = KeptTexts()
         self.scope_order: dict[str, Scope] = {}
         self.floor_applied = False
         self.dropped_sizes: dict[int, int] = {}  # rank -> characters, for drops by size
@@ -181,27 +182,12 @@ class Ledger:
     def _names(scopes: tuple[Scope, ...]) -> tuple[str, ...]:
         return tuple(s.name for s in scopes) if scopes else ()
 
-    @staticmethod
-    def _compared(c: Candidate) -> str:
-        """What duplicates are found by: the item's own content (not a host's framing of it, such
-        as a LlamaIndex node's metadata lines, and never its citation)."""
-        return c.text if c.content is None else c.content
-
-    @staticmethod
-    def _dedupe_key(c: Candidate, text: str) -> tuple[int, tuple[str, ...]]:
-        # By length, not by hash: hashing a 10 MB text reads all of it, while texts of another
-        # length can never be equal, and equal lengths are compared in place, without a copy.
-        # The scope ids as a set: the same ids in another order are the same readers, while any
-        # other scopes are other readers, so those items are never merged.
-        return len(text), (tuple(sorted(set(c.scope_ids))) if c.scope_ids else ())
+    _compared = staticmethod(compared_text)
+    _dedupe_key = staticmethod(dedupe_key)
 
     def _twin(self, c: Candidate) -> Kept | None:
         """The kept item identical to ``c`` (its content and scopes), if any."""
-        text = self._compared(c)
-        for seen, kept in self.seen.get(self._dedupe_key(c, text), ()):
-            if seen == text:
-                return kept
-        return None
+        return self.seen.find(c)
 
     def _uri(self, c: Candidate) -> str | None:
         # Made where it is priced; when items are not rendered, evidence() makes it for the kept.
@@ -229,8 +215,7 @@ class Ledger:
             for key in self._lane_keys(c):
                 self.lane_used[key] = self.lane_used.get(key, 0) + cost
         if self.s.dedupe:
-            compared = self._compared(c)
-            self.seen.setdefault(self._dedupe_key(c, compared), []).append((compared, kept))
+            self.seen.add(c, kept)
         entry = self._entry(rank, c, Outcome.SELECTED, None, cost, cut)
         if replace:
             self.entries[rank] = entry
@@ -251,11 +236,18 @@ class Ledger:
         twin = self._twin(c)
         assert twin is not None
         citation = resource_of(c, self.s)
-        twin.twins = [*(twin.twins or ()), citation]
+        # Appended in place: a copy per duplicate made n identical candidates cost O(n^2).
+        if twin.twins is None:
+            twin.twins = []
+        twin.twins.append(citation)
         twin.made = None
         self._count_reason(Reason.DUPLICATE, 1)
-        entry = self._entry(rank, c, Outcome.DROPPED, Reason.DUPLICATE, None, None)
-        self.entries.append(entry._replace(duplicate_of=twin.rank, citation=citation))
+        # _entry's record of a drop, made at once with its twin and citation (a duplicate is
+        # dropped once per copy: a million copies are a million of these).
+        self.entries.append(TraceRecord(
+            rank, Outcome.DROPPED, Reason.DUPLICATE, c.lane, c.score, None, None, (),
+            c.text[:_PREVIEW_CHARS], twin.rank, citation,
+        ))
         return True
 
     def _end(self, rank: int, c: Candidate, reason: Reason, tokens: int | None = None) -> bool:
