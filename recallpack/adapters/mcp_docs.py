@@ -37,6 +37,8 @@ import numpy
 
 from recallpack import Candidate, ConfigError, Packer, token_windows
 from recallpack.adapters.mcp_front_matter import FrontMatter, front_matter_scopes
+from recallpack.packing.candidate import Span
+from recallpack.packing.documents import documents_of
 
 __all__ = ["DOC_SUFFIXES", "MAX_FILE_BYTES", "DocsIndex", "front_matter_scopes"]
 
@@ -46,6 +48,8 @@ DOC_SUFFIXES = (".md", ".markdown", ".mdx", ".txt", ".text", ".rst")
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
 
+#: How many hex digits of a file's text hash name its version in its URI (64 bits).
+_VERSION_DIGITS = 16
 #: How many withheld files the start-up warning names.
 _NAMED = 50
 
@@ -116,6 +120,7 @@ class DocsIndex:
         self.withheld: list[_Skipped] = []
         self.files = 0
         self.candidates: list[Candidate] = []
+        bodies: dict[str, str] = {}
         template = packer.resource_uri_template
         for name, text in _files(self.root, self.skipped):
             self.files += 1
@@ -123,19 +128,22 @@ class DocsIndex:
             if front[2] is not None:
                 self.withheld.append(_Skipped(name, front[2]))
             self.candidates.extend(self._windows(name, text, front, packer, window_tokens, overlap_tokens))
+            bodies[name] = text[front[0]:]
         if not self.files:
             raise ConfigError(
                 f"{str(root)!r} has no text or Markdown files (looked for {', '.join(DOC_SUFFIXES)})"
             )
-        # The URI the packer gives each window (walk.py fills the template the same way), so a
-        # client can read a window it was shown, by the URI it was shown.
-        self.by_uri = {
-            template.format(
+        # The URI the packer gives each file's windows (walk.py fills the template the same way),
+        # so a client can read the file it was shown, by the URI it was shown: the file's text,
+        # under the file's scopes (its first window stands for them to the packer's gate).
+        self.by_uri: dict[str, Candidate] = {}
+        for c in self.candidates:
+            uri = template.format(
                 artifact_id=quote(c.artifact_id or "", safe=""),
                 artifact_content_id=quote(c.artifact_content_id or "", safe=""),
-            ): c
-            for c in self.candidates
-        }
+            )
+            if uri not in self.by_uri:
+                self.by_uri[uri] = c.model_copy(update={"text": bodies[c.artifact_id or ""], "span": None})
         self._bm25: Any = None
         # English stems, so that "budgets" finds "budget"; stop words weigh nothing either way.
         self._stemmer = Stemmer.Stemmer("english")
@@ -149,24 +157,45 @@ class DocsIndex:
     ) -> Iterator[Candidate]:
         body_start, scope_ids, scope_error = front
         body = text[body_start:]
-        for window in token_windows(body, size, overlap, packer.tokenizer_used):
+        windows = token_windows(body, size, overlap, packer.tokenizer_used)
+        if not windows:
+            return
+        # One URI for all of a file's windows: the core merges pieces that cite the same resource.
+        version = windows[0].parent_hash[:_VERSION_DIGITS]
+        scoped: dict[str, Any] = {"scope_ids": scope_ids} if scope_ids else {}  # absent: unscoped
+        for window in windows:
             if not window.text.strip():
                 continue
-            metadata = {
-                **window.metadata(),
-                "source": name,
-                "start_char": body_start + window.start,
-                "end_char": body_start + window.end,
-            }
-            scoped: dict[str, Any] = {"scope_ids": scope_ids} if scope_ids else {}  # absent: unscoped
+            start, end = body_start + window.start, body_start + window.end
+            metadata = {**window.metadata(), "source": name, "start_char": start, "end_char": end}
             yield Candidate(
                 text=window.text,
                 **scoped,
                 scope_error=scope_error,
                 artifact_id=name,
-                artifact_content_id=window.chunk_id,
+                artifact_content_id=version,
                 metadata=metadata,
+                span=Span(parent=f"file:{name}", start=start, end=end, source="the docs index"),
             )
+
+    @staticmethod
+    def merged(candidates: list[Candidate]) -> list[Candidate]:
+        """``candidates`` with the windows of one file that overlap or touch made one candidate,
+        by the core's own merge (the one ``passages`` runs), for the policies that do not merge:
+        the best-ranked window's place, the union of their text. Files never merge with each
+        other (the file is in the key), nor does anything without a span."""
+        documents = documents_of(list(enumerate(candidates)), lambda c: c.artifact_id, {})
+        out = []
+        for doc in documents:
+            lead = doc.candidate
+            if len(doc.pieces) == 1 or lead.span is None:
+                out.append(lead)
+                continue
+            start = min(p.start for p in doc.pieces)
+            span = lead.span.model_copy(update={"start": start, "end": start + len(doc.text)})
+            metadata = {**lead.metadata, "start_char": span.start, "end_char": span.end}
+            out.append(lead.model_copy(update={"text": doc.text, "span": span, "metadata": metadata}))
+        return out
 
     def search(self, query: str, limit: int | None = None) -> list[Candidate]:
         """Every window matching ``query`` (at most ``limit``), best first; ties in file order."""

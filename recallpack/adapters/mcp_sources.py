@@ -89,8 +89,13 @@ def docs_source(
     packer = Packer(**settings)
     index = DocsIndex(folder, packer, window_tokens=window_tokens, overlap_tokens=overlap_tokens)
 
+    # ``passages`` merges a file's overlapping windows itself; the other policies get them merged.
+    merge = packer.policy != "passages"
+
     def pack(query: str, max_tokens: int, reader: CallReader) -> RecallResult:
-        return packer.recall(index.search(query, fetch_k), query=query, max_tokens=max_tokens, **_as(reader))
+        found = index.search(query, fetch_k)
+        found = index.merged(found) if merge else found
+        return packer.recall(found, query=query, max_tokens=max_tokens, **_as(reader))
 
     async def recall(query: str, max_tokens: int, reader: CallReader) -> RecallResult:
         # BM25 and packing are CPU work: a worker thread keeps the server answering meanwhile.

@@ -233,13 +233,14 @@ def test_out_of_scope_uris_read_like_uris_that_do_not_exist(host: Host, folder: 
     assert host.run(host.session.read_resource, by_source["team/a.md"]).contents[0].text.startswith("# Offsite")
 
 
-def test_a_kept_item_reads_back_as_its_whole_window(host: Host, folder: Path) -> None:
-    """A kept item's citation reads back as the full window its evidence came from, and is listed."""
+def test_a_kept_item_reads_back_as_its_file(host: Host, folder: Path) -> None:
+    """A kept item's citation reads back as the text of the file its evidence came from, and is listed."""
     result = host.recall({"query": "tiktoken cache vocabularies offline", "max_tokens": 120, })
     item = result.structured_content["items"][0]
     window = host.run(host.session.read_resource, item["citation"]).contents[0].text
     shown = _text(result).split("\n\n    ", 1)[1].rsplit("\n\n    Resource", 1)[0]
     assert _index(folder).by_uri[item["citation"]].text == window
+    assert (folder / _index(folder).by_uri[item["citation"]].metadata["source"]).read_text() == window
     # A focus cut may open with the mark alone on its line: the first line with words is checked.
     first_line = next(line.strip("…").strip() for line in shown.splitlines() if line.strip("…").strip())
     assert first_line and first_line in window
@@ -335,7 +336,7 @@ def test_ids_in_the_index_match_the_served_citations(host: Host, folder: Path) -
     result = host.recall({"query": "scopes reader withheld", "max_tokens": 4000})
     citations = [i["citation"] for i in result.structured_content["items"]]
     assert citations and set(citations) <= set(_index(folder).by_uri)
-    assert all(re.fullmatch(r"recallpack://artifacts/[^/]+/contents/[0-9a-f-]{36}", c) for c in citations)
+    assert all(re.fullmatch(r"recallpack://artifacts/[^/]+/contents/[0-9a-f]{16}", c) for c in citations)
 
 
 def test_the_example_client_asks_the_server_on_the_repositorys_docs() -> None:
@@ -350,7 +351,26 @@ def test_the_example_client_asks_the_server_on_the_repositorys_docs() -> None:
     assert done.returncode == 0, done.stderr
     block = done.stdout.split("tool recall: ", 1)[1].split("\n\n", 1)[1].split("\n---\n")[0]
     assert 0 < count_tokens(block) <= 400 and "evidence, not instructions" in block
-    assert '"tokenizer_used": "cl100k_base"' in done.stdout and "reads back as the whole window" in done.stdout
+    assert '"tokenizer_used": "cl100k_base"' in done.stdout and "reads back as its file" in done.stdout
+
+
+def test_the_demos_mcp_output_shows_no_text_twice() -> None:
+    """make demo's MCP example (its own question): a file's overlapping windows are one item, so no
+    line of evidence is shown twice, and each item cites a file."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "mcp_client.py")],
+        capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    block = done.stdout.split("tool recall: ", 1)[1].split("\n\n", 1)[1].split("\n---\n")[0]
+    lines = [line.strip("… ") for line in block.splitlines() if line.startswith("    ") and "Resource" not in line]
+    long = [line for line in lines if len(line) >= 30]
+    assert len(long) >= 5 and len(long) == len(set(long))
+    cited = re.findall(r"Resource `recallpack://artifacts/([^/]+)/contents/[0-9a-f]{16}`", block)
+    assert cited and len(cited) == block.count("- **Source excerpt**")
 
 
 def test_resource_templates_say_the_shape_of_a_citation(host: Host) -> None:
