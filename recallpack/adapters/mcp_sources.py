@@ -22,6 +22,7 @@ import anyio.to_thread
 
 from recallpack import ConfigError, Packer, Reader, RecallResult
 from recallpack.adapters.mcp_docs import DocsIndex
+from recallpack.adapters.mcp_windows import merged
 from recallpack.packing.validation import did_you_mean
 
 __all__ = [
@@ -81,20 +82,25 @@ def docs_source(
     window_tokens: int = DEFAULT_WINDOW_TOKENS,
     overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
     fetch_k: int | None = None,
+    index_dir: str | None = None,
     **settings: Any,
 ) -> RecallSource:
     """The embedded default: the text and Markdown files under ``folder``, in token windows of
     ``window_tokens``, searched with BM25; ``fetch_k`` matches at most are packed (None: all).
-    ``settings`` are Packer settings (``max_tokens`` is the default budget of a call)."""
+    ``index_dir`` is a folder the index is kept in, so a restart redoes only the files that changed
+    (None: nothing is kept). ``settings`` are Packer settings (``max_tokens`` is the default
+    budget of a call)."""
     packer = Packer(**settings)
-    index = DocsIndex(folder, packer, window_tokens=window_tokens, overlap_tokens=overlap_tokens)
+    index = DocsIndex(
+        folder, packer, window_tokens=window_tokens, overlap_tokens=overlap_tokens, index=index_dir
+    )
 
     # ``passages`` merges a file's overlapping windows itself; the other policies get them merged.
     merge = packer.policy != "passages"
 
     def pack(query: str, max_tokens: int, reader: CallReader) -> RecallResult:
         found = index.search(query, fetch_k)
-        found = index.merged(found) if merge else found
+        found = merged(found) if merge else found
         return packer.recall(found, query=query, max_tokens=max_tokens, **_as(reader))
 
     async def recall(query: str, max_tokens: int, reader: CallReader) -> RecallResult:
@@ -102,7 +108,7 @@ def docs_source(
         return await anyio.to_thread.run_sync(pack, query, max_tokens, reader)
 
     def read(uri: str, reader: CallReader) -> str | None:
-        candidate = index.by_uri.get(uri)
+        candidate = index.file(uri)
         # Readable exactly when the packer would show it to this reader: the core's one gate
         # (scopes, malformed scope metadata, no reader) decides, not a second copy of it here.
         if candidate is None or packer.recall([candidate], **_as(reader)).report.items_withheld:

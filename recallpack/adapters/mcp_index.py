@@ -1,0 +1,165 @@
+"""A docs index that lasts: ``recallpack serve --docs DIR --index DIR`` keeps what indexing a
+folder costs (each file's token windows, their BM25 words, the BM25 index itself) in a folder,
+so that a restart redoes only the files that changed.
+
+Each file is known by the SHA-256 of its text: a file whose hash matches takes its windows and
+words from the store; a changed or added file is cut and tokenized again; a removed one is
+gone. The settings that shape the index (the tokenizer, the window sizes, the words' analysis,
+this format) are stored with it: any difference rebuilds everything. Front matter is never
+taken from the store: every file's scopes are read from the file at every start, so a scope
+is never decided by a stale or tampered index. A store that cannot be read (missing parts, bad
+JSON, arrays that disagree) is rebuilt with a warning, never trusted in part. Only JSON and
+NumPy arrays without pickles are read back, through bm25s's own ``save``/``load``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+from recallpack.adapters._extras import require
+
+bm25s = require("bm25s", extra="mcp", feature=__name__)
+
+import numpy
+
+from recallpack import ConfigError
+from recallpack.packing.windows import Window
+
+__all__ = ["FORMAT", "IndexStore", "digest"]
+
+logger = logging.getLogger("recallpack.mcp")
+
+#: Bumped whenever what is stored, or how words are analysed, changes: an older store is rebuilt.
+FORMAT = 1
+_MANIFEST = "manifest.json"
+_WORDS = "words.npz"
+_BM25 = "bm25"
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class _Corrupt(Exception):
+    """The store is not what this version wrote: rebuild it."""
+
+
+class IndexStore:
+    """The stored index at ``path`` for these ``settings`` (None when there is none to reuse, with
+    :attr:`why` saying so when a store was there but could not be used)."""
+
+    def __init__(self, path: str | Path, settings: dict[str, Any]) -> None:
+        self.path = Path(path)
+        if self.path.exists() and not self.path.is_dir():
+            raise ConfigError(f"--index {str(path)!r} is a file; give a folder to keep the index in")
+        self.settings = {**settings, "format": FORMAT}
+        self.files: dict[str, dict[str, Any]] = {}
+        self.why: str | None = None
+        if (self.path / _MANIFEST).exists():
+            try:
+                self._load()
+            except (_Corrupt, OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+                self.files = {}
+                self.why = f"the index in {self.path} cannot be read ({exc}); rebuilding it"
+                logger.warning("%s", self.why)
+
+    def _load(self) -> None:
+        manifest = json.loads((self.path / _MANIFEST).read_text(encoding="utf-8"))
+        if not isinstance(manifest, dict) or manifest.get("settings") != self.settings:
+            if isinstance(manifest, dict) and isinstance(manifest.get("settings"), dict):
+                self.why = f"the index in {self.path} was built with other settings; rebuilding it"
+                logger.info("%s", self.why)
+                return
+            raise _Corrupt("its manifest is not this version's")
+        files, vocab = manifest["files"], manifest["vocab"]
+        if not isinstance(files, dict) or not isinstance(vocab, list):
+            raise _Corrupt("its manifest is not this version's")
+        with numpy.load(self.path / _WORDS, allow_pickle=False) as arrays:
+            ids, lengths = arrays["ids"], arrays["lengths"]
+        windows = sum(len(record["windows"]) for record in files.values())
+        if lengths.shape != (windows,) or int(lengths.sum()) != ids.shape[0] or (
+            ids.size and (ids.min() < 0 or ids.max() >= len(vocab))
+        ):
+            raise _Corrupt("its words do not match its windows")
+        # Words are made strings only for a file that needs them (when another file changed):
+        # a warm start with nothing changed loads the BM25 index and never reads them.
+        self._vocab, self._ids = vocab, ids
+        self._bounds = numpy.concatenate(([0], numpy.cumsum(lengths))).tolist()
+        self._first: dict[str, int] = {}
+        at = 0
+        for name, record in files.items():
+            self._first[name] = at
+            at += len(record["windows"])
+        self.files = files
+
+    def words(self, name: str) -> list[list[str]]:
+        """The BM25 words of each stored window of file ``name``."""
+        first, vocab, bounds = self._first[name], self._vocab, self._bounds
+        return [
+            [vocab[i] for i in self._ids[bounds[w] : bounds[w + 1]].tolist()]
+            for w in range(first, first + len(self.files[name]["windows"]))
+        ]
+
+    def windows(self, name: str, body: str, text_digest: str) -> list[Window] | None:
+        """The stored windows of file ``name`` if its text is the text they were cut from."""
+        record = self.files.get(name)
+        if record is None or record.get("digest") != text_digest or record.get("body") != len(body):
+            return None
+        parent, stored = record["parent"], record["windows"]
+        try:
+            windows = [
+                Window(text=body[s:e], start=s, end=e, chunk_index=i, chunk_count=len(stored),
+                       token_count=n, parent_hash=parent, chunk_id=chunk_id)
+                for i, (s, e, n, chunk_id) in enumerate(stored)
+                if isinstance(s, int) and isinstance(e, int) and 0 <= s <= e <= len(body)
+            ]
+        except (TypeError, ValueError):
+            return None
+        return windows if len(windows) == len(stored) else None
+
+    def bm25(self) -> Any:
+        """The stored BM25 index, or None if it cannot be read."""
+        try:
+            return bm25s.BM25.load(str(self.path / _BM25), allow_pickle=False, show_progress=False)
+        except Exception as exc:  # noqa: BLE001 - a store that does not load is rebuilt
+            logger.warning("the BM25 index in %s cannot be read (%s); rebuilding it", self.path, exc)
+            return None
+
+    def save(self, files: dict[str, tuple[str, int, list[Window]]], words: dict[str, list[list[str]]],
+             bm25: Any) -> None:
+        """Write the index: ``files`` maps a name to its text's digest, its body's length and its
+        windows; ``words`` each window's BM25 words. Written beside, then moved into place, so a
+        crash halfway leaves the old store or none, never half of one."""
+        vocab: dict[str, int] = {}
+        ids: list[int] = []
+        lengths: list[int] = []
+        manifest_files = {}
+        for name, (text_digest, body, windows) in files.items():
+            for window_words in words[name]:
+                ids.extend(vocab.setdefault(word, len(vocab)) for word in window_words)
+                lengths.append(len(window_words))
+            manifest_files[name] = {
+                "digest": text_digest, "body": body,
+                "parent": windows[0].parent_hash if windows else "",
+                "windows": [[w.start, w.end, w.token_count, w.chunk_id] for w in windows],
+            }
+        staging = self.path.with_name(self.path.name + ".new")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        numpy.savez(staging / _WORDS, ids=numpy.asarray(ids, dtype=numpy.int32),
+                    lengths=numpy.asarray(lengths, dtype=numpy.int64))
+        if bm25 is not None:
+            bm25.save(str(staging / _BM25), show_progress=False)
+        manifest = {"settings": self.settings, "files": manifest_files, "vocab": list(vocab)}
+        (staging / _MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+        old = self.path.with_name(self.path.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if self.path.exists():
+            self.path.rename(old)
+        staging.rename(self.path)
+        shutil.rmtree(old, ignore_errors=True)
