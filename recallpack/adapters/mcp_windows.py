@@ -53,7 +53,10 @@ def merged(candidates: list[Candidate]) -> list[Candidate]:
     the core's own merge (the one ``passages`` runs), for the policies that do not merge: the
     best-ranked window's place, the union of their text. Files never merge with each other (the
     file is in the key), nor does anything without a span."""
-    documents = documents_of(list(enumerate(candidates)), lambda c: c.artifact_id, {})
+    found: Any = documents_of(list(enumerate(candidates)), lambda c: c.artifact_id, {})
+    # The core's documents_of also returns the pieces it set apart (core-offsets, issue 34): a
+    # window set apart is still a document of its own among the documents, which is all this needs.
+    documents = found[0] if isinstance(found, tuple) else found
     out = []
     for doc in documents:
         lead = doc.candidate

@@ -99,3 +99,18 @@ def test_a_scoped_files_uri_reads_like_no_uri_for_a_reader_outside(host: Host, f
     with pytest.raises(MCPError) as caught:
         host.run(host.session.read_resource, secret)
     assert caught.value.code == -32002
+
+
+def test_at_exactly_the_least_budget_the_top_match_is_kept(host: Host, folder: Path) -> None:
+    """max_tokens at the schema's minimum (the least block) keeps the top match, cut and marked:
+    never an empty block while something matched."""
+    [tool] = host.run(host.session.list_tools).tools
+    least = tool.input_schema["properties"]["max_tokens"]["minimum"]
+    top = DocsIndex(folder, Packer(), window_tokens=60, overlap_tokens=28).search("llamas page")[0]
+    result = host.recall({"query": "llamas page", "max_tokens": least})
+    block, data = _block(result), result.structured_content
+    assert isinstance(data, dict) and not result.is_error
+    assert data["chunks_selected"] == 1 and count_tokens(block) == data["context_tokens_used"] <= least
+    assert top.artifact_id == "other.md" and "other.md" in data["items"][0]["citation"]
+    evidence = block.split("- **Source excerpt**", 1)[1].split("Resource", 1)[0].strip(" \n…")
+    assert evidence and evidence in top.text
