@@ -194,6 +194,10 @@ class DocsIndex:
         first = self._candidate(self._first[name])
         return first.model_copy(update={"text": self._files[name][0], "span": None})
 
+    def uris(self) -> list[tuple[str, str]]:
+        """Each file's ``(artifact_id, artifact_content_id)``: what its resource URI is made of."""
+        return [(name, version(self._spots[i][1])) for name, i in self._first.items()]
+
     @property
     def by_uri(self) -> dict[str, Candidate]:
         """Every file's resource URI, and the file as :meth:`file` gives it."""

@@ -20,7 +20,7 @@ require("anyio", extra="mcp", feature=__name__)
 
 import anyio.to_thread
 
-from recallpack import ConfigError, Packer, Reader, RecallResult
+from recallpack import Candidate, ConfigError, Packer, Reader, RecallResult
 from recallpack.adapters.mcp_docs import DocsIndex
 from recallpack.adapters.mcp_windows import merged
 from recallpack.packing.validation import did_you_mean
@@ -53,7 +53,9 @@ class RecallSource:
     ``packer``'s settings for ``reader`` (None: the packer's own), and ``read(uri, reader)``, the
     text behind a resource URI this source can serve to that reader (None for anything else).
     ``what`` names it in the tool's description, ``summary`` is one line for the server's log,
-    ``warning`` (or None) what it withholds from everyone and why, for the server's log too."""
+    ``warning`` (or None) what it withholds from everyone and why, for the server's log too.
+    ``least`` is the smallest budget in which it can show its top match (None: the packer's
+    ``least_tokens``, the least block with no resource line)."""
 
     def __init__(
         self,
@@ -64,6 +66,7 @@ class RecallSource:
         summary: str,
         read: Callable[[str, CallReader], str | None] | None = None,
         warning: str | None = None,
+        least: int | None = None,
     ) -> None:
         self.recall = recall
         self.packer = packer
@@ -71,6 +74,7 @@ class RecallSource:
         self.summary = summary
         self._read = read
         self.warning = warning
+        self.least = packer.least_tokens if least is None else least
 
     def read(self, uri: str, reader: CallReader = None) -> str | None:
         return None if self._read is None else self._read(uri, reader)
@@ -119,7 +123,29 @@ def docs_source(
     warning = index.warning()
     if warning is not None:
         logger.warning("%s", warning)
-    return RecallSource(recall, packer=packer, what=what, summary=index.summary(), read=read, warning=warning)
+    return RecallSource(
+        recall, packer=packer, what=what, summary=index.summary(), read=read, warning=warning,
+        least=_least_citing(packer, index.uris()),
+    )
+
+
+#: How many of the URIs that count the most tokens alone are measured in a block.
+_MEASURED_URIS = 8
+
+
+def _least_citing(packer: Packer, uris: list[tuple[str, str]]) -> int:
+    """The least budget in which the floor keeps a match that has a resource line: the packer's
+    least block plus what the dearest resource line adds to an item (every docs item has one:
+    its file's URI). Measured on the block itself, for the URIs that count the most alone."""
+    tok = packer.tokenizer_used
+    dearest = sorted(uris, key=lambda pair: -tok.count(pair[1]))[:_MEASURED_URIS]
+
+    def block(name: str | None = None, version: str | None = None) -> int:
+        probe = Candidate(text="x", artifact_id=name, artifact_content_id=version)
+        return packer.recall([probe], max_tokens=packer.max_tokens_ceiling).report.tokens_used
+
+    bare = block()
+    return packer.least_tokens + max((block(name, version) - bare for name, version in dearest), default=0)
 
 
 def _as(reader: CallReader) -> dict[str, Any]:
