@@ -185,14 +185,14 @@ class DocsIndex:
             made = self._made[i] = window_candidate(name, self._files[name][1], window)
         return made
 
-    def file(self, uri: str) -> Candidate | None:
-        """The file a resource URI names, as one Candidate of its text (after its front matter)
-        under its scopes; None for a URI of no file."""
+    def file(self, uri: str) -> tuple[Candidate, str] | None:
+        """The file a resource URI names: its first window, which carries the file's scopes (a
+        small thing for the packer's gate to judge), and the file's text after its front matter.
+        None for a URI of no file."""
         name = self._uris.get(uri)
         if name is None:
             return None
-        first = self._candidate(self._first[name])
-        return first.model_copy(update={"text": self._files[name][0], "span": None})
+        return self._candidate(self._first[name]), self._files[name][0]
 
     def uris(self) -> list[tuple[str, str]]:
         """Each file's ``(artifact_id, artifact_content_id)``: what its resource URI is made of."""
@@ -200,8 +200,12 @@ class DocsIndex:
 
     @property
     def by_uri(self) -> dict[str, Candidate]:
-        """Every file's resource URI, and the file as :meth:`file` gives it."""
-        return {uri: c for uri in self._uris if (c := self.file(uri)) is not None}
+        """Every file's resource URI, and the file as one Candidate of its text under its scopes."""
+        files = {}
+        for uri, name in self._uris.items():
+            first = self._candidate(self._first[name])
+            files[uri] = first.model_copy(update={"text": self._files[name][0], "span": None})
+        return files
 
     def _index(self, files: dict[str, tuple[str, int, list[Window]]], stored: list[str],
                store: IndexStore | None) -> Any:

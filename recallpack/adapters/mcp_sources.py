@@ -112,12 +112,13 @@ def docs_source(
         return await anyio.to_thread.run_sync(pack, query, max_tokens, reader)
 
     def read(uri: str, reader: CallReader) -> str | None:
-        candidate = index.file(uri)
-        # Readable exactly when the packer would show it to this reader: the core's one gate
-        # (scopes, malformed scope metadata, no reader) decides, not a second copy of it here.
-        if candidate is None or packer.recall([candidate], **_as(reader)).report.items_withheld:
+        found = index.file(uri)
+        # Readable exactly when the packer would show the file to this reader: the core's one
+        # gate (scopes, malformed scope metadata, no reader) decides, not a second copy of it
+        # here, judging the file's first window (all of a file's windows have its scopes).
+        if found is None or packer.recall([found[0]], **_as(reader)).report.items_withheld:
             return None
-        return candidate.text
+        return found[1]
 
     what = f"the documents in {index.root.resolve().name or index.root}"
     warning = index.warning()
