@@ -55,6 +55,22 @@ def test_a_changed_file_is_reindexed_and_only_it(docs: Path, tmp_path: Path) -> 
     assert _index(docs, tmp_path / "idx").reused == 7  # the store was rewritten with the change
 
 
+def test_a_restart_after_changes_ranks_as_a_fresh_index_does(docs: Path, tmp_path: Path) -> None:
+    """After a change, an addition and a removal, the reused index ranks every window as an index
+    built from nothing over the same files (BM25's weights are the whole corpus's)."""
+    _index(docs, tmp_path / "idx")
+    (docs / "page1.md").write_text("# Page 1\n\nThe gazelle and the okapi share the plain.\n")
+    (docs / "page5.md").unlink()
+    (docs / "more.md").write_text("A gazelle, a gazelle, and a heron by the plain.\n")
+    warm = _index(docs, tmp_path / "idx")
+    fresh = DocsIndex(docs, Packer(), window_tokens=50, overlap_tokens=10)
+    assert warm.reused == 5 and warm.candidates == fresh.candidates
+    for query in ("gazelle plain", "okapi", "heron river", "page", "number 3 runs"):
+        assert [c.metadata["chunk_id"] for c in warm.search(query)] == [
+            c.metadata["chunk_id"] for c in fresh.search(query)
+        ]
+
+
 def test_a_removed_file_is_gone_and_an_added_one_found(docs: Path, tmp_path: Path) -> None:
     """A file removed since the index was saved is not found; one added is."""
     _index(docs, tmp_path / "idx")
