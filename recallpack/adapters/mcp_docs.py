@@ -210,26 +210,29 @@ class DocsIndex:
     def _index(self, files: dict[str, tuple[str, int, list[Window]]], stored: list[str],
                store: IndexStore | None) -> Any:
         """The BM25 index of the windows: the stored one when no file changed (the ``stored``
-        files are all there are), else built from each window's words (the store's for the
+        files are all there are), else built from each window's word ids (the store's for the
         ``stored`` files, tokenized for the rest); the store is then rewritten."""
         if store is not None and len(stored) == len(files) and set(files) == set(store.files):
             loaded = store.bm25()
             if loaded is not None:
                 return loaded
-        words = {name: store.words(name) for name in stored} if store is not None else {}
-        fresh = [name for name in files if name not in words]
+        # BM25 is built from word ids: the stored ones for the files that did not change (the
+        # vocabulary kept, so they are never made words again), new ids for the rest.
+        vocab = store.vocabulary() if store is not None else {}
+        ids = {name: store.ids(name) for name in stored} if store is not None else {}
+        fresh = [name for name in files if name not in ids]
         texts = [w.text for name in fresh for w in files[name][2]]
         tokenized = iter(self._tokenize(texts, return_ids=False) if texts else [])
         for name in fresh:
-            words[name] = [next(tokenized) for _ in files[name][2]]
-        corpus = [ws for name, (_, _, windows) in files.items()
-                  for w, ws in zip(windows, words[name]) if w.text.strip()]
+            ids[name] = [[vocab.setdefault(w, len(vocab)) for w in next(tokenized)] for _ in files[name][2]]
+        corpus = [window_ids for name, (_, _, windows) in files.items()
+                  for w, window_ids in zip(windows, ids[name]) if w.text.strip()]
         bm25 = None
         if corpus:
             bm25 = bm25s.BM25()
-            bm25.index(corpus, show_progress=False)
+            bm25.index(bm25s.tokenization.Tokenized(ids=corpus, vocab=vocab), show_progress=False)
         if store is not None:
-            store.save(files, words, bm25)
+            store.save(files, ids, vocab, bm25)
         return bm25
 
     def search(self, query: str, limit: int | None = None) -> list[Candidate]:

@@ -58,15 +58,23 @@ class IndexStore:
         if self.path.exists() and not self.path.is_dir():
             raise ConfigError(f"--index {str(path)!r} is a file; give a folder to keep the index in")
         self.settings = {**settings, "format": FORMAT}
-        self.files: dict[str, dict[str, Any]] = {}
         self.why: str | None = None
+        self._forget()
         if (self.path / _MANIFEST).exists():
             try:
                 self._load()
             except (_Corrupt, OSError, ValueError, KeyError, TypeError, IndexError) as exc:
-                self.files = {}
+                self._forget()
                 self.why = f"the index in {self.path} cannot be read ({exc}); rebuilding it"
                 logger.warning("%s", self.why)
+
+    def _forget(self) -> None:
+        """Nothing stored to reuse."""
+        self.files: dict[str, dict[str, Any]] = {}
+        self._vocab: list[str] = []
+        self._ids: Any = numpy.zeros(0, dtype=numpy.int32)
+        self._bounds: list[int] = [0]
+        self._first: dict[str, int] = {}
 
     def _load(self) -> None:
         manifest = json.loads((self.path / _MANIFEST).read_text(encoding="utf-8"))
@@ -86,22 +94,25 @@ class IndexStore:
             ids.size and (ids.min() < 0 or ids.max() >= len(vocab))
         ):
             raise _Corrupt("its words do not match its windows")
-        # Words are made strings only for a file that needs them (when another file changed):
-        # a warm start with nothing changed loads the BM25 index and never reads them.
+        # Word ids are read only for a file that needs them (when another file changed): a warm
+        # start with nothing changed loads the BM25 index and never reads them.
         self._vocab, self._ids = vocab, ids
         self._bounds = numpy.concatenate(([0], numpy.cumsum(lengths))).tolist()
-        self._first: dict[str, int] = {}
         at = 0
         for name, record in files.items():
             self._first[name] = at
             at += len(record["windows"])
         self.files = files
 
-    def words(self, name: str) -> list[list[str]]:
-        """The BM25 words of each stored window of file ``name``."""
-        first, vocab, bounds = self._first[name], self._vocab, self._bounds
+    def vocabulary(self) -> dict[str, int]:
+        """The stored words' ids (a copy, for new words to be added to)."""
+        return {word: i for i, word in enumerate(self._vocab)}
+
+    def ids(self, name: str) -> list[list[int]]:
+        """The word ids (of :meth:`vocabulary`) of each stored window of file ``name``."""
+        first, bounds = self._first[name], self._bounds
         return [
-            [vocab[i] for i in self._ids[bounds[w] : bounds[w + 1]].tolist()]
+            self._ids[bounds[w] : bounds[w + 1]].tolist()
             for w in range(first, first + len(self.files[name]["windows"]))
         ]
 
@@ -130,19 +141,18 @@ class IndexStore:
             logger.warning("the BM25 index in %s cannot be read (%s); rebuilding it", self.path, exc)
             return None
 
-    def save(self, files: dict[str, tuple[str, int, list[Window]]], words: dict[str, list[list[str]]],
-             bm25: Any) -> None:
+    def save(self, files: dict[str, tuple[str, int, list[Window]]], ids: dict[str, list[list[int]]],
+             vocab: dict[str, int], bm25: Any) -> None:
         """Write the index: ``files`` maps a name to its text's digest, its body's length and its
-        windows; ``words`` each window's BM25 words. Written beside, then moved into place, so a
-        crash halfway leaves the old store or none, never half of one."""
-        vocab: dict[str, int] = {}
-        ids: list[int] = []
+        windows; ``ids`` each window's word ids in ``vocab``. Written beside, then moved into
+        place, so a crash halfway leaves the old store or none, never half of one."""
+        flat: list[int] = []
         lengths: list[int] = []
         manifest_files = {}
         for name, (text_digest, body, windows) in files.items():
-            for window_words in words[name]:
-                ids.extend(vocab.setdefault(word, len(vocab)) for word in window_words)
-                lengths.append(len(window_words))
+            for window_ids in ids[name]:
+                flat.extend(window_ids)
+                lengths.append(len(window_ids))
             manifest_files[name] = {
                 "digest": text_digest, "body": body,
                 "parent": windows[0].parent_hash if windows else "",
@@ -151,7 +161,7 @@ class IndexStore:
         staging = self.path.with_name(self.path.name + ".new")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        numpy.savez(staging / _WORDS, ids=numpy.asarray(ids, dtype=numpy.int32),
+        numpy.savez(staging / _WORDS, ids=numpy.asarray(flat, dtype=numpy.int32),
                     lengths=numpy.asarray(lengths, dtype=numpy.int64))
         if bm25 is not None:
             bm25.save(str(staging / _BM25), show_progress=False)
