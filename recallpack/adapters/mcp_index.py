@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,8 @@ FORMAT = 1
 _MANIFEST = "manifest.json"
 _WORDS = "words.npz"
 _BM25 = "bm25"
+#: What an index folder holds; a folder holding anything else is not an index.
+_OURS = frozenset({_MANIFEST, _WORDS, _BM25})
 
 
 def digest(text: str) -> str:
@@ -54,9 +57,18 @@ class IndexStore:
     :attr:`why` saying so when a store was there but could not be used)."""
 
     def __init__(self, path: str | Path, settings: dict[str, Any]) -> None:
-        self.path = Path(path)
+        self.path = Path(path).resolve()
         if self.path.exists() and not self.path.is_dir():
             raise ConfigError(f"--index {str(path)!r} is a file; give a folder to keep the index in")
+        # The folder is replaced whole when the index is saved: one that holds anything but an
+        # index (a user's own files) is refused, never overwritten.
+        held = self.path.iterdir() if self.path.is_dir() else iter(())
+        others = sorted(p.name for p in held if p.name not in _OURS)
+        if others or self.path.parent == self.path:
+            raise ConfigError(
+                f"--index {str(path)!r} holds other files ({', '.join(others[:3]) or 'a root'}); give a "
+                "new or empty folder for the index alone: it is replaced whole when saved"
+            )
         self.settings = {**settings, "format": FORMAT}
         self.why: str | None = None
         self._forget()
@@ -85,8 +97,12 @@ class IndexStore:
                 return
             raise _Corrupt("its manifest is not this version's")
         files, vocab = manifest["files"], manifest["vocab"]
-        if not isinstance(files, dict) or not isinstance(vocab, list):
+        if not isinstance(files, dict) or not isinstance(vocab, list) or not all(
+            isinstance(record, dict) and isinstance(record.get("windows"), list) for record in files.values()
+        ):
             raise _Corrupt("its manifest is not this version's")
+        if not all(isinstance(word, str) for word in vocab) or len(set(vocab)) != len(vocab):
+            raise _Corrupt("its vocabulary is not a list of distinct words")
         with numpy.load(self.path / _WORDS, allow_pickle=False) as arrays:
             ids, lengths = arrays["ids"], arrays["lengths"]
         windows = sum(len(record["windows"]) for record in files.values())
@@ -158,18 +174,22 @@ class IndexStore:
                 "parent": windows[0].parent_hash if windows else "",
                 "windows": [[w.start, w.end, w.token_count, w.chunk_id] for w in windows],
             }
-        staging = self.path.with_name(self.path.name + ".new")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        numpy.savez(staging / _WORDS, ids=numpy.asarray(flat, dtype=numpy.int32),
-                    lengths=numpy.asarray(lengths, dtype=numpy.int64))
-        if bm25 is not None:
-            bm25.save(str(staging / _BM25), show_progress=False)
-        manifest = {"settings": self.settings, "files": manifest_files, "vocab": list(vocab)}
-        (staging / _MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
-        old = self.path.with_name(self.path.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        if self.path.exists():
-            self.path.rename(old)
-        staging.rename(self.path)
-        shutil.rmtree(old, ignore_errors=True)
+        # Written beside the folder under a fresh name, then swapped in: no name a user's own
+        # folder could have is ever written or removed.
+        staging = Path(tempfile.mkdtemp(prefix=".recallpack-index-", dir=self.path.parent))
+        try:
+            numpy.savez(staging / _WORDS, ids=numpy.asarray(flat, dtype=numpy.int32),
+                        lengths=numpy.asarray(lengths, dtype=numpy.int64))
+            if bm25 is not None:
+                bm25.save(str(staging / _BM25), show_progress=False)
+            manifest = {"settings": self.settings, "files": manifest_files, "vocab": list(vocab)}
+            (staging / _MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+            if self.path.exists():
+                old = Path(tempfile.mkdtemp(prefix=".recallpack-index-old-", dir=self.path.parent))
+                self.path.rename(old / "index")
+                staging.rename(self.path)
+                shutil.rmtree(old)
+            else:
+                staging.rename(self.path)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)

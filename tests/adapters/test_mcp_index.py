@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -100,7 +101,8 @@ def test_a_changed_setting_rebuilds_everything(docs: Path, tmp_path: Path) -> No
 
 @pytest.mark.parametrize(
     "damage",
-    ["manifest.json", "words.npz", "bm25/params.index.json", "bm25/data.csc.index.npy", "truncate"],
+    ["manifest.json", "words.npz", "bm25/params.index.json", "bm25/data.csc.index.npy", "truncate",
+     "a record", "the vocabulary"],
 )
 def test_a_corrupt_index_is_rebuilt_with_a_warning(
     docs: Path, tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
@@ -108,9 +110,16 @@ def test_a_corrupt_index_is_rebuilt_with_a_warning(
     """A store with a part garbled or cut short is rebuilt (with a warning), never a crash."""
     store = tmp_path / "idx"
     _index(docs, store)
+    manifest = store / "manifest.json"
     if damage == "truncate":
-        manifest = store / "manifest.json"
         manifest.write_bytes(manifest.read_bytes()[:100])
+    elif damage in ("a record", "the vocabulary"):
+        stored = json.loads(manifest.read_text())
+        if damage == "a record":
+            stored["files"]["page0.md"] = ["not", "a", "record"]
+        else:
+            stored["vocab"][1] = stored["vocab"][0]  # two ids for one word
+        manifest.write_text(json.dumps(stored))
     else:
         (store / damage).write_bytes(b"\x00garbage{")
     with caplog.at_level(logging.WARNING, logger="recallpack.mcp"):
@@ -145,3 +154,26 @@ def test_serve_with_index_restarts_on_the_changed_files(docs: Path, tmp_path: Pa
         found = host.recall({"query": "okapi forest"}).content[0].text  # type: ignore[union-attr]
         assert "page3.md" in found and "okapi" in found
         assert "page3.md" not in host.recall({"query": "gazelle plain"}).content[0].text  # type: ignore[union-attr]
+
+
+def test_a_folder_of_other_files_is_refused_and_left_alone(docs: Path, tmp_path: Path) -> None:
+    """--index naming a folder that holds anything but an index is a ConfigError, and its files
+    are untouched (the index folder is replaced whole when saved)."""
+    from recallpack import ConfigError
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    with pytest.raises(ConfigError, match="holds other files"):
+        _index(docs, mine)
+    assert (mine / "notes.txt").read_text() == "keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "mine"]
+
+
+def test_saving_leaves_nothing_beside_the_index(docs: Path, tmp_path: Path) -> None:
+    """A cold start and a changed restart each leave the index folder alone beside the docs."""
+    _index(docs, tmp_path / "idx")
+    (docs / "page0.md").write_text("changed\n")
+    _index(docs, tmp_path / "idx")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "idx"]
+    assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == ["bm25", "manifest.json", "words.npz"]
