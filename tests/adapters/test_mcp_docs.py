@@ -236,8 +236,8 @@ def test_a_scoped_note_the_reader_holds_is_shown_as_theirs(host: Host) -> None:
 def test_a_note_the_reader_may_not_see_is_withheld(host: Host, query: str) -> None:
     """Another org's note, and one with malformed scopes, are withheld: counted, never shown."""
     result = host.recall({"query": query})
-    words = query.split()[:2]
-    assert not any(w in _text(result) for w in words)
+    # The note's own animal: "ledger" or "inventory" may well be in the docs beside it.
+    assert query.split()[0] not in _text(result)
     assert result.structured_content["report"]["items_withheld"] == 1
 
 
