@@ -103,6 +103,13 @@ def _serve_more_arguments(serve: argparse.ArgumentParser) -> None:
         "--fetch-k", type=whole_number("--fetch-k"), default=None, metavar="N",
         help="pack at most the N best matches (default: every match)",
     )
+    docs.add_argument(
+        "--index", default=None, metavar="DIR",
+        help="keep the index in DIR (a new or empty folder, or one it made), so that a restart "
+        "indexes again only the files that changed, were added or removed (a change of encoding "
+        "or window sizes rebuilds it; an index that cannot be read is rebuilt, with a warning; "
+        "default: index at every start, keep nothing)",
+    )
     http = serve.add_argument_group("transport")
     http.add_argument(
         "--transport", choices=("stdio", "http"), default="stdio",
@@ -202,7 +209,7 @@ def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError("--host and --port are for --transport http; stdio needs neither")
     _check_auth_flags(args)
     docs_only = {"--window-tokens": args.window_tokens, "--overlap-tokens": args.overlap_tokens,
-                 "--fetch-k": args.fetch_k}  # fmt: skip
+                 "--fetch-k": args.fetch_k, "--index": args.index}  # fmt: skip
     for flag, value in docs_only.items():
         if value is not None and args.docs is None:
             raise UsageError(f"{flag} is for --docs; a --retriever factory sets up its own retriever")
@@ -232,7 +239,8 @@ def _serve(args: argparse.Namespace) -> int:
                 "repeats only part of the one before it"
             )
         source = server.docs_source(
-            args.docs, window_tokens=window, overlap_tokens=overlap, fetch_k=args.fetch_k, **settings
+            args.docs, window_tokens=window, overlap_tokens=overlap, fetch_k=args.fetch_k,
+            index_dir=args.index, **settings,
         )
     else:
         # As python -m does: the factory's module is found from the current folder.

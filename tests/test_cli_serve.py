@@ -56,6 +56,8 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         (("--docs", "docs", "--port", "9000"), "--host and --port are for --transport http"),
         (("--retriever", f"{FACTORIES}:slow", "--window-tokens", "100"), "--window-tokens is for --docs"),
         (("--retriever", f"{FACTORIES}:slow", "--fetch-k", "5"), "--fetch-k is for --docs"),
+        (("--retriever", f"{FACTORIES}:slow", "--index", "idx"), "--index is for --docs"),
+        (("--docs", "docs", "--index", "README.md"), "--index 'README.md' is a file; give a folder"),
         (("--docs", "docs", "--scope", "=team"), "--scope '=team' must be ID, ID=NAME or ID=NAME:DESCRIPTION"),
         (("--docs", "docs", "--scope", "org-1="), "must be ID, ID=NAME or ID=NAME:DESCRIPTION"),
         (("--docs", "docs", "--show-scoped", "--reader", "u-1"), "--show-scoped shows every item"),

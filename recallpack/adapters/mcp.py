@@ -103,7 +103,7 @@ def build_server(
     secret = resolve_key(key)
     listed_tool = tool(source)
     packer = source.packer
-    bounds = dict(default=packer.max_tokens, ceiling=packer.max_tokens_ceiling, least=packer.least_tokens)
+    bounds = dict(default=packer.max_tokens, ceiling=packer.max_tokens_ceiling, least=source.least)
     listed = _Listed()
 
     def reader_of() -> CallReader:

@@ -3,9 +3,10 @@
 Every text and Markdown file under the folder (hidden files and folders aside) is cut into
 recallpack's token windows, counted by the tokenizer that later counts the evidence, each window
 one BM25 document (`bm25s <https://github.com/xhluca/bm25s>`_). A search returns every window
-that matches, best first, as Candidates: the window's text, its file as ``artifact_id`` and its
-stable ``chunk_id`` as ``artifact_content_id`` (so each has a resource URI), offsets into the
-file in the metadata.
+that matches, best first, as Candidates: the window's text, citing its file (the windows of
+one file are one document: :mod:`recallpack.adapters.mcp_windows`), its place in the file as its
+span. A file's resource URI reads back as the file's text. With a folder to keep it in, the
+index lasts from one start to the next (:mod:`recallpack.adapters.mcp_index`).
 
 A file is scoped by its YAML front matter, as Markdown sites write it::
 
@@ -37,6 +38,9 @@ import numpy
 
 from recallpack import Candidate, ConfigError, Packer, token_windows
 from recallpack.adapters.mcp_front_matter import FrontMatter, front_matter_scopes
+from recallpack.adapters.mcp_index import IndexStore, digest
+from recallpack.adapters.mcp_windows import version, window_candidate
+from recallpack.packing.windows import Window
 
 __all__ = ["DOC_SUFFIXES", "MAX_FILE_BYTES", "DocsIndex", "front_matter_scopes"]
 
@@ -105,7 +109,10 @@ class DocsIndex:
     counts what the evidence will count) and its resource URI template names them.
     """
 
-    def __init__(self, root: str | Path, packer: Packer, *, window_tokens: int, overlap_tokens: int) -> None:
+    def __init__(
+        self, root: str | Path, packer: Packer, *, window_tokens: int, overlap_tokens: int,
+        index: str | Path | None = None,
+    ) -> None:
         self.root = Path(root)
         if not self.root.is_dir():
             raise ConfigError(
@@ -115,58 +122,118 @@ class DocsIndex:
         #: The files withheld from every reader, because their front matter cannot be read for certain.
         self.withheld: list[_Skipped] = []
         self.files = 0
-        self.candidates: list[Candidate] = []
-        template = packer.resource_uri_template
+        #: How many files were taken from the stored ``index`` unchanged (the rest were cut again).
+        self.reused = 0
+        self.index = index
+        # English stems, so that "budgets" finds "budget"; stop words weigh nothing either way.
+        self._stemmer = Stemmer.Stemmer("english")
+        store = None if index is None else IndexStore(index, {
+            "tokenizer": packer.tokenizer_used.name, "window_tokens": window_tokens,
+            "overlap_tokens": overlap_tokens, "words": "bm25s stopwords=en stemmer=english",
+            "bm25s": bm25s.__version__,
+        })
+        #: Each file's body (after its front matter) and front matter, by name.
+        self._files: dict[str, tuple[str, FrontMatter]] = {}
+        #: The BM25 documents, in order: a file's name and one of its windows (not blank). A
+        #: window is made a Candidate when a search returns it: work in proportion to what is found.
+        self._spots: list[tuple[str, Window]] = []
+        self._made: dict[int, Candidate] = {}
+        kept: dict[str, tuple[str, int, list[Window]]] = {}
+        stored: list[str] = []
         for name, text in _files(self.root, self.skipped):
             self.files += 1
-            front = front_matter_scopes(text)
+            front = front_matter_scopes(text)  # never from the store: scopes are read every start
             if front[2] is not None:
                 self.withheld.append(_Skipped(name, front[2]))
-            self.candidates.extend(self._windows(name, text, front, packer, window_tokens, overlap_tokens))
+            body = text[front[0]:]
+            self._files[name] = (body, front)
+            text_digest = digest(text)
+            windows = None if store is None else store.windows(name, body, text_digest)
+            if windows is None:
+                windows = token_windows(body, window_tokens, overlap_tokens, packer.tokenizer_used)
+            else:
+                stored.append(name)
+            kept[name] = (text_digest, len(body), windows)
+            self._spots.extend((name, w) for w in windows if w.text.strip())
+        self.reused = len(stored)
         if not self.files:
             raise ConfigError(
                 f"{str(root)!r} has no text or Markdown files (looked for {', '.join(DOC_SUFFIXES)})"
             )
-        # The URI the packer gives each window (walk.py fills the template the same way), so a
-        # client can read a window it was shown, by the URI it was shown.
-        self.by_uri = {
-            template.format(
-                artifact_id=quote(c.artifact_id or "", safe=""),
-                artifact_content_id=quote(c.artifact_content_id or "", safe=""),
-            ): c
-            for c in self.candidates
-        }
-        self._bm25: Any = None
-        # English stems, so that "budgets" finds "budget"; stop words weigh nothing either way.
-        self._stemmer = Stemmer.Stemmer("english")
-        if self.candidates:
-            self._bm25 = bm25s.BM25()
-            self._bm25.index(self._tokenize([c.text for c in self.candidates]), show_progress=False)
+        # The URI the packer gives each file's windows (walk.py fills the template the same way),
+        # so a client can read the file it was shown, by the URI it was shown.
+        template = packer.resource_uri_template
+        self._uris: dict[str, str] = {}
+        self._first: dict[str, int] = {}
+        for i, (name, window) in enumerate(self._spots):
+            if name not in self._first:
+                self._first[name] = i
+                uri = template.format(artifact_id=quote(name, safe=""),
+                                      artifact_content_id=quote(version(window), safe=""))
+                self._uris[uri] = name
+        self._bm25 = self._index(kept, stored, store)
 
-    @staticmethod
-    def _windows(
-        name: str, text: str, front: FrontMatter, packer: Packer, size: int, overlap: int
-    ) -> Iterator[Candidate]:
-        body_start, scope_ids, scope_error = front
-        body = text[body_start:]
-        for window in token_windows(body, size, overlap, packer.tokenizer_used):
-            if not window.text.strip():
-                continue
-            metadata = {
-                **window.metadata(),
-                "source": name,
-                "start_char": body_start + window.start,
-                "end_char": body_start + window.end,
-            }
-            scoped: dict[str, Any] = {"scope_ids": scope_ids} if scope_ids else {}  # absent: unscoped
-            yield Candidate(
-                text=window.text,
-                **scoped,
-                scope_error=scope_error,
-                artifact_id=name,
-                artifact_content_id=window.chunk_id,
-                metadata=metadata,
-            )
+    @property
+    def candidates(self) -> list[Candidate]:
+        """Every window as a Candidate, in file order (a search makes only those it returns)."""
+        return [self._candidate(i) for i in range(len(self._spots))]
+
+    def _candidate(self, i: int) -> Candidate:
+        made = self._made.get(i)
+        if made is None:
+            name, window = self._spots[i]
+            made = self._made[i] = window_candidate(name, self._files[name][1], window)
+        return made
+
+    def file(self, uri: str) -> tuple[Candidate, str] | None:
+        """The file a resource URI names: its first window, which carries the file's scopes (a
+        small thing for the packer's gate to judge), and the file's text after its front matter.
+        None for a URI of no file."""
+        name = self._uris.get(uri)
+        if name is None:
+            return None
+        return self._candidate(self._first[name]), self._files[name][0]
+
+    def uris(self) -> list[tuple[str, str]]:
+        """Each file's ``(artifact_id, artifact_content_id)``: what its resource URI is made of."""
+        return [(name, version(self._spots[i][1])) for name, i in self._first.items()]
+
+    @property
+    def by_uri(self) -> dict[str, Candidate]:
+        """Every file's resource URI, and the file as one Candidate of its text under its scopes."""
+        files = {}
+        for uri, name in self._uris.items():
+            first = self._candidate(self._first[name])
+            files[uri] = first.model_copy(update={"text": self._files[name][0], "span": None})
+        return files
+
+    def _index(self, files: dict[str, tuple[str, int, list[Window]]], stored: list[str],
+               store: IndexStore | None) -> Any:
+        """The BM25 index of the windows: the stored one when no file changed (the ``stored``
+        files are all there are), else built from each window's word ids (the store's for the
+        ``stored`` files, tokenized for the rest); the store is then rewritten."""
+        if store is not None and len(stored) == len(files) and set(files) == set(store.files):
+            loaded = store.bm25()
+            if loaded is not None:
+                return loaded
+        # BM25 is built from word ids: the stored ones for the files that did not change (the
+        # vocabulary kept, so they are never made words again), new ids for the rest.
+        vocab = store.vocabulary() if store is not None else {}
+        ids = {name: store.ids(name) for name in stored} if store is not None else {}
+        fresh = [name for name in files if name not in ids]
+        texts = [w.text for name in fresh for w in files[name][2]]
+        tokenized = iter(self._tokenize(texts, return_ids=False) if texts else [])
+        for name in fresh:
+            ids[name] = [[vocab.setdefault(w, len(vocab)) for w in next(tokenized)] for _ in files[name][2]]
+        corpus = [window_ids for name, (_, _, windows) in files.items()
+                  for w, window_ids in zip(windows, ids[name]) if w.text.strip()]
+        bm25 = None
+        if corpus:
+            bm25 = bm25s.BM25()
+            bm25.index(bm25s.tokenization.Tokenized(ids=corpus, vocab=vocab), show_progress=False)
+        if store is not None:
+            store.save(files, ids, vocab, bm25)
+        return bm25
 
     def search(self, query: str, limit: int | None = None) -> list[Candidate]:
         """Every window matching ``query`` (at most ``limit``), best first; ties in file order."""
@@ -179,7 +246,7 @@ class DocsIndex:
         scores = self._bm25.get_scores_from_ids(ids)
         hits = numpy.flatnonzero(scores > 0)
         ranked = hits[numpy.argsort(-scores[hits], kind="stable")][:limit]
-        return [self.candidates[i] for i in ranked.tolist()]
+        return [self._candidate(i) for i in ranked.tolist()]
 
     def _tokenize(self, texts: list[str], return_ids: bool = True) -> Any:
         return bm25s.tokenize(
@@ -188,7 +255,9 @@ class DocsIndex:
 
     def summary(self) -> str:
         """One line for the server's log: what was indexed, and what was skipped and why."""
-        line = f"{self.files} files, {len(self.candidates)} windows from {self.root}"
+        line = f"{self.files} files, {len(self._spots)} windows from {self.root}"
+        if self.index is not None:
+            line += f" ({self.reused} unchanged since the index in {self.index} was saved)"
         if self.skipped:
             named = ", ".join(f"{s.path} ({s.why})" for s in self.skipped[:5])
             line += f"; skipped {len(self.skipped)}: {named}"

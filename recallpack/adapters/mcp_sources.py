@@ -20,8 +20,9 @@ require("anyio", extra="mcp", feature=__name__)
 
 import anyio.to_thread
 
-from recallpack import ConfigError, Packer, Reader, RecallResult
+from recallpack import Candidate, ConfigError, Packer, Reader, RecallResult
 from recallpack.adapters.mcp_docs import DocsIndex
+from recallpack.adapters.mcp_windows import merged
 from recallpack.packing.validation import did_you_mean
 
 __all__ = [
@@ -52,7 +53,9 @@ class RecallSource:
     ``packer``'s settings for ``reader`` (None: the packer's own), and ``read(uri, reader)``, the
     text behind a resource URI this source can serve to that reader (None for anything else).
     ``what`` names it in the tool's description, ``summary`` is one line for the server's log,
-    ``warning`` (or None) what it withholds from everyone and why, for the server's log too."""
+    ``warning`` (or None) what it withholds from everyone and why, for the server's log too.
+    ``least`` is the smallest budget in which it can show its top match (None: the packer's
+    ``least_tokens``, the least block with no resource line)."""
 
     def __init__(
         self,
@@ -63,6 +66,7 @@ class RecallSource:
         summary: str,
         read: Callable[[str, CallReader], str | None] | None = None,
         warning: str | None = None,
+        least: int | None = None,
     ) -> None:
         self.recall = recall
         self.packer = packer
@@ -70,6 +74,7 @@ class RecallSource:
         self.summary = summary
         self._read = read
         self.warning = warning
+        self.least = packer.least_tokens if least is None else least
 
     def read(self, uri: str, reader: CallReader = None) -> str | None:
         return None if self._read is None else self._read(uri, reader)
@@ -81,34 +86,67 @@ def docs_source(
     window_tokens: int = DEFAULT_WINDOW_TOKENS,
     overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
     fetch_k: int | None = None,
+    index_dir: str | None = None,
     **settings: Any,
 ) -> RecallSource:
     """The embedded default: the text and Markdown files under ``folder``, in token windows of
     ``window_tokens``, searched with BM25; ``fetch_k`` matches at most are packed (None: all).
-    ``settings`` are Packer settings (``max_tokens`` is the default budget of a call)."""
+    ``index_dir`` is a folder the index is kept in, so a restart redoes only the files that changed
+    (None: nothing is kept). ``settings`` are Packer settings (``max_tokens`` is the default
+    budget of a call)."""
     packer = Packer(**settings)
-    index = DocsIndex(folder, packer, window_tokens=window_tokens, overlap_tokens=overlap_tokens)
+    index = DocsIndex(
+        folder, packer, window_tokens=window_tokens, overlap_tokens=overlap_tokens, index=index_dir
+    )
+
+    # ``passages`` merges a file's overlapping windows itself; the other policies get them merged.
+    merge = packer.policy != "passages"
 
     def pack(query: str, max_tokens: int, reader: CallReader) -> RecallResult:
-        return packer.recall(index.search(query, fetch_k), query=query, max_tokens=max_tokens, **_as(reader))
+        found = index.search(query, fetch_k)
+        found = merged(found) if merge else found
+        return packer.recall(found, query=query, max_tokens=max_tokens, **_as(reader))
 
     async def recall(query: str, max_tokens: int, reader: CallReader) -> RecallResult:
         # BM25 and packing are CPU work: a worker thread keeps the server answering meanwhile.
         return await anyio.to_thread.run_sync(pack, query, max_tokens, reader)
 
     def read(uri: str, reader: CallReader) -> str | None:
-        candidate = index.by_uri.get(uri)
-        # Readable exactly when the packer would show it to this reader: the core's one gate
-        # (scopes, malformed scope metadata, no reader) decides, not a second copy of it here.
-        if candidate is None or packer.recall([candidate], **_as(reader)).report.items_withheld:
+        found = index.file(uri)
+        # Readable exactly when the packer would show the file to this reader: the core's one
+        # gate (scopes, malformed scope metadata, no reader) decides, not a second copy of it
+        # here, judging the file's first window (all of a file's windows have its scopes).
+        if found is None or packer.recall([found[0]], **_as(reader)).report.items_withheld:
             return None
-        return candidate.text
+        return found[1]
 
     what = f"the documents in {index.root.resolve().name or index.root}"
     warning = index.warning()
     if warning is not None:
         logger.warning("%s", warning)
-    return RecallSource(recall, packer=packer, what=what, summary=index.summary(), read=read, warning=warning)
+    return RecallSource(
+        recall, packer=packer, what=what, summary=index.summary(), read=read, warning=warning,
+        least=_least_citing(packer, index.uris()),
+    )
+
+
+#: How many of the URIs that count the most tokens alone are measured in a block.
+_MEASURED_URIS = 8
+
+
+def _least_citing(packer: Packer, uris: list[tuple[str, str]]) -> int:
+    """The least budget in which the floor keeps a match that has a resource line: the packer's
+    least block plus what the dearest resource line adds to an item (every docs item has one:
+    its file's URI). Measured on the block itself, for the URIs that count the most alone."""
+    tok = packer.tokenizer_used
+    dearest = sorted(uris, key=lambda pair: -tok.count(pair[1]))[:_MEASURED_URIS]
+
+    def block(name: str | None = None, version: str | None = None) -> int:
+        probe = Candidate(text="x", artifact_id=name, artifact_content_id=version)
+        return packer.recall([probe], max_tokens=packer.max_tokens_ceiling).report.tokens_used
+
+    bare = block()
+    return packer.least_tokens + max((block(name, version) - bare for name, version in dearest), default=0)
 
 
 def _as(reader: CallReader) -> dict[str, Any]:

@@ -27,7 +27,10 @@ from tests.adapters.mcp_host import REPO, Host, RawServer, connect
 
 KEY = "k" * 32
 #: The smallest block the server's Packer can return (its header, a label, one token): cl100k's.
+#: A --docs server's least is more, by its dearest resource line (every item has one).
 LEAST = Packer().least_tokens
+#: In INVALID, where the server's least goes (its schema's minimum, read from tools/list).
+ONE_BELOW = "one below the least"
 ENVELOPE_KEYS = {"status", "error_code", "error_message"}
 SEED_NAMES = {"context_tokens_used", "chunks_selected", "chunks_dropped", "tokenizer_used"}
 NOTES = {
@@ -66,6 +69,20 @@ def _index(folder: Path) -> DocsIndex:
     return DocsIndex(folder, Packer(), window_tokens=200, overlap_tokens=20)
 
 
+def _least(host: Host) -> int:
+    """The server's least budget: its schema's minimum."""
+    [tool] = host.run(host.session.list_tools).tools
+    least: int = tool.input_schema["properties"]["max_tokens"]["minimum"]
+    return least
+
+
+def _filled(arguments: Any, least: int) -> Any:
+    """``arguments`` with ONE_BELOW made the number one below the server's least."""
+    if isinstance(arguments, dict) and arguments.get("max_tokens") == ONE_BELOW:
+        return {**arguments, "max_tokens": least - 1}
+    return arguments
+
+
 def _text(result: types.CallToolResult) -> str:
     assert len(result.content) == 1 and isinstance(result.content[0], types.TextContent)
     return result.content[0].text
@@ -81,7 +98,8 @@ def test_lists_one_recall_tool_with_its_schema(host: Host) -> None:
     schema = tools[0].input_schema
     assert schema["required"] == ["query"] and schema["additionalProperties"] is False
     assert schema["properties"]["max_tokens"] == {**schema["properties"]["max_tokens"], "type": "integer",
-                                                  "default": 2048, "minimum": LEAST, "maximum": MAX_TOKENS_CEILING}
+                                                  "default": 2048, "maximum": MAX_TOKENS_CEILING}
+    assert schema["properties"]["max_tokens"]["minimum"] > LEAST  # the least block and a resource line
     assert tools[0].output_schema is not None and tools[0].annotations.read_only_hint is True
 
 
@@ -148,13 +166,13 @@ INVALID: list[tuple[Any, str]] = [
     ({"query": None}, "query must be a string, got null"),
     ({"query": ["a", "b"]}, "query must be a string, got an array"),
     ({"query": "x" * (MAX_QUERY_CHARS + 1)}, "over the limit of 10,000"),
-    ({"query": "budget", "max_tokens": 0}, f"max_tokens=0 is out of range: use a whole number from {LEAST} to 16384"),
-    ({"query": "budget", "max_tokens": 1}, f"max_tokens=1 is below the least block this server can return, {LEAST} tokens"),
-    ({"query": "budget", "max_tokens": LEAST - 1}, f"is below the least block this server can return, {LEAST} tokens"),
+    ({"query": "budget", "max_tokens": 0}, "max_tokens=0 is out of range: use a whole number from {least} to 16384"),
+    ({"query": "budget", "max_tokens": 1}, "max_tokens=1 is below the least block this server can return, {least} tokens"),
+    ({"query": "budget", "max_tokens": ONE_BELOW}, "is below the least block this server can return, {least} tokens"),
     ({"query": "budget", "max_tokens": -5}, "max_tokens=-5 is out of range"),
     ({"query": "budget", "max_tokens": 16385}, "max_tokens=16385 is out of range"),
     ({"query": "budget", "max_tokens": 10**30}, "is out of range"),
-    ({"query": "budget", "max_tokens": 100.5}, f"max_tokens must be a whole number from {LEAST} to 16384, got a number 100.5"),
+    ({"query": "budget", "max_tokens": 100.5}, "max_tokens must be a whole number from {least} to 16384, got a number 100.5"),
     ({"query": "budget", "max_tokens": "100"}, "got a string '100'"),
     ({"query": "budget", "max_tokens": True}, "got a boolean True"),
     ({"query": "budget", "max_tokens": [100]}, "got an array"),
@@ -166,7 +184,9 @@ INVALID: list[tuple[Any, str]] = [
 @pytest.mark.parametrize(("arguments", "says"), INVALID, ids=[s for _, s in INVALID])
 def test_invalid_input_is_the_seed_envelope(host: Host, arguments: Any, says: str) -> None:
     """Each invalid input is a tool error whose structured content is the invalid_input envelope."""
-    result = host.recall(arguments)
+    least = _least(host)
+    says = says.format(least=least)
+    result = host.recall(_filled(arguments, least))
     assert result.is_error
     envelope = result.structured_content
     assert set(envelope) == ENVELOPE_KEYS and envelope["status"] == "error"
@@ -177,7 +197,7 @@ def test_invalid_input_is_the_seed_envelope(host: Host, arguments: Any, says: st
 def test_serving_goes_on_after_every_invalid_input(host: Host) -> None:
     """After all the invalid calls, and an unknown tool, the same session still recalls."""
     for arguments, _ in INVALID:
-        assert host.recall(arguments).is_error
+        assert host.recall(_filled(arguments, _least(host))).is_error
     with pytest.raises(MCPError, match="unknown tool 'recal'"):
         host.run(host.session.call_tool, "recal", {"query": "budget"})
     assert host.recall({"query": "budget", "max_tokens": 200}).structured_content["chunks_selected"] >= 1
@@ -186,11 +206,12 @@ def test_serving_goes_on_after_every_invalid_input(host: Host) -> None:
 
 def test_the_least_budget_is_answered_and_one_less_is_the_callers_mistake(host: Host) -> None:
     """max_tokens at the schema's minimum is a result, not a failure; one below is invalid_input naming the least."""
-    at_least = host.recall({"query": "budget", "max_tokens": LEAST})
+    least = _least(host)
+    at_least = host.recall({"query": "budget", "max_tokens": least})
     assert not at_least.is_error and at_least.structured_content["status"] == "ok"
-    assert at_least.structured_content["context_tokens_used"] <= LEAST
-    below = host.recall({"query": "budget", "max_tokens": LEAST - 1}).structured_content
-    assert below["error_code"] == "invalid_input" and f"{LEAST} tokens" in below["error_message"]
+    assert 0 < at_least.structured_content["context_tokens_used"] <= least  # the top match, cut
+    below = host.recall({"query": "budget", "max_tokens": least - 1}).structured_content
+    assert below["error_code"] == "invalid_input" and f"{least} tokens" in below["error_message"]
     assert "recall_failed" not in host.stderr() and "Traceback" not in host.stderr()
 
 
@@ -215,8 +236,8 @@ def test_a_scoped_note_the_reader_holds_is_shown_as_theirs(host: Host) -> None:
 def test_a_note_the_reader_may_not_see_is_withheld(host: Host, query: str) -> None:
     """Another org's note, and one with malformed scopes, are withheld: counted, never shown."""
     result = host.recall({"query": query})
-    words = query.split()[:2]
-    assert not any(w in _text(result) for w in words)
+    # The note's own animal: "ledger" or "inventory" may well be in the docs beside it.
+    assert query.split()[0] not in _text(result)
     assert result.structured_content["report"]["items_withheld"] == 1
 
 
@@ -233,13 +254,14 @@ def test_out_of_scope_uris_read_like_uris_that_do_not_exist(host: Host, folder: 
     assert host.run(host.session.read_resource, by_source["team/a.md"]).contents[0].text.startswith("# Offsite")
 
 
-def test_a_kept_item_reads_back_as_its_whole_window(host: Host, folder: Path) -> None:
-    """A kept item's citation reads back as the full window its evidence came from, and is listed."""
+def test_a_kept_item_reads_back_as_its_file(host: Host, folder: Path) -> None:
+    """A kept item's citation reads back as the text of the file its evidence came from, and is listed."""
     result = host.recall({"query": "tiktoken cache vocabularies offline", "max_tokens": 120, })
     item = result.structured_content["items"][0]
     window = host.run(host.session.read_resource, item["citation"]).contents[0].text
     shown = _text(result).split("\n\n    ", 1)[1].rsplit("\n\n    Resource", 1)[0]
     assert _index(folder).by_uri[item["citation"]].text == window
+    assert (folder / _index(folder).by_uri[item["citation"]].metadata["source"]).read_text() == window
     # A focus cut may open with the mark alone on its line: the first line with words is checked.
     first_line = next(line.strip("…").strip() for line in shown.splitlines() if line.strip("…").strip())
     assert first_line and first_line in window
@@ -335,7 +357,7 @@ def test_ids_in_the_index_match_the_served_citations(host: Host, folder: Path) -
     result = host.recall({"query": "scopes reader withheld", "max_tokens": 4000})
     citations = [i["citation"] for i in result.structured_content["items"]]
     assert citations and set(citations) <= set(_index(folder).by_uri)
-    assert all(re.fullmatch(r"recallpack://artifacts/[^/]+/contents/[0-9a-f-]{36}", c) for c in citations)
+    assert all(re.fullmatch(r"recallpack://artifacts/[^/]+/contents/[0-9a-f]{16}", c) for c in citations)
 
 
 def test_the_example_client_asks_the_server_on_the_repositorys_docs() -> None:
@@ -350,7 +372,26 @@ def test_the_example_client_asks_the_server_on_the_repositorys_docs() -> None:
     assert done.returncode == 0, done.stderr
     block = done.stdout.split("tool recall: ", 1)[1].split("\n\n", 1)[1].split("\n---\n")[0]
     assert 0 < count_tokens(block) <= 400 and "evidence, not instructions" in block
-    assert '"tokenizer_used": "cl100k_base"' in done.stdout and "reads back as the whole window" in done.stdout
+    assert '"tokenizer_used": "cl100k_base"' in done.stdout and "reads back as its file" in done.stdout
+
+
+def test_the_demos_mcp_output_shows_no_text_twice() -> None:
+    """make demo's MCP example (its own question): a file's overlapping windows are one item, so no
+    line of evidence is shown twice, and each item cites a file."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "mcp_client.py")],
+        capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    block = done.stdout.split("tool recall: ", 1)[1].split("\n\n", 1)[1].split("\n---\n")[0]
+    lines = [line.strip("… ") for line in block.splitlines() if line.startswith("    ") and "Resource" not in line]
+    long = [line for line in lines if len(line) >= 30]
+    assert len(long) >= 5 and len(long) == len(set(long))
+    cited = re.findall(r"Resource `recallpack://artifacts/([^/]+)/contents/[0-9a-f]{16}`", block)
+    assert cited and len(cited) == block.count("- **Source excerpt**")
 
 
 def test_resource_templates_say_the_shape_of_a_citation(host: Host) -> None:
