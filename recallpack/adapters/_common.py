@@ -186,6 +186,7 @@ class RecallSettings(TypedDict, total=False):
     resource_uri_template: str
     citation_keys: str | Sequence[str]
     max_tokens_ceiling: int
+    language: str | None
     k: int | None
     fetch_k: int | None
     verbose: bool
