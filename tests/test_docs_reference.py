@@ -135,3 +135,12 @@ def test_the_table_reader_sees_a_missing_setting() -> None:
     rows = settings_table(page, "recallpack.Packer")
     assert rows == [("max_tokens", "int", "2048", "The budget.")]
     assert [(n, d) for n, _, d, _ in rows] != [(n, d) for n, d, _ in _expected(Packer)]
+
+
+def test_the_packer_signature_names_every_setting_by_keyword(site: Path) -> None:
+    """The Packer's signature on its page is its settings by keyword, not pydantic's ``**data``."""
+    text = (site / "reference" / "recallpack" / "index.html").read_text()
+    start = text.index('id="recallpack.Packer"')
+    signature = _plain(text[start:text.index("Bases:", start)])
+    assert "**data" not in signature and "max_tokens: int = 2048" in signature
+    assert [n for n in Packer.model_fields if f"{n}:" not in signature] == []

@@ -162,6 +162,19 @@ class SettingsTables(griffe.Extension):
             rows = settings_rows(cls)
             if rows and cls.docstring is not None:
                 cls.docstring.value = f"{cls.docstring.value}\n\n{settings_table(cls, rows)}"
+            if cls.path in SETTINGS_MODELS and rows:
+                _keyword_signature(cls, rows)
+
+
+def _keyword_signature(cls: griffe.Class, rows: list[tuple[str, str, str, str]]) -> None:
+    """Give a settings model the signature it is called with, every setting by keyword, in
+    place of the ``(**data)`` its validating base class declares."""
+    keyword = griffe.ParameterKind.keyword_only
+    parameters = [griffe.Parameter("self", kind=griffe.ParameterKind.positional_or_keyword)]
+    parameters += [griffe.Parameter(n, annotation=t, kind=keyword, default=d) for n, t, d, _ in rows]
+    init = griffe.Function("__init__", parameters=griffe.Parameters(*parameters), returns="None")
+    init.labels.add("synthesized")
+    cls.set_member("__init__", init)
 
 
 def _classes(module: griffe.Module) -> list[griffe.Class]:
