@@ -724,36 +724,75 @@ def test_the_cli_maps_fields_to_flags_without_regexes() -> None:
     assert _calls(PACKAGE / "cli.py", "re", "sub") == 0
 
 
-def _documented_modules() -> dict[str, set[str]]:
-    """The files and folders docs/architecture.md's layer list names, by the folder it lists."""
-    text = (PACKAGE.parent / "docs" / "architecture.md").read_text()
-    block = text.split("## The layers", 1)[1].split("```")[1]
-    named: dict[str, set[str]] = {}
-    folder = ""
+#: The line that opens docs/architecture.md's list of every module, by folder.
+MODULE_LIST = "Every module and package, by folder"
+
+
+def _documented_paths(text: str) -> set[str]:
+    """The paths (from the repository root) that the module list of an architecture page names:
+    a line at column 0 is a folder's full path; an entry is indented two spaces per level under
+    the last folder entry above it (a name ending in ``/``); a description's continuation lines
+    are indented further and name nothing."""
+    block = text.split(MODULE_LIST, 1)[1].split("```")[1]
+    named: set[str] = set()
+    folders: list[str] = []  # the folder of each indent level, from the root
     for line in block.splitlines():
-        if line.startswith("recallpack/"):
-            folder = line.split()[0]
-            named[folder] = set()
-        elif line.startswith("  ") and not line.startswith("   ") and folder:
-            named[folder].add(line.split()[0])
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        name = line.split()[0]
+        if indent == 0:
+            folders = [name]
+        elif indent % 2 == 0 and indent // 2 <= len(folders) and (name.endswith("/") or name.endswith(".py")):
+            folders = folders[: indent // 2]
+            if name.endswith("/"):
+                folders.append(folders[-1] + name)
+            name = folders[-1] + name if not name.endswith("/") else folders[-1]
+        else:
+            continue  # a description's continuation
+        named.add(name.rstrip("/"))
     return named
 
 
-def test_the_architecture_page_names_the_modules_that_exist() -> None:
-    """Every module docs/architecture.md lists exists, and it lists every module of the core
-    and of the allowance (a new module, or a module gone, updates the page)."""
-    for folder, names in _documented_modules().items():
-        path = PACKAGE.parent / folder
-        for name in names:
-            assert list(path.glob(name.rstrip("/"))), f"{folder}{name} is documented but does not exist"
-    named = _documented_modules()
-    for folder in ("recallpack/packing/", "recallpack/allowance/"):
-        actual = {
-            p.name + ("/" if p.is_dir() else "")
-            for p in (PACKAGE.parent / folder).iterdir()
-            if (p.suffix == ".py" and p.name != "__init__.py") or (p.is_dir() and (p / "__init__.py").exists())
-        }
-        assert actual == named[folder], folder
+def _package_paths() -> set[str]:
+    """Every module (a .py file but a package's __init__.py) and every package of recallpack,
+    as paths from the repository root."""
+    root = PACKAGE.parent
+    modules = {str(p.relative_to(root)) for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"}
+    packages = {str(p.parent.relative_to(root)) for p in PACKAGE.rglob("__init__.py")}
+    return {m for m in modules | packages if "__pycache__" not in m}
+
+
+def test_the_architecture_page_names_every_module_and_only_modules_that_exist() -> None:
+    """docs/architecture.md's module list names every module and package of recallpack (the
+    CLI, the bench, the adapters and the core alike), and everything it names exists."""
+    named = _documented_paths((PACKAGE.parent / "docs" / "architecture.md").read_text())
+    root = PACKAGE.parent
+    assert sorted(p for p in named if not (root / p).exists()) == []
+    # A package's __init__.py may be named too; the package's folder is what must be.
+    assert sorted(_package_paths() - named) == []
+
+
+def test_the_module_list_check_sees_a_module_missing_or_invented() -> None:
+    """The list's parser reads nesting from the indent: a module left out, or a name that is not
+    a file, shows up (the check above is not vacuous)."""
+    page = (
+        "## Every module and package, by folder\n```\n"
+        "recallpack/              the package\n"
+        "  cli.py                 the command line\n"
+        "  _bench/                sections:\n"
+        "    timing.py            how a call is timed,\n"
+        "                         over several lines.py\n"
+        "    gone.py              a module that does not exist\n"
+        "  testing.py             stand-ins\n"
+        "```\n"
+    )
+    named = _documented_paths(page)
+    assert named == {"recallpack", "recallpack/cli.py", "recallpack/_bench", "recallpack/_bench/timing.py",
+                     "recallpack/_bench/gone.py", "recallpack/testing.py"}
+    assert not (PACKAGE / "_bench" / "gone.py").exists()
+    assert "recallpack/bench.py" in _package_paths() - named
+    assert "recallpack/packing/tokenizers" in _package_paths()
 
 
 MAX_MODULE_LINES = 500

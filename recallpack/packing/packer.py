@@ -377,8 +377,9 @@ def recall(
 ) -> RecallResult:
     """Pack ``candidates`` into evidence whose rendered block fits ``max_tokens``.
 
-    Takes every :class:`Packer` setting by name. The budget covers the rendered Markdown,
-    header and labels included, counted with the same tokenizer.
+    Takes every :class:`~recallpack.Packer` setting by name (its entry lists each one's type,
+    default and meaning). The budget covers the rendered Markdown, header and labels included,
+    counted with the same tokenizer.
 
     >>> result = recall([Candidate(text="Alice works at Initech.")], max_tokens=64)
     >>> result.report.items_selected, result.report.tokens_used <= 64
@@ -395,7 +396,8 @@ def pack(
     """The longest run of ``candidates`` (in order) whose tokens, plus one newline each, fit.
 
     The simplest walk: each candidate costs its own tokens and the newline that joins it, and
-    the first that does not fit ends it.
+    the first that does not fit ends it. Takes every :class:`~recallpack.Packer` setting by name,
+    with these defaults of its own: ``join`` a newline, ``dedupe`` and ``floor`` off.
 
     >>> texts = ["a" * 2448, "b" * 1720, "c" * 3520, "d" * 760, "e" * 160]  # 612/430/880/190/40
     >>> [c.text[0] for c in pack([Candidate(text=t) for t in texts], 2048, tokenizer="chars")]
@@ -414,7 +416,8 @@ def recall_many(
     **settings: Any,
 ) -> list[RecallResult]:
     """:func:`recall` for many independent lists: the same results as a loop, which it is unless
-    ``workers`` asks for more processes (see :meth:`Packer.recall_many`)."""
+    ``workers`` asks for more processes (see :meth:`Packer.recall_many`). Takes every
+    :class:`~recallpack.Packer` setting by name, as :func:`recall` does."""
     return _packer(settings).recall_many(
         candidate_lists, queries=queries, workers=workers, fork_callables=fork_callables
     )
