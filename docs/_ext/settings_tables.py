@@ -54,14 +54,19 @@ def _settings_model(cls: griffe.Class) -> griffe.Class | None:
     return cls
 
 
+def _target(name: Any, at: griffe.Object) -> Any:
+    """What the name ``name`` (seen from ``at``) refers to, its aliases followed; None if unknown."""
+    try:
+        target = at.modules_collection[name.canonical_path]
+        return target.final_target if isinstance(target, griffe.Alias) else target
+    except (KeyError, griffe.AliasResolutionError):
+        return None
+
+
 def _literal(expr: Any, at: griffe.Object) -> str:
     """A default as Python shows it: a constant's value when the name holds a literal."""
     if isinstance(expr, griffe.ExprName):
-        try:
-            target = at.modules_collection[expr.canonical_path]
-            target = target.final_target if isinstance(target, griffe.Alias) else target
-        except (KeyError, griffe.AliasResolutionError):
-            return str(expr)
+        target = _target(expr, at)
         if isinstance(target, griffe.Attribute) and target.value is not None:
             return _literal(target.value, target)
         return str(expr)
@@ -89,11 +94,7 @@ def _type(annotation: Any, at: griffe.Object) -> str:
         inner = annotation.slice
         return _type(inner.elements[0] if isinstance(inner, griffe.ExprTuple) else inner, at)
     if isinstance(annotation, griffe.ExprName):
-        try:
-            target = at.modules_collection[annotation.canonical_path]
-            target = target.final_target if isinstance(target, griffe.Alias) else target
-        except (KeyError, griffe.AliasResolutionError):
-            return str(annotation)
+        target = _target(annotation, at)
         if isinstance(target, griffe.Attribute) and str(target.value or "").startswith("Literal["):
             return str(target.value)
     return str(annotation)
