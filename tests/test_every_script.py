@@ -105,6 +105,7 @@ def test_thai_pairs_are_of_grapheme_clusters() -> None:
         ("tr", "kitapları", "bu kitap güzel", True),
         ("es", "canciones", "una canción nueva", True),
         ("ru", "книгами", "я читал эти статьи", False),
+        ("ar", "الدفاع", "خطة للدفاع عن المدينة", True),  # the stemmer takes "لل" off: found inside
     ],
 )
 def test_inflected_forms_match_by_the_languages_stemmer(language: str, query: str, text: str, found: bool) -> None:

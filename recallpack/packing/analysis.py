@@ -312,6 +312,9 @@ MAX_TERM_CHARS = 128
 #: The longest grapheme cluster of a script without spaces read whole (a Thai consonant with its
 #: vowel and tone marks); longer ones are rare, and only bound how far a run is read.
 _MAX_CLUSTER_CHARS = 4
+#: The longest prefix a stemmer takes off a word (Arabic's "وبال"), read back over from a stem
+#: found inside a word.
+_PREFIX_CHARS = 4
 #: A stem shorter than this is matched as the whole word only: a short stem is a prefix of too
 #: many other words to be worth checking each.
 _LEAST_STEM = 3
@@ -444,6 +447,8 @@ def _stem_hits(lowered: str, plain: str, term: str, stem: str, stemmer: Any, lim
             break
         shared += 1
     keys = [bare_term[:shared]] if shared >= _LEAST_STEM else [bare_term, bare_stem]
+    # Only a stem that is no prefix of its word is looked for inside words.
+    reach = 0 if shared >= _LEAST_STEM else _PREFIX_CHARS
     stems: dict[str, bool] = {}
     out: set[int] = set()
     seen = 0
@@ -454,15 +459,20 @@ def _stem_hits(lowered: str, plain: str, term: str, stem: str, stemmer: Any, lim
             seen += 1
             if seen > limit:
                 return []
-            if at == 0 or not _inside_word(lowered[at - 1]):
+            start = at
+            # A stemmer may take off a prefix (Arabic's "ال", "بال", "لل"): the stem is then found
+            # inside its word, a few letters after the word's start.
+            while start > 0 and at - start < reach and _inside_word(lowered[start - 1]):
+                start -= 1
+            if start == 0 or not _inside_word(lowered[start - 1]):
                 end = at + len(key)
                 match = _WORD.match(lowered, end) if end < size and _inside_word(lowered[end]) else None
-                word = lowered[at : match.end() if match else end]
+                word = lowered[start : match.end() if match else end]
                 same = stems.get(word)
                 if same is None:
                     same = stems[word] = word == term or stemmer.stemWord(word) == stem
                 if same:
-                    out.add(at)
+                    out.add(start)
             at = plain.find(key, at + len(key))
     return sorted(out)
 
