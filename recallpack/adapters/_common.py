@@ -192,6 +192,17 @@ class RecallSettings(TypedDict, total=False):
     verbose: bool
 
 
+def positional_retriever(retriever: object, data: dict[str, Any], what: str) -> dict[str, Any]:
+    """``data`` with ``retriever`` given positionally in it, as both BudgetedRetrievers and the
+    query engine take their upstream (pydantic alone raises a bare TypeError); ``what`` names it
+    in the error when it is given twice."""
+    if retriever is not None:
+        if "retriever" in data:
+            raise ConfigError(f"the {what} is given twice: positionally and as retriever=")
+        data["retriever"] = retriever
+    return data
+
+
 def k_or_max_items(k: object, max_items: object) -> int | None:
     """LangChain's ``k`` (its retrievers' number of results) as ``max_items``, checked; refused
     when a ``max_items`` given too (``"unset"``: none) says otherwise."""

@@ -19,7 +19,13 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
-from recallpack.adapters._common import check_query, gather_or_cancel, k_or_max_items, keywords_of
+from recallpack.adapters._common import (
+    check_query,
+    gather_or_cancel,
+    k_or_max_items,
+    keywords_of,
+    positional_retriever,
+)
 from recallpack.adapters._depth import Forward, forwarding, own_depth, search_kwargs_for
 from recallpack.adapters._langchain_documents import (
     LanesSettings,
@@ -108,11 +114,7 @@ class BudgetedRetriever(LangChainComponent, BaseRetriever):
     if not TYPE_CHECKING:  # type checkers see the fields, ``retriever`` first and positional
 
         def __init__(self, retriever: Upstream | None = None, /, **data: Any) -> None:
-            if retriever is not None:
-                if "retriever" in data:
-                    raise ConfigError("the upstream is given twice: positionally and as retriever=")
-                data["retriever"] = retriever
-            super().__init__(**data)
+            super().__init__(**positional_retriever(retriever, data, "upstream"))
 
     @model_validator(mode="before")
     @classmethod

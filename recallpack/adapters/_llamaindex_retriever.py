@@ -26,6 +26,7 @@ from recallpack.adapters._common import (
     gather_or_cancel,
     host_settings,
     keywords_of,
+    positional_retriever,
 )
 from recallpack.adapters._depth import deepened
 from recallpack.adapters._llamaindex_nodes import (
@@ -248,12 +249,8 @@ class EvidenceQueryEngine(CustomQueryEngine):
     if not TYPE_CHECKING:  # type checkers see the fields, ``retriever`` first and positional
 
         def __init__(self, retriever: BudgetedRetriever | None = None, /, **data: Any) -> None:
-            # Positional, as both BudgetedRetrievers take their upstream (pydantic alone raises a
-            # bare TypeError), and every mistake a recallpack error naming the fix.
-            if retriever is not None:
-                if "retriever" in data:
-                    raise ConfigError("the retriever is given twice: positionally and as retriever=")
-                data["retriever"] = retriever
+            # Every mistake a recallpack error naming the fix.
+            positional_retriever(retriever, data, "retriever")
             refuse_unknown(type(self).__name__, data, type(self).model_fields)
             if not isinstance(given := data.get("retriever"), BudgetedRetriever):
                 what = "no retriever" if given is None else f"retriever={type(given).__name__}"

@@ -135,18 +135,15 @@ _MEASURED_URIS = 8
 
 
 def _least_citing(packer: Packer, uris: list[tuple[str, str]]) -> int:
-    """The least budget in which the floor keeps a match that has a resource line: the packer's
-    least block plus what the dearest resource line adds to an item (every docs item has one:
-    its file's URI). Measured on the block itself, for the URIs that count the most alone."""
+    """The least budget in which the floor keeps a match that has a resource line (every docs
+    item has one: its file's URI): the core's :meth:`Packer.least_tokens_for` of a one-letter
+    match cited by each of the URIs that count the most tokens alone, asked with a query as a
+    call is (a passages cut marks both ends)."""
     tok = packer.tokenizer_used
     dearest = sorted(uris, key=lambda pair: -tok.count(pair[1]))[:_MEASURED_URIS]
-
-    def block(name: str | None = None, version: str | None = None) -> int:
-        probe = Candidate(text="x", artifact_id=name, artifact_content_id=version)
-        return packer.recall([probe], max_tokens=packer.max_tokens_ceiling).report.tokens_used
-
-    bare = block()
-    return packer.least_tokens + max((block(name, version) - bare for name, version in dearest), default=0)
+    probes = (Candidate(text="x", artifact_id=name, artifact_content_id=version) for name, version in dearest)
+    return max((packer.least_tokens_for(probe, query="x") or packer.least_tokens for probe in probes),
+               default=packer.least_tokens)
 
 
 def _as(reader: CallReader) -> dict[str, Any]:
