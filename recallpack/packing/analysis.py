@@ -43,6 +43,8 @@ from recallpack.packing.validation import did_you_mean
 
 __all__ = [
     "AUTO",
+    "MAX_TERMS",
+    "MAX_TERM_CHARS",
     "STEMMED_LANGUAGES",
     "Reading",
     "check_language",
@@ -305,9 +307,11 @@ def phrase_letters() -> frozenset[str]:
 
 # --- one call's reading -----------------------------------------------------------------------
 
-#: The distinct terms of a query that are scored (the query is end-user input).
+#: The distinct terms of a query that are scored, in the order the query gives them. The query is
+#: end-user input: past this many, more terms would cost a pass each and add no passage.
 MAX_TERMS = 64
-#: A query word longer than this is no term (a run of a script without spaces gives its pairs).
+#: A query word longer than this is no term (no word of a passage is a megabyte long: searching
+#: for it would cost in proportion to its length); a run of a script without spaces gives its pairs.
 MAX_TERM_CHARS = 128
 #: The longest grapheme cluster of a script without spaces read whole (a Thai consonant with its
 #: vowel and tone marks); longer ones are rare, and only bound how far a run is read.

@@ -26,7 +26,14 @@ from operator import itemgetter, sub
 
 import regex
 
-from recallpack.packing.analysis import class_of, fold, other_terminators, phrase_letters
+from recallpack.packing.analysis import (
+    MAX_TERM_CHARS,
+    MAX_TERMS,
+    class_of,
+    fold,
+    other_terminators,
+    phrase_letters,
+)
 from recallpack.packing.limits import ELLIPSIS
 from recallpack.packing.text import LINE_BREAKS, ceil_boundary, clear_boundary, floor_boundary, is_boundary
 
@@ -114,12 +121,9 @@ def last_break(text: str, start: int, end: int) -> int | None:
 
 # --- words and their case folding -------------------------------------------------------------
 
-#: The distinct words of a query that are scored, in the order the query gives them. The query
-#: is end-user input: past this many, more words would cost a pass each and add no passage.
-MAX_QUERY_TERMS = 64
-#: A query word longer than this is no term (no word of a passage is a megabyte long): searching
-#: for it would cost in proportion to its length, and the query is end-user input.
-MAX_TERM_CHARS = 128
+#: The distinct words of a query that are scored, in the order the query gives them
+#: (:data:`~recallpack.packing.analysis.MAX_TERMS`, one definition for every language).
+MAX_QUERY_TERMS = MAX_TERMS
 
 
 def query_terms(query: str) -> list[str]:
