@@ -21,8 +21,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from recallpack import Candidate, Reader, Scope, pack, recall
 from recallpack.packing.limits import POLICIES
 
@@ -69,19 +67,25 @@ def _shapes(articles: list[dict[str, Any]], a: int, q: int) -> Iterator[tuple[st
     paragraphs += [(after["title"], p["text"]) for p in after["paragraphs"]][:5]
     shift = q % len(paragraphs)  # the answer's paragraph is not always first
     ranked = paragraphs[shift:] + paragraphs[:shift]
-    yield "paragraphs", [
-        Candidate(text=text, metadata={"source": f"{title}.txt", "paragraph": n})
-        for n, (title, text) in enumerate(ranked)
-    ]
+    yield (
+        "paragraphs",
+        [
+            Candidate(text=text, metadata={"source": f"{title}.txt", "paragraph": n})
+            for n, (title, text) in enumerate(ranked)
+        ],
+    )
     joined = "\n\n".join(p["text"] for p in article["paragraphs"])
     chunks = _chunks(article["title"], joined)
     yield "chunks", chunks[q % 3 :] + chunks[: q % 3]
     scope_ids = (["team-a"], ["u-1"], ["team-c"], [], ["team-b", "team-a"])
-    yield "scoped", [
-        # Mappings, as a host's loader hands them: a malformed one is withheld, not raised.
-        {"text": text, "scope_ids": scope_ids[n % len(scope_ids)], "citation": f"{title}#{n}"}
-        for n, (title, text) in enumerate(ranked)
-    ]
+    yield (
+        "scoped",
+        [
+            # Mappings, as a host's loader hands them: a malformed one is withheld, not raised.
+            {"text": text, "scope_ids": scope_ids[n % len(scope_ids)], "citation": f"{title}#{n}"}
+            for n, (title, text) in enumerate(ranked)
+        ],
+    )
 
 
 def _packings(language: str, articles: list[dict[str, Any]], policy: str) -> Iterator[str]:
