@@ -30,8 +30,9 @@ from recallpack.packing.errors import (
     moved_names,
 )
 from recallpack.packing.fusion import Fused, fuse
-from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING, POLICIES, Policy
+from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING
 from recallpack.packing.packer import Packer, pack, recall, recall_many
+from recallpack.packing.policies import POLICIES, Policy
 from recallpack.packing.result import Evidence, Outcome, PackReport, Reason, RecallResult, Trace, TraceEntry
 from recallpack.packing.scopes import Reader, Scope
 from recallpack.packing.tokenizers.base import Tokenizer

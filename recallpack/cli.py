@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from recallpack import (
-    POLICIES,
     Reader,
     RecallpackError,
     RecallpackWarning,
@@ -39,6 +38,7 @@ from recallpack._cli_input import (
     shell_words,
 )
 from recallpack._cli_serve import hash_token_parser, serve_parser
+from recallpack.packing.policies import policy_help, policy_names
 from recallpack.packing.tokenizers import DEFAULT_ENCODING, fallback_advice
 from recallpack.packing.validation import did_you_mean
 
@@ -266,10 +266,8 @@ def _pack_arguments(pack: argparse.ArgumentParser) -> None:
         "the largest --max-tokens allowed; raise it on purpose (default: %(default)s)",
     )
     pack.add_argument(
-        "--policy", choices=POLICIES, default="prefix",
-        help="the first item that does not fit: prefix stops there, skip passes over it, "
-        "truncate cuts it to the room left; passages (with --query) cuts every item to the "
-        "passages that best answer the query (default: %(default)s)",
+        "--policy", choices=policy_names(), default="prefix",
+        help=f"what is kept when not everything fits: {policy_help()} (default: %(default)s)",
     )
     pack.add_argument(
         "--encoding", default=DEFAULT_ENCODING, metavar="NAME",

@@ -12,8 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recallpack import CandidateError, LaneError, Reader, Scope, recall
-from recallpack.packing.limits import POLICIES
+from recallpack import POLICIES, CandidateError, LaneError, Reader, Scope, recall
 
 #: Every text, source, id and metadata value of a withheld item holds this: it must appear nowhere.
 MARK = "WITHHELDzq"

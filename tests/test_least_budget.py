@@ -10,8 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recallpack import BudgetError, Candidate, Packer, Reader, Scope
-from recallpack.packing.limits import POLICIES
+from recallpack import POLICIES, BudgetError, Candidate, Packer, Reader, Scope
 
 from .conftest import TOKENIZER_SPECS, make_tokenizer
 from .test_recall import assert_accounted

@@ -21,8 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from recallpack import Candidate, Reader, Scope, pack, recall
-from recallpack.packing.limits import POLICIES
+from recallpack import POLICIES, Candidate, Reader, Scope, pack, recall
 
 ROOT = Path(__file__).resolve().parents[1]
 SQUAD = ROOT / "benchmarks" / "data" / "squad-v1.1-dev-12-articles.json.gz"

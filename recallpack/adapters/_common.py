@@ -18,9 +18,9 @@ from pydantic import BeforeValidator, PrivateAttr, ValidationError, field_valida
 from recallpack.adapters._embeddings import as_embed_fn
 from recallpack.packing.candidate import LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackError
-from recallpack.packing.limits import Policy
 from recallpack.packing.packer import CutMode, Packer, PackerSettings
 from recallpack.packing.pipeline import ITEM_SETTINGS, ItemSettings
+from recallpack.packing.policies import Policy
 from recallpack.packing.scopes import Reader
 from recallpack.packing.translate import UnknownLane, check_on_unknown_lane
 from recallpack.packing.validation import check_max_items, recallpack_error, refuse_unknown

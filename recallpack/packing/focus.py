@@ -14,14 +14,14 @@ again for every seed.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import InitVar, dataclass
 
 from recallpack.packing.text import LINE_BREAKS, is_boundary
 from recallpack.packing.tokenizers import Tokenizer
 from recallpack.packing.units import MARK
 
-__all__ = ["Focus", "Runs", "Units"]
+__all__ = ["Focus", "Growth", "Runs", "Units"]
 
 
 @dataclass(eq=False)  # compared by identity: a text's cut in progress
@@ -255,41 +255,62 @@ class Focus(Units):
         self.last = max(self.last, i)
         return True
 
-    def grow(
-        self, seed: int, scores: Mapping[int, float], goal: float, add: Callable[[int], bool] | None = None
-    ) -> None:
+    def grow(self, seed: int, scores: Mapping[int, float], goal: float) -> None:
         """Add neighbours of the run around ``seed`` until its units cost ``goal`` or neither
-        side fits: the better-scoring side first, on a tie the side nearer the seed, then the
-        earlier. ``add`` keeps a unit if it fits (default :meth:`try_add`: this text's room)."""
-        add = add or self.try_add
-        kept, last_unit = self.kept, self.last_unit
-        runs = self.runs()
-        left = right = True  # not yet blocked on that side
-        while True:
-            # The seed's run: the kept units around it, and what they cost with it (a seed given
-            # back since, bridging the runs on either side, is counted with them).
-            if seed in kept:
-                lo, hi, tokens = runs.run(seed)
-            else:
-                lo = hi = seed
-                tokens = self.unit_cost(seed)
-                if seed - 1 in kept:
-                    lo, _, left_tokens = runs.run(seed - 1)
-                    tokens += left_tokens
-                if seed + 1 in kept:
-                    _, hi, right_tokens = runs.run(seed + 1)
-                    tokens += right_tokens
-            if tokens >= goal:
-                return
-            can_left, can_right = left and lo > 0, right and hi < last_unit
-            if can_left and can_right:
-                before, after = scores.get(lo - 1, 0.0), scores.get(hi + 1, 0.0)
-                go_left = before > after or (before == after and seed - lo <= hi - seed)
-            elif can_left or can_right:
-                go_left = can_left
-            else:
-                return
-            if go_left:
-                left = add(lo - 1)
-            else:
-                right = add(hi + 1)
+        side fits this text's room (:class:`Growth` says which unit to try next)."""
+        growth = Growth(self, seed, scores, goal)
+        while (unit := growth.next()) is not None:
+            growth.tried(self.try_add(unit))
+
+
+class Growth:
+    """The run around a seed growing toward a goal, one unit at a time: :meth:`next` names the
+    neighbour to try, the better-scoring side first, on a tie the side nearer the seed, then the
+    earlier; the caller keeps it if it fits its own room and says so with :meth:`tried`. A choice
+    over several texts (the passages policy) grows each within its shared room this way, and
+    no call climbs back into it."""
+
+    __slots__ = ("focus", "seed", "scores", "goal", "runs", "left", "right", "went_left")
+
+    def __init__(self, focus: Focus, seed: int, scores: Mapping[int, float], goal: float) -> None:
+        self.focus, self.seed, self.scores, self.goal = focus, seed, scores, goal
+        self.runs = focus.runs()
+        self.left = self.right = True  # not yet blocked on that side
+        self.went_left = False
+
+    def next(self) -> int | None:
+        """The unit to try next, or None: the run costs ``goal``, or neither side can grow."""
+        focus, seed, runs = self.focus, self.seed, self.runs
+        kept = focus.kept
+        # The seed's run: the kept units around it, and what they cost with it (a seed given
+        # back since, bridging the runs on either side, is counted with them).
+        if seed in kept:
+            lo, hi, tokens = runs.run(seed)
+        else:
+            lo = hi = seed
+            tokens = focus.unit_cost(seed)
+            if seed - 1 in kept:
+                lo, _, left_tokens = runs.run(seed - 1)
+                tokens += left_tokens
+            if seed + 1 in kept:
+                _, hi, right_tokens = runs.run(seed + 1)
+                tokens += right_tokens
+        if tokens >= self.goal:
+            return None
+        can_left, can_right = self.left and lo > 0, self.right and hi < focus.last_unit
+        if can_left and can_right:
+            before, after = self.scores.get(lo - 1, 0.0), self.scores.get(hi + 1, 0.0)
+            go_left = before > after or (before == after and seed - lo <= hi - seed)
+        elif can_left or can_right:
+            go_left = can_left
+        else:
+            return None
+        self.went_left = go_left
+        return lo - 1 if go_left else hi + 1
+
+    def tried(self, kept: bool) -> None:
+        """Whether the unit :meth:`next` named was kept (if not, that side is blocked)."""
+        if self.went_left:
+            self.left = kept
+        else:
+            self.right = kept

@@ -6,15 +6,11 @@ a cycle.
 
 from __future__ import annotations
 
-from typing import Literal
-
 __all__ = [
-    "Policy", "POLICIES", "DEFAULT_MAX_TOKENS", "MAX_TOKENS_CEILING", "ELLIPSIS",
+    "DEFAULT_MAX_TOKENS", "MAX_TOKENS_CEILING", "ELLIPSIS",
     "FETCH_CHUNK_TOKENS", "FETCH_DEPTH_CAP", "fetch_depth",
 ]
 
-Policy = Literal["prefix", "skip", "truncate", "passages"]
-POLICIES: tuple[str, ...] = ("prefix", "skip", "truncate", "passages")
 DEFAULT_MAX_TOKENS = 2048
 #: A caller may raise its budget up to here; past it only by raising the ceiling too, so one
 #: request cannot swallow a whole context window by accident.

@@ -31,6 +31,7 @@ from recallpack.allowance.budget import Allowance, Remaining, as_remaining
 from recallpack.packing import batch, validation
 from recallpack.packing.analysis import AUTO, check_language
 from recallpack.packing.candidate import Candidate
+from recallpack.packing.citations import check_uri_template
 from recallpack.packing.embedding import CALLER_LOOP, embed_function
 from recallpack.packing.errors import (
     BudgetError,
@@ -39,14 +40,14 @@ from recallpack.packing.errors import (
     TemplateError,
     moved_names,
 )
-from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING, Policy
-from recallpack.packing.passages import PassagesWalk
+from recallpack.packing.ledger import WalkSettings
+from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING
+from recallpack.packing.policies import check_policy
 from recallpack.packing.render import load_template, newline_join
 from recallpack.packing.result import DEFAULT_RESOURCE_URI_TEMPLATE, RecallResult
 from recallpack.packing.scopes import Reader
-from recallpack.packing.tally import WalkSettings, check_uri_template
 from recallpack.packing.tokenizers import Tokenizer, get_tokenizer
-from recallpack.packing.validation import CheckedModel, check_max_tokens, check_policy
+from recallpack.packing.validation import CheckedModel, check_max_tokens
 from recallpack.packing.walk import Plan, candidate_lists_of, lane_targets
 
 __all__ = [
@@ -87,10 +88,11 @@ class PackerSettings(CheckedModel):
     """The token budget for what the model is shown: the whole rendered block by default."""
     max_items: int | None = Field(default=None, strict=True, ge=1)
     """At most this many items, whatever room the budget leaves (None: no cap)."""
-    policy: Annotated[Policy, BeforeValidator(check_policy)] = "prefix"
+    policy: Annotated[str, BeforeValidator(check_policy)] = "prefix"
     """An item that does not fit: ``prefix`` ends the walk, ``skip`` passes over it,
     ``truncate`` cuts it to the room left and ends the walk. ``passages`` (with a query) spends
-    the budget on the passages that best answer it, across every item."""
+    the budget on the passages that best answer it, across every item. Or the name of a policy
+    registered with ``recallpack.packing.policies.register_policy``."""
     floor: bool = Field(default=True, strict=True)
     """A match is never answered with nothing: if nothing fits whole, the top readable match is
     kept, cut to the room. False gives the strict prefix."""
@@ -187,7 +189,6 @@ class Packer(PackerSettings):
             join=self.join,
             embed=None if self.embed is None else embed_function(self.embed),
             cut=self.cut,
-            passages=PassagesWalk,
         )
         # A joined view without the floor (pack()) promises nothing below it: an empty list is its answer.
         if (self.join is None or self.floor) and self.max_tokens < run.least_tokens:

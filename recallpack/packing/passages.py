@@ -32,23 +32,28 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
 
-from recallpack.packing.candidate import Candidate, Provenance
+from recallpack.packing.candidate import Candidate
 from recallpack.packing.cuts import Cut
 from recallpack.packing.documents import Document, Piece, documents_of
+from recallpack.packing.embedding import EmbedFn
+from recallpack.packing.ledger import Counted, Ledger
 from recallpack.packing.render import MarkdownBlock, View
 from recallpack.packing.result import Outcome, Reason
-from recallpack.packing.scopes import Scope
 from recallpack.packing.scoring import NEIGHBOR_SHARE, RANK_PRIOR, UNIT_CHARS
 from recallpack.packing.selection import CONTEXT_SHARE, Chooser, Selection, choose
-from recallpack.packing.tally import WalkSettings
 from recallpack.packing.tokenizers.pieces import PieceCounts
+from recallpack.packing.twins import compared_text, dedupe_key
 from recallpack.packing.units import MARK, MAX_QUERY_TERMS, join_spans, query_terms
-from recallpack.packing.walk import Plan, Walk
 
 __all__ = [
-    "PassagesWalk", "RANK_PRIOR", "CONTEXT_SHARE", "NEIGHBOR_SHARE", "UNIT_CHARS", "MAX_QUERY_TERMS",
+    "Passages",
+    "PassagesChoice",
+    "RANK_PRIOR",
+    "CONTEXT_SHARE",
+    "NEIGHBOR_SHARE",
+    "UNIT_CHARS",
+    "MAX_QUERY_TERMS",
     "query_terms",
 ]
 
@@ -86,99 +91,99 @@ def _stopped_by(selection: Selection | None, max_items: int | None) -> Reason:
     return Reason.OVER_ITEM_CAP if full else Reason.OVER_BUDGET
 
 
-# --- the walk ---------------------------------------------------------------------------------
+# --- the policy --------------------------------------------------------------------------------
 
 
-class PassagesWalk(Walk):
-    """The walk of the ``passages`` policy: :meth:`run` chooses, :meth:`refit` corrects it with
-    the exact count of the block, the Packer's measure."""
+class Passages:
+    """The ``passages`` policy: the budget spent on the passages that best answer the query,
+    across every candidate the walk reaches."""
 
-    def __init__(self, plan: Plan, candidates: Sequence[Any], settings: WalkSettings,
-                 query: str | None) -> None:
-        super().__init__(plan, candidates, settings, query)
-        assert query, "the passages walk is built only for a call with a query"
-        self.query: str = query
+    summary = "with a query: the passages that best answer it, across every item"
+    needs_query = True
+
+    def choose(self, ledger: Ledger, query: str | None, embed: EmbedFn | None) -> Counted:
+        """Choose, then correct the choice with the exact count of what the model is shown until
+        it holds: give back what is over, fill what is still free; the last count and block."""
+        assert query, "the walk hands passages only a call with a query"
+        choice = PassagesChoice(ledger, query, embed)
+        choice.run()
+        view, max_tokens = ledger.view, ledger.settings.max_tokens
+        used, block = view.measure(ledger, max_tokens)
+        while choice.refit(used, max_tokens):
+            used, block = view.measure(ledger, max_tokens)
+        return used, block
+
+
+class PassagesChoice:
+    """One call's choice under ``passages``: :meth:`run` chooses and records it in the ledger,
+    :meth:`refit` corrects it with an exact count of the block."""
+
+    def __init__(self, ledger: Ledger, query: str, embed: EmbedFn | None) -> None:
+        self.ledger = ledger
+        self.settings = ledger.settings
+        self.query = query
+        self.embed = embed
         self.gates: dict[int, tuple[Reason, Outcome]] = {}
         self.coerced: list[Candidate] = []
         self.documents: list[Document] = []
         self.selection: Selection | None = None
-        self.header_estimate = 0
         self.item_costs: dict[tuple[int, str], int] = {}  # what a document's kept text costs
-        self.looks: dict[int, tuple[tuple[Scope, ...], tuple[str, ...], str | None]] = {}
-        self.frames: dict[tuple[Provenance, tuple[str, ...], str | None], int] = {}
+        self.extents: dict[int, int] = {}
 
     @functools.cached_property
     def item_view(self) -> View:
         """What a chosen item is priced by: piece by piece when the default block's counts add
         up, so that a refit encodes only what changed in a document, not all of it again (made
         only when a choice is priced: a call whose documents all fit whole never needs it)."""
-        view = self.view
-        if isinstance(view, MarkdownBlock) and view.template is None and self.tok.splits_at_line_starts:
-            return MarkdownBlock(PieceCounts(self.tok), None)
+        view, tok = self.ledger.view, self.ledger.tok
+        if isinstance(view, MarkdownBlock) and view.template is None and tok.splits_at_line_starts:
+            return MarkdownBlock(PieceCounts(tok), None)
         return view
-
-    # -- what the cost model says ---------------------------------------------------------------
-
-    def look(self, c: Candidate) -> tuple[tuple[Scope, ...], tuple[str, ...], str | None]:
-        """A document's scopes, their names and its resource line: worked out once per call."""
-        key = id(c)
-        found = self.looks.get(key)
-        if found is None:
-            scopes = self._scopes(c)
-            found = self.looks[key] = (scopes, self._names(scopes), self._uri(c))
-        return found
-
-    def framing(self, c: Candidate) -> int:
-        """What an item adds to the block around its text (label, resource line, joins)."""
-        _, names, uri = self.look(c)
-        key = (c.provenance, names, uri)  # what the framing is made of: documents often share it
-        cost = self.frames.get(key)
-        if cost is None:
-            cost = self.frames[key] = self.view.item(self, c, names, "", uri, None)
-        return cost
 
     # -- the run --------------------------------------------------------------------------------
 
     def run(self) -> None:
+        ledger = self.ledger
         shown = self._reach()
         if not shown:
             self._materialize(whole=True)
             return
-        self.documents, apart = documents_of(shown, self.resource, self.extents)
+        self.documents, apart = documents_of(shown, ledger.resource, self.extents)
         if apart:
-            self.notes = (*self.notes, apart_note(apart))
-        if self.s.max_tokens is None:
+            ledger.notes = (*ledger.notes, apart_note(apart))
+        max_tokens = self.settings.max_tokens
+        if max_tokens is None:
             self._materialize(whole=True)
             return
         # More characters than the room could hold are not tried whole (the choice below keeps
         # everything anyway when it fits).
         chars = sum(len(doc.text) for doc in self.documents)
-        if chars <= WHOLE_CHARS_PER_TOKEN * self.s.max_tokens and self._fits_whole():
+        if chars <= WHOLE_CHARS_PER_TOKEN * max_tokens and self._materialize(whole=True):
             return
-        self._reset()
-        self.header_estimate = self.view.header_delta(self, ())
-        lane_keys = [self._lane_keys(doc.candidate) for doc in self.documents]
-        chooser = Chooser(self.s, self.tok, self.framing, lane_keys, self.header_estimate)
+        ledger.reset()
+        header_estimate = ledger.view.header_delta(ledger, ())
+        lane_keys = [ledger.lane_keys(doc.candidate) for doc in self.documents]
+        chooser = Chooser(self.settings, ledger.tok, ledger.framing, lane_keys, header_estimate)
         self.selection = choose(self.documents, self.query, self.embed, chooser)
         self._materialize()
-        self._floor_if_empty()
+        ledger.floor_if_empty()
 
     def _reach(self) -> list[tuple[int, Candidate]]:
         """Gate candidates in rank order, as far as the walk reads; the ones that can be shown."""
-        limit = None if self.s.max_tokens is None else self.s.max_tokens * REACH_CHARS_PER_TOKEN
+        ledger, s = self.ledger, self.settings
+        limit = None if s.max_tokens is None else s.max_tokens * REACH_CHARS_PER_TOKEN
         shown: list[tuple[int, Candidate]] = []
         firsts: dict[tuple[int, tuple[str, ...]], list[tuple[str, int]]] = {}
         chars = 0
-        self.extents: dict[int, int] = {}
-        for rank in range(len(self.candidates)):
+        for rank in range(len(ledger.candidates)):
             if len(shown) >= REACH_DOCUMENTS or (limit is not None and chars >= limit):
                 break
-            c = self._read(rank)
+            c = ledger.read(rank)
             self.coerced.append(c)
-            gate = self._gate(c)
-            if gate is None and self.s.dedupe:  # nothing is kept yet: duplicates of what was shown
-                compared = self._compared(c)
-                same = firsts.setdefault(self._dedupe_key(c, compared), [])
+            gate = ledger.gate(c)
+            if gate is None and s.dedupe:  # nothing is kept yet: duplicates of what was shown
+                compared = compared_text(c)
+                same = firsts.setdefault(dedupe_key(c, compared), [])
                 if any(text == compared for text, _ in same):
                     gate = (Reason.DUPLICATE, Outcome.DROPPED)
                 else:  # a text once: each copy of another text would be compared with every copy
@@ -192,37 +197,35 @@ class PassagesWalk(Walk):
             chars += len(c.text)
         return shown
 
-    def _fits_whole(self) -> bool:
-        """Keep every document whole if that fits: then nothing is cut. False as soon as one does
-        not fit, having counted no more than the room."""
-        return self._materialize(whole=True)
-
     def _materialize(self, whole: bool = False) -> bool:
         """Record the outcome of every candidate reached, keeping the chosen passages (or, with
-        ``whole``, every document whole while the room lasts)."""
-        self._reset()
+        ``whole``, every document whole while the room lasts; False as soon as one does not fit,
+        having counted no more than the room)."""
+        ledger = self.ledger
+        ledger.reset()
         lead_of: dict[int, int] = {}
         for d, doc in enumerate(self.documents):
             for piece in doc.pieces:
                 lead_of[piece.rank] = d
         kept_spans: dict[int, list[tuple[int, int]] | None] = {}
-        over = _stopped_by(None if whole else self.selection, self.s.max_items)
+        over = _stopped_by(None if whole else self.selection, self.settings.max_items)
         for rank in range(len(self.coerced)):
             c = self.coerced[rank]
             gate = self.gates.get(rank)
             if gate is not None:
-                if gate[0] is Reason.DUPLICATE and self._twin(c) is not None:
-                    self._drop_twin(rank, c)  # the kept twin stands for it, citation and all
+                if gate[0] is Reason.DUPLICATE and ledger.twin(c) is not None:
+                    ledger.drop_twin(rank, c)  # the kept twin stands for it, citation and all
                 else:
-                    self._drop(rank, c, gate[0], gate[1])
+                    ledger.drop(rank, c, gate[0], gate[1])
                 continue
             d = lead_of[rank]
             doc = self.documents[d]
             if doc.lead.rank != rank:
                 if d in kept_spans:
-                    self._merged(rank, c, doc, kept_spans[d] or [(0, len(doc.text))])
+                    shown_spans = kept_spans[d] or [(0, len(doc.text))]
+                    ledger.merge(rank, c, doc.lead.rank, doc.piece_spans(rank, shown_spans))
                 else:
-                    self._drop(rank, c, over)
+                    ledger.drop(rank, c, over)
                 continue
             spans: list[tuple[int, int]] | None = None
             if whole:
@@ -231,21 +234,22 @@ class PassagesWalk(Walk):
             else:
                 assert self.selection is not None
                 if not self.selection.cuts[d].kept:
-                    self._drop(rank, c, over)
+                    ledger.drop(rank, c, over)
                     continue
                 spans = self.selection.kept_spans(d)
                 self._keep_document(rank, doc, spans)
             kept_spans[d] = spans
-        if len(self.coerced) < len(self.candidates):
-            self.tail_reason = over
+        if len(self.coerced) < len(ledger.candidates):
+            ledger.tail_reason = over
         return True
 
-    def _keep_document(self, rank: int, doc: Document, spans: list[tuple[int, int]] | None,
-                       fit: bool = False) -> bool:
+    def _keep_document(
+        self, rank: int, doc: Document, spans: list[tuple[int, int]] | None, fit: bool = False
+    ) -> bool:
         """Keep ``doc`` (its ``spans``, or all of it); with ``fit``, only if it fits the room left."""
-        c = doc.candidate
-        scopes, names, uri = self.look(c)
-        header = self.view.header_delta(self, scopes)
+        ledger, c = self.ledger, doc.candidate
+        scopes, names, uri = ledger.look(c)
+        header = ledger.view.header_delta(ledger, scopes)
         if doc.clipped and fit:
             return False  # read in part: never whole
         text = doc.text if spans is None else join_spans(doc.text, spans)
@@ -253,10 +257,10 @@ class PassagesWalk(Walk):
             text += MARK  # the rest of it was never read
         merged = len(doc.pieces) > 1 or doc.clipped
         if fit:  # whole, within every cap, or not at all
-            if self.s.max_items is not None and len(self.kept) >= self.s.max_items:
+            if self.settings.max_items is not None and len(ledger.kept) >= self.settings.max_items:
                 return False
-            *_, limit = self._limits(c, header)
-            cost = self.view.item(self, c, names, text, uri, limit)
+            *_, limit = ledger.limits(c, header)
+            cost = ledger.view.item(ledger, c, names, text, uri, limit)
             if limit is not None and cost > limit:
                 return False
             self.item_costs[doc.lead.rank, text] = cost  # exact: a choice that keeps it whole reuses it
@@ -264,28 +268,20 @@ class PassagesWalk(Walk):
             key = (doc.lead.rank, text)
             cost = self.item_costs.get(key, -1)
             if cost < 0:
-                cost = self.item_costs[key] = self.item_view.item(self, c, names, text, uri, None)
+                cost = self.item_costs[key] = self.item_view.item(ledger, c, names, text, uri, None)
         whole = [(0, len(doc.text))]
         cut = None if spans is None and not merged else Cut(text, tuple(spans or whole), "passages")
-        self._keep(rank, c, scopes, names, text, cost, header, cut, uri)
-        if cut is not None:
-            self.entries[-1] = self.entries[-1]._replace(kept_spans=doc.piece_spans(rank, spans or whole))
+        kept_spans = None if cut is None else doc.piece_spans(rank, spans or whole)
+        ledger.keep(rank, c, scopes, names, text, cost, header, cut, uri, kept_spans=kept_spans)
         return True
-
-    def _merged(self, rank: int, c: Candidate, doc: Document, spans: list[tuple[int, int]]) -> None:
-        self._count_reason(Reason.MERGED, 1)
-        record = self._entry(rank, c, Outcome.DROPPED, Reason.MERGED, None, None)
-        self.entries.append(record._replace(
-            cut="passages", kept_spans=doc.piece_spans(rank, spans), merged_into=doc.lead.rank
-        ))
 
     def refit(self, used: int, max_tokens: int | None) -> bool:
         """Correct the choice with ``used``, the block's exact count: give back what is over,
         fill what the count says is still free. True when it changed something (count again)."""
         if self.selection is None or max_tokens is None:
             return False
-        exact = {k.rank: k.cost for k in self.kept}
-        if not self.selection.correct(used, max_tokens, exact, self.lane_used):
+        exact = {k.rank: k.cost for k in self.ledger.kept}
+        if not self.selection.correct(used, max_tokens, exact, self.ledger.lane_used):
             return False
         self._materialize()
         return True

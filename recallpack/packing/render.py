@@ -291,7 +291,7 @@ class EvidenceLike(Protocol):
 
 class KeptLike(Protocol):
     """One item a walk kept: the text it shows, and what the walk priced it at (plain fields of
-    the walk's own :class:`~recallpack.packing.tally.Kept`; only its label is derived)."""
+    the ledger's own :class:`~recallpack.packing.ledger.Kept`; only its label is derived)."""
 
     text: str
     cost: int

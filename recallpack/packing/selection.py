@@ -13,7 +13,6 @@ again. The choice knows the walk only through a :class:`Chooser`: settings, toke
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import InitVar, dataclass
@@ -22,9 +21,9 @@ from operator import itemgetter, neg
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.documents import Document
 from recallpack.packing.embedding import EmbedFn
-from recallpack.packing.focus import Focus
+from recallpack.packing.focus import Focus, Growth
+from recallpack.packing.ledger import WalkSettings
 from recallpack.packing.scoring import UnitBounds, combined, embedded, layout_of, lexical
-from recallpack.packing.tally import WalkSettings
 from recallpack.packing.tokenizers import Tokenizer
 
 __all__ = [
@@ -147,7 +146,9 @@ class Selection:
     def grow(self, d: int, seed: int, goal: float) -> None:
         """Widen the passage around ``seed`` of document ``d`` to ``goal`` tokens, as a focus cut
         does, within this choice's room."""
-        self.cuts[d].grow(seed, self.raised[d], goal, add=functools.partial(self.try_add, d))
+        growth = Growth(self.cuts[d], seed, self.raised[d], goal)
+        while (unit := growth.next()) is not None:
+            growth.tried(self.try_add(d, unit))
 
     def select(self) -> None:
         """Best units first, each with its context; then the passages widen; then the rest fills

@@ -24,7 +24,7 @@ from recallpack.packing.errors import (
     TemplateError,
     TokenizerError,
 )
-from recallpack.packing.limits import MAX_TOKENS_CEILING, POLICIES, Policy
+from recallpack.packing.limits import MAX_TOKENS_CEILING
 
 __all__ = [
     "PositiveInt",
@@ -40,7 +40,6 @@ __all__ = [
     "check_count",
     "check_max_tokens",
     "check_max_items",
-    "check_policy",
     "CheckedModel",
     "json_type",
 ]
@@ -229,14 +228,6 @@ def check_max_items(value: object, field: str = "max_items") -> int | None:
     if not is_int(value, 1):
         raise BudgetError(f"{field}={value!r} must be an int of at least 1, or None for no cap", field=field)
     return value
-
-
-def check_policy(value: object) -> Policy:
-    if value not in POLICIES:
-        raise PolicyError(
-            f"policy={value!r} is not a policy; use one of: {', '.join(POLICIES)}", field="policy"
-        )
-    return value  # type: ignore[return-value]
 
 
 class CheckedModel(BaseModel):

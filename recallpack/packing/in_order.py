@@ -1,0 +1,114 @@
+"""The in-order policies: ``prefix``, ``skip`` and ``truncate``.
+
+Each walks the candidates in the order given, keeping every one that fits whole; they differ
+only in what an item that does not fit the budget does. ``prefix`` ends the walk there (the
+strict prefix), ``skip`` passes over it and goes on while room is left, ``truncate`` cuts it to
+the room and ends the walk. An item that only its own lane cannot hold is dropped and the walk
+goes on, whatever the policy. The walk never reorders, and it counts tokens only for the
+candidates it reaches, so its work follows what it keeps, not what it was handed.
+"""
+
+from __future__ import annotations
+
+from recallpack.packing.candidate import Candidate
+from recallpack.packing.embedding import EmbedFn
+from recallpack.packing.ledger import Ledger
+from recallpack.packing.result import Reason
+from recallpack.packing.scopes import Scope
+
+__all__ = ["Prefix", "Skip", "Truncate"]
+
+
+class Prefix:
+    """Keep candidates in order while each fits whole; the first that does not ends the walk."""
+
+    summary = "an item that does not fit ends the walk (the strict prefix)"
+    needs_query = False
+
+    def choose(self, ledger: Ledger, query: str | None, embed: EmbedFn | None) -> None:
+        for rank in range(len(ledger.candidates)):
+            if not self.step(ledger, rank, ledger.read(rank)):
+                break
+        ledger.floor_if_empty()
+
+    def step(self, ledger: Ledger, rank: int, c: Candidate) -> bool:
+        """Decide candidate ``rank``; False ends the walk (everything after it is the tail)."""
+        gate = ledger.gate(c)
+        if gate is not None:
+            if gate[0] is Reason.DUPLICATE:
+                return ledger.drop_twin(rank, c)
+            return ledger.drop(rank, c, gate[0], gate[1])
+        max_items = ledger.settings.max_items
+        if max_items is not None and len(ledger.kept) >= max_items:
+            return ledger.end(rank, c, Reason.OVER_ITEM_CAP)
+        scopes = ledger.scopes_of(c)
+        header = ledger.view.header_delta(ledger, scopes)
+        room, lane_room, limit = ledger.limits(c, header)
+        uri, names = ledger.uri(c), ledger.names(scopes)
+        cost = ledger.view.item(ledger, c, names, c.text, uri, limit)
+        fits_global = room is None or cost <= room
+        if fits_global and (lane_room is None or cost <= lane_room):
+            ledger.keep(rank, c, scopes, names, c.text, cost, header, None, uri)
+            return True
+        if fits_global:  # only a lane's own budget is spent; the other lanes go on
+            ledger.close_lanes(c, cost)
+            return ledger.drop(rank, c, Reason.OVER_LANE_BUDGET, tokens=cost)
+        assert room is not None
+        return self.over_budget(ledger, rank, c, scopes, header, (room, lane_room), cost)
+
+    def over_budget(
+        self,
+        ledger: Ledger,
+        rank: int,
+        c: Candidate,
+        scopes: tuple[Scope, ...],
+        header: int,
+        rooms: tuple[int, int | None],
+        cost: int,
+    ) -> bool:
+        """``c`` costs ``cost``, more than the room left (``rooms``: the budget's, its lane's)."""
+        return ledger.end(rank, c, Reason.OVER_BUDGET, tokens=cost)
+
+
+class Skip(Prefix):
+    """An item that does not fit is passed over; the walk goes on while room is left."""
+
+    summary = "an item that does not fit is passed over, and the walk goes on"
+
+    def over_budget(
+        self,
+        ledger: Ledger,
+        rank: int,
+        c: Candidate,
+        scopes: tuple[Scope, ...],
+        header: int,
+        rooms: tuple[int, int | None],
+        cost: int,
+    ) -> bool:
+        if rooms[0] > 0:
+            return ledger.drop(rank, c, Reason.OVER_BUDGET, tokens=cost)
+        return ledger.end(rank, c, Reason.OVER_BUDGET, tokens=cost)  # nothing more can fit
+
+
+class Truncate(Prefix):
+    """An item that does not fit is cut to the room left (by focus on the query, or by head),
+    and the walk ends."""
+
+    summary = "an item that does not fit is cut to the room left, and the walk ends"
+
+    def over_budget(
+        self,
+        ledger: Ledger,
+        rank: int,
+        c: Candidate,
+        scopes: tuple[Scope, ...],
+        header: int,
+        rooms: tuple[int, int | None],
+        cost: int,
+    ) -> bool:
+        room, lane_room = rooms
+        # A cut is made to the global room only; an item its own lane cannot hold is not cut.
+        cuttable = room > 0 and (lane_room is None or lane_room >= room)
+        if cuttable and ledger.keep_cut(rank, c, scopes, header, room):
+            return ledger.stop(Reason.OVER_BUDGET)
+        return ledger.end(rank, c, Reason.OVER_BUDGET, tokens=cost)

@@ -1,0 +1,139 @@
+"""Policies are one table: a policy is one object with one method, registered by name, and the
+``policy`` setting, the command line's ``--policy`` and its help are read from the table.
+
+A toy policy is registered here, from a test module, and packs through every entry point that
+takes a policy's name: that is all a new policy needs besides its own module (and, for a
+built-in, one line in ``BUILT_IN``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from recallpack import POLICIES, Candidate, ConfigError, Packer, PolicyError, recall
+from recallpack.cli import main
+from recallpack.packing.embedding import EmbedFn
+from recallpack.packing.ledger import Ledger
+from recallpack.packing.policies import (
+    BUILT_IN,
+    check_policy,
+    policy_help,
+    policy_names,
+    register_policy,
+    unregister_policy,
+)
+from recallpack.packing.result import Reason
+from recallpack.testing import paragraphs
+
+
+class HalfBudget:
+    """Keep candidates in order while half the budget lasts (a toy: headroom for an answer)."""
+
+    summary = "keeps items in order while half the budget lasts"
+    needs_query = False
+
+    def choose(self, ledger: Ledger, query: str | None, embed: EmbedFn | None) -> None:
+        max_tokens = ledger.settings.max_tokens
+        half = None if max_tokens is None else max_tokens // 2
+        for rank in range(len(ledger.candidates)):
+            c = ledger.read(rank)
+            gate = ledger.gate(c)
+            if gate is not None:
+                ledger.drop(rank, c, *gate)
+                continue
+            scopes, names, uri = ledger.look(c)
+            header = ledger.view.header_delta(ledger, scopes)
+            cost = ledger.view.item(ledger, c, names, c.text, uri, None)
+            if half is not None and ledger.used + header + cost > half:
+                ledger.end(rank, c, Reason.OVER_BUDGET, tokens=cost)
+                return
+            ledger.keep(rank, c, scopes, names, c.text, cost, header, None, uri)
+
+
+@pytest.fixture
+def half_budget() -> Iterator[str]:
+    register_policy("half_budget", HalfBudget())
+    try:
+        yield "half_budget"
+    finally:
+        unregister_policy("half_budget")
+
+
+def _candidates(n: int = 12) -> list[Candidate]:
+    return [Candidate(text=text, metadata={"source": module}) for module, text in paragraphs()[:n]]
+
+
+def test_the_built_in_table_is_the_policies_the_setting_names() -> None:
+    """POLICIES, the setting's choices and the table are one list, in one order."""
+    assert POLICIES == tuple(BUILT_IN) == ("prefix", "skip", "truncate", "passages")
+    assert policy_names() == POLICIES
+    for name in POLICIES:
+        assert Packer(policy=name).policy == name
+
+
+def test_a_registered_policy_packs_through_recall_and_the_packer(half_budget: str) -> None:
+    """A toy policy registered from a test module is taken by name, keeps what it chooses, and
+    every candidate is still accounted for, with the floor and the exact fit the walk's."""
+    candidates = _candidates()
+    result = recall(candidates, max_tokens=400, policy=half_budget)
+    assert result.report.policy == half_budget
+    assert 0 < result.report.tokens_used <= 200
+    report = result.report
+    assert report.items_selected + report.items_dropped + report.items_withheld == len(candidates)
+    prefix = recall(candidates, max_tokens=200, policy="prefix")
+    assert [e.text for e in result.evidence] == [e.text for e in prefix.evidence]
+    # The floor is the walk's, not the policy's: a budget below every item still shows the top one.
+    floored = Packer(max_tokens=60, policy=half_budget).recall(candidates)
+    assert floored.report.floor_applied and floored.report.items_selected == 1
+
+
+def test_a_registered_policy_is_a_choice_of_the_command_line(half_budget: str, tmp_path: Path) -> None:
+    """``recallpack pack --policy`` takes the registered name, and its help says what it does."""
+    lines = tmp_path / "in.jsonl"
+    lines.write_text("".join(json.dumps({"text": c.text}) + "\n" for c in _candidates(6)), encoding="utf-8")
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["pack", str(lines), "--policy", half_budget, "--max-tokens", "300", "--format", "json"]) == 0
+    assert json.loads(out.getvalue())["report"]["policy"] == half_budget
+    assert f"{half_budget}: {HalfBudget.summary}" in policy_help()
+
+
+def test_an_unregistered_policy_is_gone_everywhere(half_budget: str) -> None:
+    """Unregistering takes the name back: the setting refuses it, naming the policies there are."""
+    unregister_policy(half_budget)
+    with pytest.raises(PolicyError, match="use one of: prefix, skip, truncate, passages$") as caught:
+        Packer(policy=half_budget)
+    assert caught.value.field == "policy"
+    register_policy(half_budget, HalfBudget())  # the fixture unregisters it again
+
+
+@pytest.mark.parametrize(
+    ("name", "policy", "said"),
+    [
+        ("prefix", HalfBudget(), "built in"),
+        ("two words", HalfBudget(), "identifier"),
+        ("nothing", object(), "no summary, needs_query, choose"),
+    ],
+)
+def test_registering_refuses_a_built_in_name_a_bad_name_or_a_non_policy(name: str, policy: object, said: str) -> None:
+    """A built-in cannot be replaced, a name must be an identifier, a policy has its three parts."""
+    with pytest.raises(ConfigError, match=said):
+        register_policy(name, policy)  # type: ignore[arg-type]
+    assert policy_names() == POLICIES
+
+
+def test_check_policy_says_the_field_and_the_choices() -> None:
+    """A misspelt policy is a PolicyError on the field ``policy`` listing every choice."""
+    with pytest.raises(PolicyError, match="policy='passage' is not a policy; use one of: ") as caught:
+        check_policy("passage")
+    assert caught.value.field == "policy"
+    err = io.StringIO()
+    with redirect_stderr(err):
+        assert main(["pack", "-", "--policy", "passage"]) == 2
+    assert "did you mean passages?" in err.getvalue()
