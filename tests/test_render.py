@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recallpack import Candidate, Reader, Scope, TemplateError, recall
-from recallpack.packing.render import code_span, header_text, item_text, oneline
+from recallpack.packing.render import code_span, oneline
 
 READER = Reader(id="sam", scopes={"org-7": Scope(name="book-club", description="Neighborhood book club, Kawasaki")})
 
@@ -58,7 +58,7 @@ def seed_candidates() -> list[Candidate]:
 
 
 def test_seed_shape_exactly() -> None:
-    """The default template renders seed 000's example byte for byte."""
+    """The default block is seed 000's example byte for byte."""
     assert recall(seed_candidates(), reader=READER).to_markdown() == SEED_SHAPE
 
 
@@ -132,33 +132,6 @@ def test_template_syntax_error_is_reported() -> None:
     """A broken template is a TemplateError with its line."""
     with pytest.raises(TemplateError, match="syntax error on line 1"):
         recall([Candidate(text="a")], template="{% for %}")
-
-
-scope_pairs = st.lists(st.tuples(st.text(max_size=12), st.text(max_size=20)), max_size=3)
-
-
-@settings(max_examples=80, deadline=None)
-@given(
-    scopes=scope_pairs,
-    items=st.lists(
-        st.tuples(
-            st.sampled_from(["Source excerpt", "Derived memory"]),
-            st.lists(st.text(min_size=1, max_size=8), max_size=2),
-            st.text(max_size=80),
-            st.none() | st.text(min_size=1, max_size=20),
-        ),
-        min_size=1,
-        max_size=4,
-    ),
-)
-def test_budget_pieces_equal_the_template(scopes: list[tuple[str, str]], items: list[tuple]) -> None:
-    """The pieces the walk counts concatenate to exactly what the Jinja template renders."""
-    from recallpack.packing.render import load_template, render
-
-    evidence = [dict(label=label, scopes=names, text=text, resource_uri=uri) for label, names, text, uri in items]
-    shared = [dict(name=name, description=description) for name, description in scopes]
-    expected = header_text(scopes) + "\n".join(item_text(*item) for item in items)
-    assert render(load_template(), evidence, shared) == expected
 
 
 @settings(max_examples=400, deadline=None)

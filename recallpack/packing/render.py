@@ -1,9 +1,13 @@
-"""The evidence block: its shape, its template, and the view a walk prices its items by.
+"""The evidence block: its shape, a caller's template, and the view a walk prices its items by.
 
-Everything that knows what the block looks like is here: the default template's pieces
-(:func:`header_text`, :func:`item_text`), the template loaded and rendered in the bounded sandbox
+Everything that knows what the block looks like is here: the default block, defined once in
+Python by its pieces (:func:`header_text`, :func:`item_text`, joined by :func:`default_block`), a
+caller's ``template=`` loaded and rendered in the bounded sandbox
 (:mod:`recallpack.packing.sandbox`), and :class:`View`, what the model is shown and so what an
 item costs: :class:`MarkdownBlock` (the block) or :class:`JoinedTexts` (the kept texts joined).
+
+``templates/recall.md.j2`` is not the default: it is the example a custom template starts from
+(docs/custom-templates.md), rendered only when a caller passes it as ``template=``.
 
 Content is always data handed to a fixed template, never template source, and Jinja runs in
 its sandbox, so ``{{ 7*7 }}`` inside a document stays ``{{ 7*7 }}``.
@@ -14,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
@@ -133,11 +138,6 @@ class LoadedTemplate:
         return hash(self.source)
 
 
-@lru_cache(maxsize=1)
-def _default_source() -> str:
-    return (resources.files("recallpack.packing") / "templates" / "recall.md.j2").read_text("utf-8")
-
-
 #: A template file larger than this is refused: a template is a page of Jinja, not data.
 MAX_TEMPLATE_BYTES = 1 << 20
 
@@ -170,15 +170,29 @@ def _read_template_file(path: Path) -> str:
         raise TemplateError(f"template={str(path)!r} cannot be read as UTF-8 text: {exc}") from exc
 
 
+def _deprecated_example_source() -> str:
+    """What ``load_template(None)`` returned: the example's source, with a warning (this release)."""
+    warnings.warn(
+        "load_template(None) is deprecated: the default block is built in Python (Packer(template=None)), "
+        "not by a template. To start a template of your own, read the example "
+        'resources.files("recallpack.packing") / "templates" / "recall.md.j2" and pass it as template= '
+        "(docs/custom-templates.md); None goes in the next release",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return (resources.files("recallpack.packing") / "templates" / "recall.md.j2").read_text("utf-8")
+
+
 def load_template(template: TemplateSpec = None) -> LoadedTemplate:
-    """The default template, template source (any ``str``), or a template file (a ``Path``: a
-    regular file of at most MAX_TEMPLATE_BYTES).
+    """Template source (any ``str``) or a template file (a ``Path``: a regular file of at most
+    MAX_TEMPLATE_BYTES).
 
     A ``str`` is always source, never a path: a value read from configuration cannot make the
-    packer open a file.
+    packer open a file. ``None`` is deprecated (it loaded the example template, which is not
+    what renders the default block: ``template=None`` in a Packer is the Python-built block).
     """
     if template is None:
-        return LoadedTemplate(_default_source())
+        return LoadedTemplate(_deprecated_example_source())
     if isinstance(template, str):
         return LoadedTemplate(template)
     if not isinstance(template, PathLike):
@@ -206,9 +220,10 @@ def render(
     )
 
 
-# The default template's output, piece by piece: ``header_text(...) + "\n".join(items)``. The
-# walk counts these pieces instead of rendering through Jinja per candidate; a test pins that
-# they join to exactly what the template renders.
+# The default block, piece by piece: ``header_text(...) + "\n".join(items)``. These pieces are
+# its one definition, not a copy of a template: the walk prices each candidate by its own item
+# piece (about 12 times cheaper than rendering one item through Jinja), and the count of the
+# whole block adds up from the pieces. templates/recall.md.j2 is an example in the same shape.
 
 
 def header_text(shared_scopes: Iterable[tuple[str, str]]) -> str:
@@ -229,8 +244,8 @@ def default_block(
     evidence: Sequence[EvidenceLike], shared_scopes: Sequence[ScopeLike],
     escape: Callable[[str], str] | None = None,
 ) -> str:
-    """``evidence`` as the default template renders it (a test pins that the two agree); with
-    ``escape``, every text and scope description passed through it (a notebook's view)."""
+    """The default block of ``evidence`` (what ``template=None`` renders); with ``escape``, every
+    text and scope description passed through it (a notebook's view)."""
     if not evidence:
         return ""
     shown = (lambda text: text) if escape is None else escape
@@ -353,8 +368,8 @@ _PRECHECK_CHARS = 65_536
 class MarkdownBlock:
     """Each item costs what it adds to the rendered Markdown block, header growth included.
 
-    Items are priced as the default template renders them; :meth:`measure` counts the block
-    actually rendered (whatever the template), and the walk gives back until it fits."""
+    Items are priced as the default block shows them; :meth:`measure` counts the block actually
+    rendered (whatever the template), and the walk gives back until it fits."""
 
     renders_items = True
     shows_block = True
