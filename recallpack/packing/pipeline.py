@@ -8,7 +8,7 @@ evidence back onto its own objects when that returns. Everything in between is h
 host-neutral: one lane per upstream or lanes read from metadata, weights and reciprocal rank
 fusion, the Candidates, the packing itself, the report's note of the depth asked, and which of
 the host's own objects each kept evidence stands for. The pipeline calls nothing of the
-adapter's: plain data in, plain data out. (:meth:`Pipeline.recall` and :meth:`Pipeline.pack`
+adapter's: plain data in, plain data out. (:meth:`Pipeline.recall` and :meth:`Pipeline.arecall`
 call a ``fetch`` and a ``translate`` they are given instead: the short way, for a script.)
 
 >>> from recallpack import Packer
@@ -148,7 +148,7 @@ class Pipeline(Generic[T]):
     ``sources`` are its upstreams, in order: one with no lane (items take their lane from their
     metadata, or ``items.lane``), or one per lane, whose results are fused by reciprocal rank
     fusion (``weights`` scale a lane's votes; ``rrf_k`` damps the top ranks). ``translate(obj,
-    position)`` reads one host object as an :class:`Item`, for :meth:`recall` and :meth:`pack`
+    position)`` reads one host object as an :class:`Item`, for :meth:`recall` and :meth:`arecall`
     (an adapter reads its own and calls :meth:`packed`). ``knob`` is the host setting that asks
     for more candidates, named in a report whose budget was left unused (None: none is named).
     """
@@ -276,11 +276,3 @@ class Pipeline(Generic[T]):
         asked = self.depths(packs, fetch_k)
         fetched = await fetch(asked)
         return await self.apacked(packs, query, Returned(fetched, self.read(fetched), asked))
-
-    def pack(self, packs: Packs, query: str | None, objects: Sequence[T]) -> Outcome[T]:
-        """The same for items handed over rather than fetched (a compressor, a postprocessor)."""
-        return self.packed(packs, query, Returned([objects], self.read([objects])))
-
-    async def apack(self, packs: Packs, query: str | None, objects: Sequence[T]) -> Outcome[T]:
-        """:meth:`pack` for async code, packed by ``packs.arecall``."""
-        return await self.apacked(packs, query, Returned([objects], self.read([objects])))
