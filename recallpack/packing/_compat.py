@@ -29,8 +29,8 @@ from typing import Any
 
 __all__ = ["REMOVED_IN", "Moves", "MOVED", "moved_names"]
 
-#: The release without the old names below. Each shipped with the release after 0.1.0, whose
-#: warnings say it goes "in the next release": this one.
+#: The release without the old names below. Each first warns in 0.2, the release after 0.1.0,
+#: saying it goes "in the next release": this one.
 REMOVED_IN = "0.3"
 
 
