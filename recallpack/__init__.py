@@ -14,6 +14,7 @@ import logging
 from recallpack.adapters._embeddings import accept_host_embeddings as _accept_host_embeddings
 from recallpack.adapters.sizing import budget_for
 from recallpack.adapters.tokenizers import read_host_tokenizer
+from recallpack.packing._compat import moved_names
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.errors import (
     BudgetError,
@@ -27,7 +28,6 @@ from recallpack.packing.errors import (
     TemplateError,
     TokenizerError,
     UpstreamError,
-    moved_names,
 )
 from recallpack.packing.fusion import Fused, fuse
 from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING
@@ -61,27 +61,9 @@ register_reader(read_host_tokenizer)
 # embeddings (no framework import) is what lets ``embed=`` take their objects everywhere.
 _accept_host_embeddings()
 
-#: Names that moved to :mod:`recallpack.allowance`; importing them from here still works for
-#: one release, with a DeprecationWarning that names the new home.
-__getattr__ = moved_names(
-    "recallpack",
-    dict.fromkeys(
-        (
-            "Allowance",
-            "Remaining",
-            "Receipt",
-            "Block",
-            "Assembly",
-            "Withheld",
-            "WithheldReason",
-            "assemble",
-            "verify",
-            "issue_receipt",
-            "receipt_for",
-        ),
-        "recallpack.allowance",
-    ),
-)
+#: Names that moved (the allowance's, to :mod:`recallpack.allowance`) keep working for one
+#: release, each with a DeprecationWarning naming its new home: see :mod:`recallpack.packing._compat`.
+__getattr__ = moved_names(__name__)
 
 __all__ = [
     "Candidate",

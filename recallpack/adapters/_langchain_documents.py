@@ -15,16 +15,16 @@ from recallpack.adapters._common import PackerComponent, k_or_max_items
 from recallpack.packing.candidate import LaneKind
 from recallpack.packing.errors import UpstreamError
 from recallpack.packing.fusion import DEFAULT_RRF_K
-from recallpack.packing.pipeline import Item, Kept, Packs, Pipeline, Returned, Source
+from recallpack.packing.pipeline import Item, KeptObject, Packs, Pipeline, Returned, Source
 from recallpack.packing.result import RecallResult
 from recallpack.packing.translate import evidence_metadata, recorded_score
 from recallpack.packing.validation import check_each
 
-__all__ = ["LangChainComponent", "LanesSettings", "documents_of", "document_item",
+__all__ = ["LangChainComponent", "LanesSettings", "checked_documents", "document_item",
            "kept_documents", "pack_documents", "apack_documents"]
 
 
-def documents_of(output: object, source: str) -> list[Document]:
+def checked_documents(output: object, source: str) -> list[Document]:
     """``output`` as a list of Documents, or an UpstreamError naming the position and type."""
     if not isinstance(output, (list, tuple)):
         raise UpstreamError(f"{source} returned a {type(output).__name__}; expected a list of Documents")
@@ -42,7 +42,7 @@ def document_item(doc: Document, position: int) -> Item:
     return Item(doc.page_content, doc.metadata, score, score_field=field)
 
 
-def kept_documents(kept: Sequence[Kept[Document]]) -> list[Document]:
+def kept_documents(kept: Sequence[KeptObject[Document]]) -> list[Document]:
     """Copies of the kept Documents, in evidence order, with recallpack's fields added.
 
     Copies, because upstream Documents may be shared (a vector store hands out its own objects).
@@ -62,7 +62,7 @@ Outputs = Sequence[tuple[object, str]]
 
 
 def _read(outputs: Outputs, depths: Sequence[int | None] | None) -> Returned[Document]:
-    docs = [documents_of(output, name) for output, name in outputs]
+    docs = [checked_documents(output, name) for output, name in outputs]
     items = [[document_item(doc, i) for i, doc in enumerate(listed)] for listed in docs]
     return Returned(docs, items, depths)
 

@@ -24,7 +24,7 @@ from recallpack.adapters._llamaindex_events import packed
 from recallpack.packing.candidate import LaneKind, Span
 from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError
 from recallpack.packing.fusion import DEFAULT_RRF_K
-from recallpack.packing.pipeline import Item, Kept, Outcome, Packs, Pipeline, Returned, Source
+from recallpack.packing.pipeline import Item, KeptObject, Packs, Pipeline, PipelineOutcome, Returned, Source
 from recallpack.packing.result import PackReport, RecallResult
 from recallpack.packing.tokenizers import CallableTokenizer, Tokenizer, is_known_encoding
 from recallpack.packing.translate import EVIDENCE_METADATA_KEYS, evidence_metadata
@@ -190,7 +190,7 @@ def report_of(response: object) -> PackReport | None:
     return None
 
 
-def kept_nodes(kept: Sequence[Kept[NodeWithScore]], result: RecallResult) -> list[NodeWithScore]:
+def kept_nodes(kept: Sequence[KeptObject[NodeWithScore]], result: RecallResult) -> list[NodeWithScore]:
     """Copies of the kept nodes, in evidence order, carrying the evidence fields (and the fused
     score, for fused lanes).
 
@@ -230,7 +230,7 @@ def _read(
     return Returned(nodes, [[read(node, i) for i, node in enumerate(listed)] for listed in nodes], depths)
 
 
-def _back(component: str, query: str | None, outcome: Outcome[NodeWithScore]) -> Packed:
+def _back(component: str, query: str | None, outcome: PipelineOutcome[NodeWithScore]) -> Packed:
     result = packed(component, query, outcome.result)  # the event, in the caller's span
     return kept_nodes(outcome.kept, result), result
 

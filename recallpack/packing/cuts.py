@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
@@ -33,7 +32,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Literal
 
-from recallpack.packing import embedding
+from recallpack.packing._compat import moved_names
 from recallpack.packing.analysis import AUTO, Reading, check_language
 from recallpack.packing.embedding import EmbedFn, similarities
 from recallpack.packing.errors import BudgetError, ConfigError
@@ -68,21 +67,9 @@ __all__ = [
     "cut_focus",
 ]
 
-#: Names that moved to :mod:`recallpack.packing.embedding`; importing them from here still works
-#: for one release, with a DeprecationWarning naming the new home.
-_MOVED_TO_EMBEDDING = frozenset({"embed_function", "CALLER_LOOP"})
-
-
-def __getattr__(name: str) -> object:
-    if name in _MOVED_TO_EMBEDDING:
-        warnings.warn(
-            f"recallpack.packing.cuts.{name} moved to recallpack.packing.embedding.{name}; "
-            "import it from there (this alias goes in the next release)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(embedding, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: Names that moved to :mod:`recallpack.packing.embedding` keep working for one release, with a
+#: DeprecationWarning naming the new home: see :mod:`recallpack.packing._compat`.
+__getattr__ = moved_names(__name__)
 
 
 CutKind = Literal["head", "focus", "passages"]

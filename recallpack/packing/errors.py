@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from collections.abc import Callable, Mapping
-from typing import Any
-
 
 class RecallpackError(Exception):
     """Base class of every error recallpack raises on purpose.
@@ -62,24 +57,3 @@ class ReceiptError(RecallpackError, ValueError):
 
 class RecallpackWarning(UserWarning):
     """Something works, but less exactly than asked (for example, the heuristic tokenizer)."""
-
-
-def moved_names(module: str, moved: Mapping[str, str], *, gone: str = "name") -> Callable[[str], Any]:
-    """A module ``__getattr__`` for names that moved: ``moved`` maps each old name to the module
-    it lives in now. Using one still works for one release, with a DeprecationWarning that names
-    the new place and what goes next release (``gone``: the old ``"name"``, or the whole
-    ``"module"``); any other name is an AttributeError, as usual."""
-
-    def __getattr__(name: str) -> Any:
-        home = moved.get(name)
-        if home is None:
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        warnings.warn(
-            f"{module}.{name} moved to {home}.{name}; import it from there "
-            f"(the old {gone} goes in the next release)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module(home), name)
-
-    return __getattr__

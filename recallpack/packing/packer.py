@@ -29,6 +29,7 @@ from pydantic import (
 
 from recallpack.allowance.budget import Allowance, Remaining, as_remaining
 from recallpack.packing import batch, validation
+from recallpack.packing._compat import moved_names
 from recallpack.packing.analysis import AUTO, check_language
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.citations import check_uri_template
@@ -38,7 +39,6 @@ from recallpack.packing.errors import (
     ConfigError,
     RecallpackError,
     TemplateError,
-    moved_names,
 )
 from recallpack.packing.ledger import WalkSettings
 from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING
@@ -424,9 +424,6 @@ def recall_many(
     )
 
 
-#: Names that moved to :mod:`recallpack.packing.validation`: from here they still work for one
-#: release, with a DeprecationWarning that names the new home.
-__getattr__ = moved_names(
-    __name__,
-    dict.fromkeys(("unknown_setting", "refuse_unknown", "recallpack_error"), "recallpack.packing.validation"),
-)
+#: Names that moved to :mod:`recallpack.packing.validation` keep working for one release, with a
+#: DeprecationWarning naming the new home: see :mod:`recallpack.packing._compat`.
+__getattr__ = moved_names(__name__)

@@ -8,7 +8,7 @@ evidence back onto its own objects when that returns. Everything in between is h
 host-neutral: one lane per upstream or lanes read from metadata, weights and reciprocal rank
 fusion, the Candidates, the packing itself, the report's note of the depth asked, and which of
 the host's own objects each kept evidence stands for. The pipeline calls nothing of the
-adapter's: plain data in, plain data out. (:meth:`Pipeline.recall` and :meth:`Pipeline.pack`
+adapter's: plain data in, plain data out. (:meth:`Pipeline.recall` and :meth:`Pipeline.arecall`
 call a ``fetch`` and a ``translate`` they are given instead: the short way, for a script.)
 
 >>> from recallpack import Packer
@@ -32,7 +32,7 @@ from recallpack.packing.sources import Source, depths
 from recallpack.packing.translate import UnknownLane, candidate_from, check_on_unknown_lane
 from recallpack.packing.validation import check_max_items
 
-__all__ = ["Item", "ItemSettings", "Source", "Kept", "Outcome", "Returned", "Pipeline", "Packs",
+__all__ = ["Item", "ItemSettings", "Source", "KeptObject", "PipelineOutcome", "Returned", "Pipeline", "Packs",
            "ITEM_SETTINGS"]
 
 T = TypeVar("T")
@@ -110,7 +110,7 @@ class ItemSettings:
 
 
 @dataclass(frozen=True)
-class Kept(Generic[T]):
+class KeptObject(Generic[T]):
     """One kept item: the host's own object it came from and its evidence. ``score`` is the
     fused score when lanes were fused (None otherwise: the object keeps its own)."""
 
@@ -120,11 +120,11 @@ class Kept(Generic[T]):
 
 
 @dataclass(frozen=True)
-class Outcome(Generic[T]):
+class PipelineOutcome(Generic[T]):
     """What one pack gives its adapter: the result, and the kept items with their originals."""
 
     result: RecallResult
-    kept: list[Kept[T]]
+    kept: list[KeptObject[T]]
 
 
 #: Per source, in order: the host objects it returned.
@@ -148,7 +148,7 @@ class Pipeline(Generic[T]):
     ``sources`` are its upstreams, in order: one with no lane (items take their lane from their
     metadata, or ``items.lane``), or one per lane, whose results are fused by reciprocal rank
     fusion (``weights`` scale a lane's votes; ``rrf_k`` damps the top ranks). ``translate(obj,
-    position)`` reads one host object as an :class:`Item`, for :meth:`recall` and :meth:`pack`
+    position)`` reads one host object as an :class:`Item`, for :meth:`recall` and :meth:`arecall`
     (an adapter reads its own and calls :meth:`packed`). ``knob`` is the host setting that asks
     for more candidates, named in a report whose budget was left unused (None: none is named).
     """
@@ -219,24 +219,24 @@ class Pipeline(Generic[T]):
 
     def outcome(
         self, result: RecallResult, ordered: Sequence[T], candidates: Sequence[Candidate]
-    ) -> Outcome[T]:
+    ) -> PipelineOutcome[T]:
         """The kept items paired with the host objects they came from, in evidence order."""
         kept = [
-            Kept(ordered[rank], evidence, candidates[rank].score if self.fused else None)
+            KeptObject(ordered[rank], evidence, candidates[rank].score if self.fused else None)
             for rank, evidence in zip(result.selected_ranks, result.evidence, strict=True)
         ]
-        return Outcome(result, kept)
+        return PipelineOutcome(result, kept)
 
     # -- one pack, end to end: plain data in, plain data out ----------------------------------------
 
-    def packed(self, packs: Packs, query: str | None, returned: Returned[T]) -> Outcome[T]:
+    def packed(self, packs: Packs, query: str | None, returned: Returned[T]) -> PipelineOutcome[T]:
         """Rank what the sources returned, pack, note the depths they were asked for, and pair
         each kept evidence with its object: an adapter's one call into the pipeline per pack."""
         ordered, candidates = self.rank(returned.objects, returned.items)
         result = self.noted(packs.recall(candidates, query=query), returned.depths)
         return self.outcome(result, ordered, candidates)
 
-    async def apacked(self, packs: Packs, query: str | None, returned: Returned[T]) -> Outcome[T]:
+    async def apacked(self, packs: Packs, query: str | None, returned: Returned[T]) -> PipelineOutcome[T]:
         """:meth:`packed`, packed by ``packs.arecall`` (an ``embed`` model never runs on the event loop)."""
         ordered, candidates = self.rank(returned.objects, returned.items)
         result = self.noted(await packs.arecall(candidates, query=query), returned.depths)
@@ -258,7 +258,7 @@ class Pipeline(Generic[T]):
         fetch: Callable[[list[int | None]], Fetched[T]],
         *,
         fetch_k: object = None,
-    ) -> Outcome[T]:
+    ) -> PipelineOutcome[T]:
         """Fetch (``fetch(depths)``: per source, the host objects it returned), read, then :meth:`packed`."""
         asked = self.depths(packs, fetch_k)
         fetched = fetch(asked)
@@ -271,16 +271,8 @@ class Pipeline(Generic[T]):
         fetch: Callable[[list[int | None]], Awaitable[Fetched[T]]],
         *,
         fetch_k: object = None,
-    ) -> Outcome[T]:
+    ) -> PipelineOutcome[T]:
         """:meth:`recall` with an async fetch, packed by ``packs.arecall``."""
         asked = self.depths(packs, fetch_k)
         fetched = await fetch(asked)
         return await self.apacked(packs, query, Returned(fetched, self.read(fetched), asked))
-
-    def pack(self, packs: Packs, query: str | None, objects: Sequence[T]) -> Outcome[T]:
-        """The same for items handed over rather than fetched (a compressor, a postprocessor)."""
-        return self.packed(packs, query, Returned([objects], self.read([objects])))
-
-    async def apack(self, packs: Packs, query: str | None, objects: Sequence[T]) -> Outcome[T]:
-        """:meth:`pack` for async code, packed by ``packs.arecall``."""
-        return await self.apacked(packs, query, Returned([objects], self.read([objects])))

@@ -12,8 +12,9 @@ from typing import Any, NamedTuple, overload
 from pydantic import BaseModel, ConfigDict, Field
 
 from recallpack.packing import scopes
+from recallpack.packing._compat import moved_names
 from recallpack.packing.candidate import Provenance, ValueEnum
-from recallpack.packing.errors import TemplateError, moved_names
+from recallpack.packing.errors import TemplateError
 from recallpack.packing.render import default_block
 from recallpack.packing.report_html import report_html, trace_html
 from recallpack.packing.text import inert_markdown
@@ -417,7 +418,5 @@ class RecallResult:
 
 
 #: Reader and Scope moved to :mod:`recallpack.packing.scopes`: from here they still work for one
-#: release, with a DeprecationWarning that names the new home.
-__getattr__ = moved_names(
-    __name__, dict.fromkeys(("Scope", "Reader", "PRIVATE"), "recallpack.packing.scopes")
-)
+#: release, with a DeprecationWarning naming the new home (see :mod:`recallpack.packing._compat`).
+__getattr__ = moved_names(__name__)

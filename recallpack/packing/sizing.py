@@ -1,11 +1,9 @@
 """The old home of :func:`recallpack.budget_for`, which reads host model objects and so lives
 with the adapters now (:mod:`recallpack.adapters.sizing`); its names still work from here for
-one release, with a DeprecationWarning that names the new home."""
+one release, with a DeprecationWarning that names the new home (:mod:`recallpack.packing._compat`)."""
 
 from __future__ import annotations
 
-from recallpack.packing.errors import moved_names
+from recallpack.packing._compat import moved_names
 
-__getattr__ = moved_names(
-    __name__, dict.fromkeys(("budget_for", "DEFAULT_RESERVE_OUTPUT"), "recallpack.adapters.sizing")
-)
+__getattr__ = moved_names(__name__)

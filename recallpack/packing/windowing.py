@@ -23,7 +23,7 @@ from recallpack.packing.text import PREPEND, ceil_boundary, first_cluster_end, f
 if TYPE_CHECKING:
     import tiktoken
 
-__all__ = ["Counter", "Oversize", "window_spans"]
+__all__ = ["TokenCounter", "Oversize", "window_spans"]
 
 Oversize = Literal["cluster", "char"]
 
@@ -36,7 +36,7 @@ _ENCODE_CHARS = 1 << 16
 _BREAKING_ENCODINGS = frozenset({"cl100k_base", "o200k_base", "o200k_harmony"})
 
 
-class Counter(Protocol):
+class TokenCounter(Protocol):
     """What the engine asks of a tokenizer (any ``recallpack.packing.tokenizers.Tokenizer``): it
     imports none, so the tokenizers can cut with it too."""
 
@@ -46,12 +46,12 @@ class Counter(Protocol):
     def count(self, text: str) -> int: ...
 
 
-class _EncodedCounter(Counter, Protocol):
+class _EncodedTokenCounter(TokenCounter, Protocol):
     encoding: tiktoken.Encoding
 
 
 def window_spans(
-    text: str, max_tokens: int, overlap_tokens: int, tok: Counter, *, oversize: Oversize = "cluster"
+    text: str, max_tokens: int, overlap_tokens: int, tok: TokenCounter, *, oversize: Oversize = "cluster"
 ) -> list[tuple[int, int, int]]:
     """``(start, end, tokens)`` of each window of ``text``; the settings are already checked.
 
@@ -70,13 +70,13 @@ class _Splitter:
 
     split_clusters = False
 
-    def __init__(self, text: str, max_tokens: int, tok: Counter) -> None:
+    def __init__(self, text: str, max_tokens: int, tok: TokenCounter) -> None:
         self.text = text
         self.max = max_tokens
         self.tok = tok
 
     @staticmethod
-    def for_text(text: str, max_tokens: int, tok: Counter) -> _Splitter:
+    def for_text(text: str, max_tokens: int, tok: TokenCounter) -> _Splitter:
         import tiktoken
 
         # A tiktoken tokenizer whose split pattern recallpack vouches for (TiktokenTokenizer's
@@ -187,9 +187,9 @@ class _TiktokenSplitter(_Splitter):
     starts (``_WORD_START``, ``_LINE_START``), so a window's count is the sum of its words'
     counts from that one encoding, and only the words where it fills up are counted again."""
 
-    tok: _EncodedCounter
+    tok: _EncodedTokenCounter
 
-    def __init__(self, text: str, max_tokens: int, tok: _EncodedCounter) -> None:
+    def __init__(self, text: str, max_tokens: int, tok: _EncodedTokenCounter) -> None:
         super().__init__(text, max_tokens, tok)
         self.encoding = tok.encoding
         self.lengths = _token_lengths(self.encoding)

@@ -30,12 +30,17 @@ from recallpack.packing.tokenizers.simple import (
     CallableTokenizer,
     HeuristicTokenizer,
 )
-from recallpack.packing.tokenizers.sources import ShippedCopies, Source, TiktokenCache, default_sources
+from recallpack.packing.tokenizers.sources import (
+    EncodingSource,
+    ShippedCopies,
+    TiktokenCache,
+    default_sources,
+)
 from recallpack.packing.tokenizers.tiktoken_tokenizer import TiktokenTokenizer
 
 __all__ = [
-    "DEFAULT_ENCODING", "ByteTokenizer", "CallableTokenizer", "EncodingRegistry",
-    "HeuristicTokenizer", "Resolution", "ShippedCopies", "Source", "TiktokenCache",
+    "DEFAULT_ENCODING", "ByteTokenizer", "CallableTokenizer", "EncodingRegistry", "EncodingSource",
+    "HeuristicTokenizer", "Resolution", "ShippedCopies", "TiktokenCache",
     "TiktokenTokenizer", "Tokenizer", "TokenizerReader", "TokenizerSpec", "count_tokens",
     "default_sources", "encoding_registry", "fallback_advice", "get_tokenizer", "is_known_encoding",
     "register_reader", "resolve_encoding", "truncate_to_tokens", "using_registry",

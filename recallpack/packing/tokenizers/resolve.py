@@ -33,7 +33,7 @@ from recallpack.packing.encodings import SourceUnavailable
 from recallpack.packing.errors import BudgetError, CandidateError, RecallpackWarning, TokenizerError
 from recallpack.packing.tokenizers import simple
 from recallpack.packing.tokenizers.base import Tokenizer
-from recallpack.packing.tokenizers.sources import FileReader, Source, default_sources
+from recallpack.packing.tokenizers.sources import EncodingSource, FileReader, default_sources
 from recallpack.packing.tokenizers.tiktoken_tokenizer import TiktokenTokenizer
 from recallpack.packing.validation import is_int
 
@@ -76,7 +76,9 @@ class Resolution:
     source: str
 
 
-def load_encoding(encoding: str, sources: Sequence[Source]) -> tuple[tiktoken.Encoding | None, Resolution]:
+def load_encoding(
+    encoding: str, sources: Sequence[EncodingSource]
+) -> tuple[tiktoken.Encoding | None, Resolution]:
     """Build ``encoding`` from the first of ``sources`` whose copy passes the SHA-256 check, else
     (for an encoding recallpack does not ship) by tiktoken's own loading; None when neither can."""
     try:
@@ -111,7 +113,7 @@ class EncodingRegistry:
 
     def __init__(
         self,
-        sources: Sequence[Source] | Callable[[], Sequence[Source]] = default_sources,
+        sources: Sequence[EncodingSource] | Callable[[], Sequence[EncodingSource]] = default_sources,
         *,
         warn: bool = True,
     ) -> None:
@@ -134,7 +136,7 @@ class EncodingRegistry:
                 self._done[encoding] = done
         return done
 
-    def sources(self) -> tuple[Source, ...]:
+    def sources(self) -> tuple[EncodingSource, ...]:
         """Where this registry looks for files now."""
         return tuple(self._sources() if callable(self._sources) else self._sources)
 

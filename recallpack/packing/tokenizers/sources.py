@@ -26,7 +26,7 @@ __all__ = [
     "SHIPPED_LABEL",
     "FileReader",
     "ShippedCopies",
-    "Source",
+    "EncodingSource",
     "SourceUnavailable",
     "TiktokenCache",
     "bound_label",
@@ -38,7 +38,7 @@ __all__ = [
 SHIPPED_LABEL = "recallpack's shipped copy, SHA-256 verified"
 
 
-class Source(Protocol):
+class EncodingSource(Protocol):
     """Somewhere an encoding's files may be. ``read`` raises ``SourceUnavailable`` when it holds
     no copy of ``url`` (the next source is tried) and ``ValueError`` when its copy is unreadable."""
 
@@ -92,7 +92,7 @@ class ShippedCopies:
         return shipped.read_shipped(url, self.data)
 
 
-def default_sources() -> tuple[Source, ...]:
+def default_sources() -> tuple[EncodingSource, ...]:
     """tiktoken's cache as the environment names it now, then the shipped copies."""
     cache = tiktoken_cache_dir()
     return (*([TiktokenCache(cache)] if cache is not None else []), ShippedCopies())
@@ -106,7 +106,7 @@ class FileReader:
     """Reads an encoding's files from the first source holding a copy that passes tiktoken's
     SHA-256 check, and remembers which source served it and which copies were refused."""
 
-    def __init__(self, sources: Sequence[Source]) -> None:
+    def __init__(self, sources: Sequence[EncodingSource]) -> None:
         self.sources = tuple(sources)
         self.served: list[str] = []
         self.refused: list[str] = []
