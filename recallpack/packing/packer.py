@@ -23,6 +23,7 @@ from pydantic import (
     PrivateAttr,
     StrictStr,
     ValidationError,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -190,13 +191,7 @@ class Packer(PackerSettings):
             embed=None if self.embed is None else embed_function(self.embed),
             cut=self.cut,
         )
-        # A joined view without the floor (pack()) promises nothing below it: an empty list is its answer.
-        if (self.join is None or self.floor) and self.max_tokens < run.least_tokens:
-            raise BudgetError(
-                f"max_tokens={self.max_tokens} is below the least that holds any evidence, "
-                f"{run.least_tokens} tokens ({tok.name}): {run.least_parts}; use "
-                f"max_tokens={run.least_tokens} or more"
-            )
+        _check_least(run, self.join is None or self.floor, self.max_tokens)
         return self
 
     # -- calls ----------------------------------------------------------------------------------
@@ -234,6 +229,11 @@ class Packer(PackerSettings):
             )
         if not overrides:
             return self
+        if overrides.keys() <= _BOUNDS:  # a per-call bound is a value: the same plan, handed down
+            ceiling, owner = self.max_tokens_ceiling, type(self).__name__
+            max_tokens = _checked_bounds(owner, overrides, self.max_tokens, ceiling)
+            _check_least(self._run, self.join is None or self.floor, max_tokens)
+            return self.model_copy(update=overrides)
         settings = {name: getattr(self, name) for name in self.settings_names()}
         # The resolved tokenizer goes on as is: nothing is resolved again per call, and a
         # callable tokenizer keeps its count cache across calls.
@@ -334,6 +334,37 @@ class Packer(PackerSettings):
             max_tokens = left.tokens if max_tokens is None else min(max_tokens, left.tokens)
             max_items = left.items if max_items is None else min(max_items, left.items)
         return self._run.recall(candidates, query=query, max_tokens=max_tokens, max_items=max_items)
+
+
+#: The settings a call may change as plain values: the Packer's plan holds as it is.
+_BOUNDS = frozenset({"max_tokens", "max_items"})
+#: The two bounds as the Packer declares them, to check a per-call value with the same errors.
+_BOUND_FIELDS: dict[str, Any] = {
+    name: (field.annotation, field) for name, field in PackerSettings.model_fields.items() if name in _BOUNDS
+}
+_Bounds = create_model("Packer", **_BOUND_FIELDS)
+
+
+def _check_least(run: Plan, promised: bool, max_tokens: int) -> None:
+    """A BudgetError when ``max_tokens`` is below the least that holds any evidence, where that
+    is ``promised`` (a joined view without the floor, pack()'s, promises nothing below it: an
+    empty list is its answer)."""
+    if promised and max_tokens < run.least_tokens:
+        raise BudgetError(
+            f"max_tokens={max_tokens} is below the least that holds any evidence, "
+            f"{run.least_tokens} tokens ({run.tok.name}): {run.least_parts}; use "
+            f"max_tokens={run.least_tokens} or more"
+        )
+
+
+def _checked_bounds(owner: str, bounds: Mapping[str, Any], max_tokens: int, ceiling: int) -> int:
+    """Per-call ``bounds`` checked as a new Packer checks them (the same errors); the call's
+    max_tokens (``max_tokens`` when they do not change it)."""
+    try:
+        _Bounds(**bounds)
+    except ValidationError as exc:
+        raise validation.recallpack_error(owner, exc) from None
+    return check_max_tokens(bounds.get("max_tokens", max_tokens), ceiling)
 
 
 # -- the module-level functions users know ------------------------------------------------------
