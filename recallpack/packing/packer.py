@@ -160,7 +160,7 @@ class Packer(PackerSettings):
     """None: the model is shown the rendered block. A function: it is shown ``join(kept texts)``
     instead (as a LlamaIndex synthesizer builds its context), and that is what is budgeted."""
 
-    _run: Plan = PrivateAttr()
+    _plan: Plan = PrivateAttr()
 
     @classmethod
     def _precheck(cls, data: dict[str, Any]) -> None:
@@ -183,7 +183,7 @@ class Packer(PackerSettings):
         shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(WalkSettings)}
         tok = get_tokenizer(self.tokenizer)
         template = None if self.template is None else load_template(self.template)
-        run = self._run = Plan.make(
+        plan = self._plan = Plan.make(
             WalkSettings(**{**shared, "lane_budgets": lane_targets(self.lane_budgets)}),
             tok=tok,
             template=template,
@@ -191,7 +191,7 @@ class Packer(PackerSettings):
             embed=None if self.embed is None else embed_function(self.embed),
             cut=self.cut,
         )
-        _check_least(run, self.join is None or self.floor, self.max_tokens)
+        _check_least(plan, self.join is None or self.floor, self.max_tokens)
         return self
 
     # -- calls ----------------------------------------------------------------------------------
@@ -200,7 +200,7 @@ class Packer(PackerSettings):
     def least_tokens(self) -> int:
         """The fewest tokens that can hold any evidence (a smaller ``max_tokens`` is refused):
         the block's header, the longest label, the mark of a cut and one token of text."""
-        return self._run.least_tokens
+        return self._plan.least_tokens
 
     def least_tokens_for(
         self, candidate: Candidate | Mapping[str, Any], *, query: str | None = None
@@ -208,12 +208,12 @@ class Packer(PackerSettings):
         """The fewest tokens at which a call given ``candidate`` keeps it, cut if need be: from it
         up the floor holds, for every policy. It counts what the item renders (its scopes header,
         label, resource line, the cut's marks): at least :attr:`least_tokens`. None: never shown."""
-        return self._run.least_for(candidate, query)
+        return self._plan.least_for(candidate, query)
 
     @property
     def tokenizer_used(self) -> Tokenizer:
         """The resolved tokenizer every call counts with."""
-        return self._run.tok
+        return self._plan.tok
 
     def replace(self, **overrides: Any) -> Packer:
         """A Packer with some settings changed, validated like a new one.
@@ -232,12 +232,12 @@ class Packer(PackerSettings):
         if overrides.keys() <= _BOUNDS:  # a per-call bound is a value: the same plan, handed down
             ceiling, owner = self.max_tokens_ceiling, type(self).__name__
             max_tokens = _checked_bounds(owner, overrides, self.max_tokens, ceiling)
-            _check_least(self._run, self.join is None or self.floor, max_tokens)
+            _check_least(self._plan, self.join is None or self.floor, max_tokens)
             return self.model_copy(update=overrides)
         settings = {name: getattr(self, name) for name in self.settings_names()}
         # The resolved tokenizer goes on as is: nothing is resolved again per call, and a
         # callable tokenizer keeps its count cache across calls.
-        settings["tokenizer"] = self._run.tok
+        settings["tokenizer"] = self._plan.tok
         return type(self)(**{**settings, **overrides})
 
     def recall(
@@ -271,7 +271,7 @@ class Packer(PackerSettings):
         this loop; sync ones run in the loop's default executor, with the packing. Without an
         embedding to call, the packing is a short CPU walk and runs inline."""
         packer = self.replace(**overrides) if overrides else self
-        if packer._run.embed is None or not query:
+        if packer._plan.embed is None or not query:
             return packer._recall(candidates, query=query, allowance=allowance)
         # The packing runs in the loop's own executor (no thread of recallpack's), in a copy of the
         # caller's context that names this loop: the embedding's async methods are submitted to it.
@@ -283,7 +283,7 @@ class Packer(PackerSettings):
 
     def pack(self, candidates: Iterable[Candidate | Mapping[str, Any]]) -> list[Candidate]:
         """The kept candidates themselves (a cut one with its cut text), in order."""
-        return self._run.pack(candidates, max_tokens=self.max_tokens, max_items=self.max_items)
+        return self._plan.pack(candidates, max_tokens=self.max_tokens, max_items=self.max_items)
 
     def recall_many(
         self,
@@ -309,7 +309,7 @@ class Packer(PackerSettings):
             raise ConfigError(f"fork_callables={fork_callables!r} must be True or False")
         lists = candidate_lists_of(candidate_lists)
         asked = batch.queries_per_list(queries, len(lists))
-        callers = () if fork_callables else self._run.caller_code()
+        callers = () if fork_callables else self._plan.caller_code()
         # Every list is packed as recall packs it, in whichever process: so the results are a loop's.
         def pack_one(i: int) -> RecallResult:
             return self._recall(lists[i], query=asked[i])
@@ -333,7 +333,7 @@ class Packer(PackerSettings):
             left = as_remaining(allowance)
             max_tokens = left.tokens if max_tokens is None else min(max_tokens, left.tokens)
             max_items = left.items if max_items is None else min(max_items, left.items)
-        return self._run.recall(candidates, query=query, max_tokens=max_tokens, max_items=max_items)
+        return self._plan.recall(candidates, query=query, max_tokens=max_tokens, max_items=max_items)
 
 
 #: The settings a call may change as plain values: the Packer's plan holds as it is.
