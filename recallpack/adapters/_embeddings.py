@@ -3,10 +3,9 @@
 A LangChain ``Embeddings`` has ``embed_query`` and ``embed_documents`` (and, optionally, their
 ``a``-prefixed coroutines); a LlamaIndex ``BaseEmbedding`` has ``get_query_embedding`` and
 ``get_text_embedding_batch`` (and ``aget_*``). Duck-typed, so it imports neither framework:
-:func:`host_embedding` makes a :class:`~recallpack.packing.embedding.Similarity` over either,
-which is what the adapters hand the core; the hosts' readers (named in the core's host table,
-``recallpack.packing.hosts``) read them with :func:`embedding_of`, so that
-``recall(..., embed=...)`` takes them too.
+:func:`embedding_of` makes a :class:`~recallpack.packing.embedding.Similarity` over either.
+The hosts' readers (named in the core's host table, ``recallpack.packing.hosts``) call it, so
+the core's ``embed=`` takes these objects, in ``recall()`` and in every adapter alike.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any
 
 from recallpack.packing.embedding import EmbedFn, Similarity, embed_function
 
-__all__ = ["HOST_EMBEDDINGS", "HOST_ACCEPTS", "ACCEPTS", "embedding_of", "host_embedding", "as_embed_fn"]
+__all__ = ["HOST_EMBEDDINGS", "HOST_ACCEPTS", "embedding_of", "as_embed_fn"]
 
 #: Per host: (the query's method, the texts' method), and their coroutine versions.
 HOST_EMBEDDINGS: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
@@ -30,8 +29,6 @@ HOST_ACCEPTS = {
     "langchain": "a LangChain Embeddings (embed_query and embed_documents)",
     "llamaindex": "a LlamaIndex BaseEmbedding (get_query_embedding and get_text_embedding_batch)",
 }
-#: What :func:`host_embedding` accepts, in an error message's words.
-ACCEPTS = ", ".join(HOST_ACCEPTS.values())
 
 
 def embedding_of(host: str, obj: object) -> Similarity | None:
@@ -42,18 +39,7 @@ def embedding_of(host: str, obj: object) -> Similarity | None:
     return None
 
 
-def host_embedding(obj: object) -> Similarity | None:
-    """A Similarity over ``obj`` when it has a host's two embedding methods, else None."""
-    for host in HOST_EMBEDDINGS:
-        found = embedding_of(host, obj)
-        if found is not None:
-            return found
-    return None
-
-
 def as_embed_fn(embed: Any) -> EmbedFn | None:
-    """An adapter's ``embed=`` (a host embedding, a callable, or None) as what the core takes."""
-    if embed is None:
-        return None
-    found = host_embedding(embed)
-    return found if found is not None else embed_function(embed)
+    """An adapter's ``embed=`` (a host embedding, a callable, or None) as what the core takes (a
+    host embedding is read by its host's reader, through the core's host table)."""
+    return None if embed is None else embed_function(embed)
