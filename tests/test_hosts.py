@@ -160,6 +160,12 @@ def test_registering_is_checked_and_undone_explicitly(abacus: Host) -> None:
         unregister_host("ghost")
     with pytest.raises(ConfigError, match="takes a Host"):
         register_host("abacus")  # type: ignore[arg-type]
+    for packages in ("tests", (), ("tests.abacus",), ("",)):
+        with pytest.raises(ConfigError, match=r"Host\(packages=.*\('haystack',\)") as raised:
+            Host("abacus", packages, __name__)  # type: ignore[arg-type]
+        assert raised.value.field == "packages"
+    with pytest.raises(ConfigError, match="non-empty str"):
+        Host("", ("tests",), __name__)
 
 
 def test_a_reader_whose_framework_is_missing_is_passed_over_unless_its_object_comes() -> None:

@@ -54,6 +54,22 @@ class Host:
     packages: tuple[str, ...]
     reader: str
 
+    def __post_init__(self) -> None:
+        for field in ("name", "reader"):
+            value = getattr(self, field)
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"Host({field}={value!r}) must be a non-empty str", field=field)
+        packages = self.packages
+        if isinstance(packages, str) or not isinstance(packages, (tuple, list)) or not packages or not all(
+            isinstance(package, str) and package and "." not in package for package in packages
+        ):
+            raise ConfigError(
+                f"Host(packages={packages!r}) must be a tuple of top-level package names, such as "
+                "('haystack',)",
+                field="packages",
+            )
+        object.__setattr__(self, "packages", tuple(packages))
+
     def claims(self, kind: type) -> bool:
         """Whether ``kind``, or a class it derives from, comes from one of this host's packages."""
         for base in kind.__mro__:
