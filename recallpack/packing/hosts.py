@@ -30,7 +30,8 @@ import importlib
 import importlib.util
 import inspect
 import threading
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal
 
@@ -53,12 +54,13 @@ class Host:
     name: str
     packages: tuple[str, ...]
     reader: str
+    _siblings: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for field in ("name", "reader"):
-            value = getattr(self, field)
+        for name in ("name", "reader"):
+            value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
-                raise ConfigError(f"Host({field}={value!r}) must be a non-empty str", field=field)
+                raise ConfigError(f"Host({name}={value!r}) must be a non-empty str", field=name)
         packages = self.packages
         if isinstance(packages, str) or not isinstance(packages, (tuple, list)) or not packages or not all(
             isinstance(package, str) and package and "." not in package for package in packages
@@ -69,14 +71,15 @@ class Host:
                 field="packages",
             )
         object.__setattr__(self, "packages", tuple(packages))
+        object.__setattr__(self, "_siblings", tuple(f"{package}_" for package in packages))
 
     def claims(self, kind: type) -> bool:
         """Whether ``kind``, or a class it derives from, comes from one of this host's packages."""
-        for base in kind.__mro__:
-            top = base.__module__.partition(".")[0]
-            if any(top == package or top.startswith(f"{package}_") for package in self.packages):
-                return True
-        return False
+        return self.claims_any(_packages_of(kind))
+
+    def claims_any(self, packages: Collection[str]) -> bool:
+        """Whether one of the top-level ``packages`` is one of this host's."""
+        return any(top in self.packages or top.startswith(self._siblings) for top in packages)
 
 
 #: The hosts recallpack reads out of the box, in the order a duck-typed object is offered to them.
@@ -145,13 +148,18 @@ def _reader(host: Host) -> ModuleType | ImportError:
     return found
 
 
+def _packages_of(kind: type) -> set[str]:
+    """The top-level packages ``kind`` and the classes it derives from come from."""
+    return {base.__module__.partition(".")[0] for base in kind.__mro__}
+
+
 def _offered(obj: object) -> list[Host]:
     """The hosts ``obj`` is offered to, in order: none for what the core knows itself."""
     if inspect.isroutine(obj) or type(obj).__module__ == "builtins":
         return []
-    known = _hosts
-    claimed = [host for host in known if host.claims(type(obj))]
-    return [*claimed, *(host for host in known if host not in claimed)]
+    known, packages = _hosts, _packages_of(type(obj))
+    claimed = [host for host in known if host.claims_any(packages)]
+    return [*claimed, *(host for host in known if all(host is not own for own in claimed))]
 
 
 def read_host(capability: Capability, obj: object) -> Any:
