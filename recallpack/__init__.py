@@ -11,9 +11,6 @@ provenance and scopes, rendered as a Markdown block that says it is evidence, no
 
 import logging
 
-from recallpack.adapters._embeddings import accept_host_embeddings as _accept_host_embeddings
-from recallpack.adapters.sizing import budget_for
-from recallpack.adapters.tokenizers import read_host_tokenizer
 from recallpack.packing._compat import moved_names
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.errors import (
@@ -31,6 +28,7 @@ from recallpack.packing.errors import (
 )
 from recallpack.packing.fusion import Fused, fuse
 from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING
+from recallpack.packing.model_budget import budget_for
 from recallpack.packing.packer import Packer, pack, recall, recall_many
 from recallpack.packing.policies import POLICIES, Policy
 from recallpack.packing.result import Evidence, Outcome, PackReport, Reason, RecallResult, Trace, TraceEntry
@@ -39,7 +37,6 @@ from recallpack.packing.tokenizers.base import Tokenizer
 from recallpack.packing.tokenizers.resolve import (
     count_tokens,
     get_tokenizer,
-    register_reader,
     resolve_encoding,
     truncate_to_tokens,
 )
@@ -53,13 +50,6 @@ __version__ = "0.1.0"
 # whatever handlers the application configures, and nowhere else. The fallback tokenizer is
 # also a RecallpackWarning, which Python shows once by default.
 logging.getLogger("recallpack").addHandler(logging.NullHandler())
-
-# The core resolves names, Encodings and callables; a LangChain model or a Hugging Face
-# tokenizer is read by the adapters' reader, handed to it here, whatever is imported first.
-register_reader(read_host_tokenizer)
-# The core never names a host's methods; the adapters' duck-typing of LangChain and LlamaIndex
-# embeddings (no framework import) is what lets ``embed=`` take their objects everywhere.
-_accept_host_embeddings()
 
 #: Names that moved (the allowance's, to :mod:`recallpack.allowance`) keep working for one
 #: release, each with a DeprecationWarning naming its new home: see :mod:`recallpack.packing._compat`.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -906,3 +907,99 @@ def test_ints_are_checked_by_the_validation_module_alone() -> None:
     assert _hand_written_int_checks(validation)
     assert _hand_written_int_checks(ast.parse("if isinstance(v, bool) or not isinstance(v, int) or v < 1: pass"))
     assert _hand_written_int_checks(ast.parse("ok = isinstance(v, (str, int)) and not isinstance(v, bool)"))
+
+
+# -- the hosts: a table the core reads lazily -----------------------------------------------------
+
+#: The one module outside the adapters, the CLI and the bench that names an adapter module: by
+#: string, in its host table, never by an import.
+HOST_TABLE = "recallpack.packing.hosts"
+#: Where the old paths of moved names are kept for a release; they name the new home by string.
+COMPAT = "recallpack._compat"
+ADAPTER_MODULE = re.compile(r"recallpack\.adapters(?:\.\w+)*")
+
+
+def _may_import_adapters(module: str) -> bool:
+    """An adapter, the CLI (cli.py, _cli_*.py) or the bench (bench.py, _bench/)."""
+    parts = module.split(".")
+    return (
+        parts[:2] == ["recallpack", "adapters"]
+        or module in ("recallpack.cli", "recallpack.bench", "recallpack.__main__")
+        or (len(parts) > 1 and (parts[1].startswith("_cli_") or parts[1] == "_bench"))
+    )
+
+
+def _adapter_names(tree: ast.AST) -> list[str]:
+    """The adapter modules ``tree`` names by string (an ``importlib.import_module`` argument, a
+    table), but in a docstring, or in an old path's forward (a ``moved_names(...)`` call, and
+    what it is given by name)."""
+    forwards: list[ast.AST] = []
+    for node in ast.walk(tree):
+        called = node.func if isinstance(node, ast.Call) else None
+        if isinstance(called, ast.Name) and called.id == "moved_names":
+            forwards.append(node)
+            given = {arg.id for arg in ast.walk(node) if isinstance(arg, ast.Name)}
+            forwards += [
+                assign for assign in ast.walk(tree) if isinstance(assign, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id in given for t in assign.targets)
+            ]  # fmt: skip
+    skipped = {id(node) for node in ast.walk(tree) if isinstance(node, ast.Expr)}  # docstrings, bare strings
+    skipped |= {id(inner) for forward in forwards for inner in ast.walk(forward)}
+    return sorted(
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skipped
+        and ADAPTER_MODULE.fullmatch(node.value)  # fmt: skip
+    )
+
+
+def _adapter_uses() -> dict[str, list[str]]:
+    """Per module that may not import an adapter: the adapter modules it imports (anywhere, under
+    TYPE_CHECKING too) or names by string (the host table and the old paths' forwards aside)."""
+    modules = _modules()
+    found: dict[str, list[str]] = {}
+    for name, path in modules.items():
+        if _may_import_adapters(name):
+            continue
+        tree = ast.parse(path.read_text())
+        used = sorted(m for m in _imports(tree, modules, typing=True) if m.startswith("recallpack.adapters"))
+        if name not in (HOST_TABLE, COMPAT):
+            used += _adapter_names(tree)
+        if used:
+            found[name] = used
+    return found
+
+
+def test_no_module_but_an_adapter_the_cli_or_the_bench_imports_an_adapter() -> None:
+    """No module outside recallpack/adapters/, the CLI and the bench imports recallpack.adapters,
+    even lazily or for typing, and the host table (packing/hosts.py) is the one that names an
+    adapter module by string, one per host."""
+    assert _adapter_uses() == {}
+    table = _adapter_names(ast.parse((PACKAGE / "packing" / "hosts.py").read_text()))
+    from recallpack.packing.hosts import HOSTS
+
+    assert table == sorted(host.reader for host in HOSTS)
+    assert all((PACKAGE.parent / f"{reader.replace('.', '/')}.py").exists() for reader in table)
+
+
+def test_the_adapter_import_check_sees_an_import_a_lazy_one_and_a_name() -> None:
+    """The check sees an adapter imported at the top, inside a function, and named by string to
+    importlib; it passes over docstrings and an old path's forward (the check is not vacuous)."""
+    modules = _modules()
+    code = (
+        '"""Reads recallpack.adapters.sizing in its docstring."""\n'
+        "import importlib\n"
+        "from recallpack.adapters import tokenizers\n"
+        "def f():\n"
+        "    from recallpack.adapters.sizing import budget_for\n"
+        "    return importlib.import_module('recallpack.adapters._langchain_reader')\n"
+        "_MOVED = {'y': 'recallpack.adapters.sizing'}\n"
+        "__getattr__ = moved_names(__name__, {'x': 'recallpack.adapters.tokenizers', **_MOVED})\n"
+        "_OTHER = {'z': 'recallpack.adapters.mcp'}\n"
+    )
+    tree = ast.parse(code)
+    imported = {m for m in _imports(tree, modules, typing=True) if m.startswith("recallpack.adapters")}
+    assert imported == {"recallpack.adapters.tokenizers", "recallpack.adapters.sizing"}
+    assert _adapter_names(tree) == ["recallpack.adapters._langchain_reader", "recallpack.adapters.mcp"]
+    assert not _may_import_adapters("recallpack.packing.hosts") and not _may_import_adapters("recallpack")
+    assert all(map(_may_import_adapters, ("recallpack.cli", "recallpack._cli_serve", "recallpack._bench.timing")))

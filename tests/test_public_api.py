@@ -116,11 +116,10 @@ def test_docstring_examples_run() -> None:
     """The >>> examples in the public modules pass."""
     import doctest
 
-    from recallpack.adapters import sizing
-    from recallpack.packing import candidate, fusion, limits, packer, result, scopes, text
+    from recallpack.packing import candidate, fusion, limits, model_budget, packer, result, scopes, text
     from recallpack.packing.tokenizers import resolve as tokenizer
 
-    for module in (recallpack, packer, fusion, candidate, result, scopes, tokenizer, sizing, limits, text):
+    for module in (recallpack, packer, fusion, candidate, result, scopes, tokenizer, model_budget, limits, text):
         outcome = doctest.testmod(module)
         assert outcome.failed == 0 and (outcome.attempted > 0 or module is result), module
 

@@ -1,10 +1,11 @@
 """The hosts' own tokenizers as recallpack Tokenizers: LangChain language models and Hugging
 Face tokenizers, recognised by their shape (no host framework is imported here).
 
-The core resolves names, tiktoken Encodings and plain callables; this reader is registered with
-it (``recallpack.packing.tokenizers.register_reader``) when ``recallpack`` is imported, so
-``get_tokenizer(chat_model)`` and ``Packer(tokenizer=chat_model)`` work while the core names no
-host's methods.
+The core resolves names, tiktoken Encodings and plain callables; the hosts' readers
+(``_langchain_reader``, ``_hugging_face_reader``, named in the core's host table,
+``recallpack.packing.hosts``) read the rest with these, so ``get_tokenizer(chat_model)`` and
+``Packer(tokenizer=chat_model)`` work while the core names no host's methods, and nothing here is
+imported before the core first meets such an object.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from recallpack.packing.errors import TokenizerError
 from recallpack.packing.tokenizers.base import Tokenizer
 from recallpack.packing.tokenizers.simple import CallableTokenizer
 
-__all__ = ["CountsTokens", "EncodesText", "read_host_tokenizer"]
+__all__ = ["CountsTokens", "EncodesText", "read_host_tokenizer", "read_language_model", "read_hugging_face"]
 
 
 class CountsTokens(Protocol):
@@ -60,22 +61,34 @@ def _langchain_name(model: Any) -> str:
     return f"langchain:{type(model).__name__}"
 
 
-def read_host_tokenizer(spec: object) -> Tokenizer | None:
-    """A Tokenizer for a LangChain language model (its ``get_num_tokens``) or a Hugging Face
-    tokenizer (its ``encode``, special tokens left out); None for anything else."""
+def read_language_model(spec: object) -> Tokenizer | None:
+    """A Tokenizer for a LangChain language model (its ``get_num_tokens``); None for anything else."""
     get_num_tokens = getattr(spec, "get_num_tokens", None)
-    if callable(get_num_tokens):  # a LangChain language model
-        name = _langchain_name(spec)
-        try:
-            # Without a counter of its own LangChain falls back to GPT-2 from transformers:
-            # better to say so now than in the middle of a retrieval.
-            get_num_tokens("a")
-        except ImportError as exc:
-            raise TokenizerError(
-                f"tokenizer={name} cannot count tokens here ({exc}); give the model "
-                "custom_get_token_ids=..., or pass tokenizer= an encoding name or a callable"
-            ) from None
-        return CallableTokenizer(get_num_tokens, name=name)
+    if not callable(get_num_tokens):
+        return None
+    name = _langchain_name(spec)
+    try:
+        # Without a counter of its own LangChain falls back to GPT-2 from transformers:
+        # better to say so now than in the middle of a retrieval.
+        get_num_tokens("a")
+    except ImportError as exc:
+        raise TokenizerError(
+            f"tokenizer={name} cannot count tokens here ({exc}); give the model "
+            "custom_get_token_ids=..., or pass tokenizer= an encoding name or a callable"
+        ) from None
+    return CallableTokenizer(get_num_tokens, name=name)
+
+
+def read_hugging_face(spec: object) -> Tokenizer | None:
+    """A Tokenizer for a Hugging Face tokenizer (its ``encode``, special tokens left out); None
+    for anything else."""
     if callable(getattr(spec, "encode", None)):
         return CallableTokenizer(_EncodeCounter(spec), name=_hugging_face_name(spec))
     return None
+
+
+def read_host_tokenizer(spec: object) -> Tokenizer | None:
+    """A Tokenizer for a LangChain language model (its ``get_num_tokens``) or a Hugging Face
+    tokenizer (its ``encode``, special tokens left out); None for anything else."""
+    found = read_language_model(spec)
+    return found if found is not None else read_hugging_face(spec)

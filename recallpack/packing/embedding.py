@@ -2,11 +2,11 @@
 
 A focus or passages cut scores sentences with an :data:`EmbedFn` (``(query, texts) -> one
 similarity per text``). The core makes one from a plain callable (``list[str] -> vectors``)
-itself; an embedding object of a host framework is read by that host's adapter
-(``recallpack.adapters._embeddings``), which names the host's methods and hands the core a
-:class:`Similarity` over them. The core never names a host's method: a resolver the adapters
-register (:func:`accept_embeddings`, done once by ``import recallpack``) tells it which
-methods an object has.
+itself; an embedding object of a host framework is read by that host's reader, found in the
+core's host table (:mod:`recallpack.packing.hosts`) and imported when such an object first
+comes, which names the host's methods and hands the core a :class:`Similarity` over them. The
+core never names a host's method. A caller's own kind of embedding object can be taught with
+:func:`accept_embeddings`.
 
 >>> similarity = embed_function(lambda texts: [[len(t), 1.0] for t in texts])
 >>> [round(s, 3) for s in similarity("abc", ["xyz", "a"])]
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recallpack.packing.errors import ConfigError, RecallpackError
+from recallpack.packing.hosts import accepted, read_host
 
 __all__ = ["EmbedFn", "Similarity", "CALLER_LOOP", "embed_function", "accept_embeddings", "similarities"]
 
@@ -131,13 +132,14 @@ class Similarity:
 
 #: ``resolve(obj)``: a Similarity over ``obj`` when it is an embedding the resolver knows, else None.
 Resolver = Callable[[object], "Similarity | None"]
-#: The resolvers the adapters registered, with what each accepts (for the error message).
+#: The resolvers registered by callers, with what each accepts (for the error message).
 _RESOLVERS: list[tuple[Resolver, str]] = []
 
 
 def accept_embeddings(resolve: Resolver, accepts: str) -> None:
     """Let ``embed=`` take the embedding objects ``resolve`` knows (``accepts`` says which, in an
-    error's words). Registering the same resolver again changes nothing."""
+    error's words), after the hosts' (:mod:`recallpack.packing.hosts`). Registering the same
+    resolver again changes nothing."""
     if all(known is not resolve for known, _ in _RESOLVERS):
         _RESOLVERS.append((resolve, accepts))
 
@@ -148,15 +150,18 @@ def embed_function(obj: object) -> EmbedFn:
     similarity of the query to each text), or a :class:`Similarity` (returned as it is)."""
     if isinstance(obj, Similarity):
         return obj
+    found: Similarity | None = read_host("embedding", obj)
+    if found is not None:
+        return found
     for resolve, _ in _RESOLVERS:
         found = resolve(obj)
         if found is not None:
             return found
     if callable(obj):
         return Similarity(obj)
-    accepted = "".join(f"{accepts}, " for _, accepts in _RESOLVERS)
+    takes = "".join(f"{accepts}, " for accepts in [*accepted("EMBEDDINGS"), *(a for _, a in _RESOLVERS)])
     raise ConfigError(
-        f"embed={obj!r} is not an embedding recallpack can use; pass {accepted}or a callable "
+        f"embed={obj!r} is not an embedding recallpack can use; pass {takes}or a callable "
         "list[str] -> list[list[float]]"
     )
 

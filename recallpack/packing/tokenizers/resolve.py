@@ -13,7 +13,9 @@ reported in ``resolve_encoding(name).source`` and never used. The sources are th
 so a test says where files come from instead of patching module globals.
 
 Objects a host framework makes (a LangChain model, a Hugging Face tokenizer) are recognised by
-readers the adapters register (``register_reader``): this module names no host's methods.
+the hosts' readers, found in the core's host table (``recallpack.packing.hosts``) and imported
+when such an object first comes: this module names no host's methods. A caller's own kind of
+object can be taught with ``register_reader``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Union
 from recallpack.packing import encodings as shipped
 from recallpack.packing.encodings import SourceUnavailable
 from recallpack.packing.errors import BudgetError, CandidateError, RecallpackWarning, TokenizerError
+from recallpack.packing.hosts import read_host
 from recallpack.packing.tokenizers import simple
 from recallpack.packing.tokenizers.base import Tokenizer
 from recallpack.packing.tokenizers.sources import EncodingSource, FileReader, default_sources
@@ -274,8 +277,8 @@ _readers: list[TokenizerReader] = []
 
 def register_reader(reader: TokenizerReader) -> None:
     """Let ``get_tokenizer`` take the objects ``reader`` recognises (tried in the order
-    registered, after tiktoken Encodings and before plain callables). Registering a reader twice
-    keeps one."""
+    registered, after tiktoken Encodings and the hosts' readers, before plain callables).
+    Registering a reader twice keeps one."""
     if reader not in _readers:
         _readers.append(reader)
 
@@ -304,6 +307,9 @@ def _from_object(spec: object) -> Tokenizer | None:
             by_name=shared_tiktoken if known else None,
         )
     # Before the generic callable: a host's tokenizer may be callable and return something else.
+    found: Tokenizer | None = read_host("tokenizer", spec)
+    if found is not None:
+        return found
     for reader in _readers:
         tokenizer = reader(spec)
         if tokenizer is not None:

@@ -1,0 +1,25 @@
+"""What recallpack reads of LlamaIndex's objects, by their shape (LlamaIndex is not imported): an
+LLM's window, a ``BaseEmbedding``'s methods. (A LlamaIndex tokenizer is a plain callable, which
+the core reads itself.)
+
+The core's host table (:mod:`recallpack.packing.hosts`) names this module; the core imports it
+the first time it meets an object it does not know itself.
+"""
+
+from __future__ import annotations
+
+from recallpack.adapters._embeddings import HOST_ACCEPTS, embedding_of
+from recallpack.adapters.sizing import llm_window
+from recallpack.packing.embedding import Similarity
+
+__all__ = ["EMBEDDINGS", "read_embedding", "read_model"]
+
+#: What :func:`read_embedding` takes, in an error message's words.
+EMBEDDINGS = HOST_ACCEPTS["llamaindex"]
+#: A LlamaIndex LLM's window, for ``budget_for``.
+read_model = llm_window
+
+
+def read_embedding(obj: object) -> Similarity | None:
+    """A Similarity over a LlamaIndex ``BaseEmbedding``; None for anything else."""
+    return embedding_of("llamaindex", obj)
