@@ -915,7 +915,7 @@ def test_ints_are_checked_by_the_validation_module_alone() -> None:
 #: string, in its host table, never by an import.
 HOST_TABLE = "recallpack.packing.hosts"
 #: Where the old paths of moved names are kept for a release; they name the new home by string.
-COMPAT = "recallpack._compat"
+COMPAT = "recallpack.packing._compat"
 ADAPTER_MODULE = re.compile(r"recallpack\.adapters(?:\.\w+)*")
 
 

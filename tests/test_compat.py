@@ -115,7 +115,7 @@ def test_the_warnings_say_what_their_users_have_seen() -> None:
 
 def test_from_import_of_an_old_name_warns_too() -> None:
     """``from old import name`` goes through the same __getattr__: it works and warns."""
-    with pytest.warns(DeprecationWarning, match=r"recallpack\.adapters\.sizing\.budget_for"):
+    with pytest.warns(DeprecationWarning, match=r"recallpack\.packing\.model_budget\.budget_for"):
         from recallpack.packing.sizing import budget_for  # type: ignore[attr-defined]
     assert budget_for is recallpack.budget_for
 

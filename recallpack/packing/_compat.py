@@ -67,9 +67,9 @@ MOVED: Mapping[str, Moves] = {
     "recallpack.packing.result": Moves(
         dict.fromkeys(("Scope", "Reader", "PRIVATE"), "recallpack.packing.scopes")
     ),
-    # budget_for reads host model objects, which only the adapters may name.
+    # budget_for's arithmetic is the core's (model_budget); the adapters read host models' windows.
     "recallpack.packing.sizing": Moves(
-        dict.fromkeys(("budget_for", "DEFAULT_RESERVE_OUTPUT"), "recallpack.adapters.sizing")
+        dict.fromkeys(("budget_for", "DEFAULT_RESERVE_OUTPUT"), "recallpack.packing.model_budget")
     ),
     # The module became the package recallpack.packing.tokenizers; the hosts' protocols went
     # to the adapters.
