@@ -155,11 +155,11 @@ def test_reader_and_scope_moved_to_scopes_warn_from_result() -> None:
 
 
 def test_budget_for_keeps_its_old_path_for_one_release() -> None:
-    """recallpack.packing.sizing.budget_for still works, with a DeprecationWarning naming the adapters."""
+    """recallpack.packing.sizing.budget_for still works, with a DeprecationWarning naming its new home."""
     import recallpack
     from recallpack.packing import sizing
 
-    with pytest.warns(DeprecationWarning, match="recallpack.adapters.sizing"):
+    with pytest.warns(DeprecationWarning, match="recallpack.packing.model_budget"):
         old = sizing.budget_for
     assert old is recallpack.budget_for
     assert old(8192, reserve_output=1000) == recallpack.budget_for(8192, reserve_output=1000)

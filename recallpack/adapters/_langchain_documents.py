@@ -1,27 +1,21 @@
 """LangChain Documents in and out: the upstream's output checked, each read as an Item, packed
 by the core's pipeline, the kept ones copied back, all in one call (:func:`pack_documents`), so
-the pipeline never calls back here; and what every LangChain component shares (``k`` as
-``max_items``, the pipeline of Documents handed over)."""
+the pipeline never calls back here. What every LangChain component shares is
+:mod:`recallpack.adapters._langchain_settings`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Sequence
 
 from langchain_core.documents import Document
-from pydantic import PrivateAttr, model_validator
 
-from recallpack.adapters._common import PackerComponent, k_or_max_items
-from recallpack.packing.candidate import LaneKind
 from recallpack.packing.errors import UpstreamError
-from recallpack.packing.fusion import DEFAULT_RRF_K
-from recallpack.packing.pipeline import Item, KeptObject, Packs, Pipeline, Returned, Source
+from recallpack.packing.pipeline import Item, KeptObject, Packs, Pipeline, Returned
 from recallpack.packing.result import RecallResult
 from recallpack.packing.translate import evidence_metadata, recorded_score
 from recallpack.packing.validation import check_each
 
-__all__ = ["LangChainComponent", "LanesSettings", "checked_documents", "document_item",
-           "kept_documents", "pack_documents", "apack_documents"]
+__all__ = ["checked_documents", "document_item", "kept_documents", "pack_documents", "apack_documents"]
 
 
 def checked_documents(output: object, source: str) -> list[Document]:
@@ -85,46 +79,3 @@ async def apack_documents(
     """:func:`pack_documents` for async code, packed by ``packs.arecall``."""
     outcome = await pipeline.apacked(packs, query, _read(outputs, depths))
     return kept_documents(outcome.kept), outcome.result
-
-
-class LangChainComponent(PackerComponent):
-    """Documents in, Candidates to the Packer, copies of the kept Documents out."""
-
-    #: The host setting that fetches more of the Documents it is handed (None: none).
-    _KNOB: ClassVar[str | None] = "k"
-    _handed: Pipeline[Document] = PrivateAttr()
-
-    if TYPE_CHECKING:
-        # LangChain's name for max_items, so type checkers accept it as validation does; at run
-        # time it is not a field: _k_is_max_items moves it to max_items.
-        k: int | None = None
-
-    @classmethod
-    def _aliases(cls) -> tuple[str, ...]:
-        return ("k",)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _k_is_max_items(cls, data: Any) -> Any:
-        # LangChain's retrievers call the number of results ``k``; recallpack calls it max_items.
-        if isinstance(data, dict) and "k" in data:
-            data = dict(data)
-            data["max_items"] = k_or_max_items(data.pop("k"), data.get("max_items", "unset"))
-        return data
-
-    @model_validator(mode="after")
-    def _handed_pipeline(self) -> LangChainComponent:
-        # Built once, as the Packer is: a pack of handed Documents enters the pipeline once.
-        self._handed = Pipeline([Source()], items=self._items, knob=self._KNOB)
-        return self
-
-
-class LanesSettings(LangChainComponent):
-    """What ``BudgetedRetriever.from_lanes`` takes by keyword (for type checkers)."""
-
-    weights: Mapping[LaneKind | str, float] | None = None
-    rrf_k: int = DEFAULT_RRF_K
-    fetch_k: int | None = None
-    name: str | None = None
-    tags: list[str] | None = None
-    metadata: dict[str, Any] | None = None

@@ -27,12 +27,7 @@ from recallpack.adapters._common import (
     positional_retriever,
 )
 from recallpack.adapters._depth import Forward, forwarding, own_depth, search_kwargs_for
-from recallpack.adapters._langchain_documents import (
-    LanesSettings,
-    LangChainComponent,
-    apack_documents,
-    pack_documents,
-)
+from recallpack.adapters._langchain_documents import apack_documents, pack_documents
 from recallpack.adapters._langchain_events import (
     areport,
     aretriever_run,
@@ -40,6 +35,7 @@ from recallpack.adapters._langchain_events import (
     retriever_ls_params,
     retriever_run,
 )
+from recallpack.adapters._langchain_settings import LanesSettings, LangChainComponent
 from recallpack.packing.candidate import LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackWarning
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights

@@ -1,39 +1,25 @@
 """LlamaIndex nodes in and out: what each upstream returned checked and read as Items, packed by
 the core's pipeline, the kept ones copied back, in one call (:func:`pack_nodes`), so the
-pipeline never calls back here; a LlamaIndex retriever as a pipeline source, the tokenizer a
-user set in Settings, and the checks of what LlamaIndex hands the adapters (a metadata mode, a
-callback manager, an upstream's nodes)."""
+pipeline never calls back here; the report each kept node carries, and LlamaIndex's own failures
+on an upstream's nodes. The components' settings are :mod:`recallpack.adapters._llamaindex_settings`."""
 
 from __future__ import annotations
 
-import functools
-import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import llama_index.core
-from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, ImageNode, MetadataMode, NodeWithScore
 from pydantic import ValidationError
 
-from recallpack.adapters._common import PackSettings
-from recallpack.adapters._depth import corpus_size, own_depth
 from recallpack.adapters._llamaindex_events import packed
-from recallpack.packing.candidate import LaneKind, Span
-from recallpack.packing.errors import ConfigError, RecallpackWarning, UpstreamError
-from recallpack.packing.fusion import DEFAULT_RRF_K
-from recallpack.packing.pipeline import Item, KeptObject, Packs, Pipeline, PipelineOutcome, Returned, Source
+from recallpack.packing.candidate import Span
+from recallpack.packing.errors import UpstreamError
+from recallpack.packing.pipeline import Item, KeptObject, Packs, Pipeline, PipelineOutcome, Returned
 from recallpack.packing.result import PackReport, RecallResult
-from recallpack.packing.tokenizers import CallableTokenizer, Tokenizer, is_known_encoding
 from recallpack.packing.translate import EVIDENCE_METADATA_KEYS, evidence_metadata
 
 __all__ = [
-    "RetrieverSettings",
-    "LanesSettings",
-    "source_of",
-    "settings_tokenizer",
     "nodes_of",
     "NodeReader",
     "kept_nodes",
@@ -42,8 +28,6 @@ __all__ = [
     "node_span",
     "REPORT_KEY",
     "report_of",
-    "metadata_mode_of",
-    "callback_manager_of",
     "MALFORMED",
     "malformed",
 ]
@@ -52,43 +36,7 @@ __all__ = [
 #: it: one report per query, on that query's own nodes (hidden from the LLM and embedding views).
 REPORT_KEY = "recallpack_report"
 #: The kept node copies and the RecallResult of one packing.
-Packed = tuple[list[NodeWithScore], RecallResult]
-
-
-def settings_tokenizer() -> Tokenizer | None:
-    """The tokenizer the user gave ``Settings.tokenizer``, or None when it is LlamaIndex's own
-    default (cl100k_base with special tokens allowed, which recallpack counts the same way)."""
-    user = llama_index.core.global_tokenizer
-    if user is None:
-        return None
-    if isinstance(user, functools.partial) and getattr(user.func, "__name__", "") == "encode":
-        encoding = getattr(user.func, "__self__", None)
-        # LlamaIndex's own default is tiktoken's cl100k_base object: known by identity, not by a
-        # name any Encoding a user built can carry.
-        if getattr(encoding, "name", None) == "cl100k_base" and is_known_encoding(encoding):
-            return None
-    name = getattr(user, "__qualname__", type(user).__name__)
-    return CallableTokenizer(user, name=f"llama_index Settings.tokenizer ({name})")
-
-
-def metadata_mode_of(value: object) -> MetadataMode:
-    """A MetadataMode, or the value of one (``"llm"``), checked where it is given."""
-    try:
-        return MetadataMode(value)
-    except ValueError:
-        modes = ", ".join(repr(m.value) for m in MetadataMode)
-        raise ConfigError(
-            f"metadata_mode={value!r:.60} is not a llama_index MetadataMode; use one of {modes}"
-        ) from None
-
-
-def callback_manager_of(value: object) -> CallbackManager | None:
-    if value is not None and not isinstance(value, CallbackManager):
-        raise ConfigError(
-            f"callback_manager={value!r:.60} must be a llama_index CallbackManager or None "
-            f"(Settings.callback_manager), got {type(value).__name__}"
-        )
-    return value
+PackedNodes = tuple[list[NodeWithScore], RecallResult]
 
 
 #: What LlamaIndex's own retrieve raises on an upstream that broke its contract (returned a str,
@@ -230,7 +178,7 @@ def _read(
     return Returned(nodes, [[read(node, i) for i, node in enumerate(listed)] for listed in nodes], depths)
 
 
-def _back(component: str, query: str | None, outcome: PipelineOutcome[NodeWithScore]) -> Packed:
+def _back(component: str, query: str | None, outcome: PipelineOutcome[NodeWithScore]) -> PackedNodes:
     result = packed(component, query, outcome.result)  # the event, in the caller's span
     return kept_nodes(outcome.kept, result), result
 
@@ -238,7 +186,7 @@ def _back(component: str, query: str | None, outcome: PipelineOutcome[NodeWithSc
 def pack_nodes(
     pipeline: Pipeline[NodeWithScore], packs: Packs, query: str | None, outputs: Outputs,
     component: str, mode: MetadataMode, depths: Sequence[int | None] | None = None,
-) -> Packed:
+) -> PackedNodes:
     """One pack of what each source returned (checked, read in ``mode``), by ``pipeline`` once;
     its event, named by ``component``; the kept node copies and the result. ``depths``: what the
     sources were asked for (None: the nodes were handed over)."""
@@ -248,39 +196,6 @@ def pack_nodes(
 async def apack_nodes(
     pipeline: Pipeline[NodeWithScore], packs: Packs, query: str | None, outputs: Outputs,
     component: str, mode: MetadataMode, depths: Sequence[int | None] | None = None,
-) -> Packed:
+) -> PackedNodes:
     """:func:`pack_nodes` for async code, packed by ``packs.arecall``."""
     return _back(component, query, await pipeline.apacked(packs, query, _read(outputs, mode, depths)))
-
-
-def source_of(retriever: object, fetch_k: int | None, where: str, lane: LaneKind | None = None) -> Source:
-    """A LlamaIndex retriever as a pipeline source: its own ``similarity_top_k``, whether a depth
-    reaches it (it has one), and how many nodes it holds (a BM25 retriever refuses more)."""
-    if not isinstance(retriever, BaseRetriever):
-        raise ConfigError(
-            f"{where}={retriever!r} must be a LlamaIndex BaseRetriever (for example index.as_retriever())"
-        )
-    forwards = hasattr(retriever, "similarity_top_k")
-    if fetch_k is not None and not forwards:
-        warnings.warn(
-            f"fetch_k={fetch_k} cannot be forwarded to {where} ({type(retriever).__name__}): it has no "
-            "similarity_top_k; it returns its own number of results",
-            RecallpackWarning,
-            stacklevel=4,
-        )
-    return Source(lane, own_depth(retriever), forwards, corpus_size(retriever))
-
-
-class RetrieverSettings(PackSettings):
-    """What ``BudgetedRetriever`` takes by keyword: every setting but ``join``, and these."""
-
-    fetch_k: int | None = None
-    metadata_mode: MetadataMode = MetadataMode.NONE
-    callback_manager: CallbackManager | None = None
-
-
-class LanesSettings(RetrieverSettings):
-    """What ``BudgetedRetriever.from_lanes`` takes by keyword (for type checkers)."""
-
-    weights: Mapping[LaneKind | str, float] | None = None
-    rrf_k: int = DEFAULT_RRF_K

@@ -29,16 +29,12 @@ from recallpack.adapters._common import (
     positional_retriever,
 )
 from recallpack.adapters._depth import deepened
-from recallpack.adapters._llamaindex_nodes import (
-    MALFORMED,
+from recallpack.adapters._llamaindex_nodes import MALFORMED, PackedNodes, apack_nodes, malformed, pack_nodes
+from recallpack.adapters._llamaindex_settings import (
     LanesSettings,
-    Packed,
     RetrieverSettings,
-    apack_nodes,
     callback_manager_of,
-    malformed,
     metadata_mode_of,
-    pack_nodes,
     settings_tokenizer,
     source_of,
 )
@@ -177,13 +173,13 @@ class BudgetedRetriever(BaseRetriever):
             where = type(self._upstreams[0]).__name__ if len(searched) == 1 else "of a lane"
             raise malformed(where, exc) from exc
 
-    def _packed(self, query: QueryType, overrides: Mapping[str, Any]) -> Packed:
+    def _packed(self, query: QueryType, overrides: Mapping[str, Any]) -> PackedNodes:
         bundle, packer, asked = self._call(query, overrides)
         outputs = self._fetch(bundle, asked)
         return pack_nodes(self._pipeline, packer, bundle.query_str or None, outputs, type(self).__name__,
                           self.metadata_mode, asked)  # fmt: skip
 
-    async def _apacked(self, query: QueryType, overrides: Mapping[str, Any]) -> Packed:
+    async def _apacked(self, query: QueryType, overrides: Mapping[str, Any]) -> PackedNodes:
         bundle, packer, asked = self._call(query, overrides)
         outputs = await self._afetch(bundle, asked)
         return await apack_nodes(self._pipeline, packer, bundle.query_str or None, outputs,
@@ -204,13 +200,13 @@ class BudgetedRetriever(BaseRetriever):
         return await super().aretrieve(str_or_query_bundle)
 
     @dispatcher.span
-    def retrieve_with_result(self, query: QueryType, **overrides: Any) -> Packed:
+    def retrieve_with_result(self, query: QueryType, **overrides: Any) -> PackedNodes:
         """The kept nodes and the RecallResult of one packing (what EvidenceQueryEngine uses);
         ``overrides`` are this call's settings (``max_tokens``, ``fetch_k``, ...)."""
         return self._packed(query, overrides)
 
     @dispatcher.span
-    async def aretrieve_with_result(self, query: QueryType, **overrides: Any) -> Packed:
+    async def aretrieve_with_result(self, query: QueryType, **overrides: Any) -> PackedNodes:
         return await self._apacked(query, overrides)
 
     def recall(self, query: QueryType, **overrides: Any) -> RecallResult:

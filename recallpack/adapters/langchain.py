@@ -28,9 +28,10 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.base import RunnableSerializable
 
-from recallpack.adapters._langchain_documents import LangChainComponent, apack_documents, pack_documents
+from recallpack.adapters._langchain_documents import apack_documents, pack_documents
 from recallpack.adapters._langchain_events import REPORT_EVENT, areport, report
 from recallpack.adapters._langchain_retriever import BudgetedRetriever
+from recallpack.adapters._langchain_settings import LangChainComponent
 from recallpack.adapters.langchain_splitter import TokenWindowSplitter
 from recallpack.packing.packer import Packer
 from recallpack.packing.result import RecallResult

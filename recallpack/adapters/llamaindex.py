@@ -41,14 +41,9 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from recallpack.adapters._common import PackerComponent
 from recallpack.adapters._llamaindex_events import RecallPackedEvent
-from recallpack.adapters._llamaindex_nodes import (
-    REPORT_KEY,
-    apack_nodes,
-    pack_nodes,
-    report_of,
-    settings_tokenizer,
-)
+from recallpack.adapters._llamaindex_nodes import REPORT_KEY, apack_nodes, pack_nodes, report_of
 from recallpack.adapters._llamaindex_retriever import BudgetedRetriever, EvidenceQueryEngine
+from recallpack.adapters._llamaindex_settings import settings_tokenizer
 from recallpack.adapters._llamaindex_views import EveryModeView
 from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
 from recallpack.packing.errors import ConfigError

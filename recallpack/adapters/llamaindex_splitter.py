@@ -35,7 +35,7 @@ from llama_index.core.node_parser.node_utils import (
 from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode
 from llama_index.core.utils import get_tqdm_iterable
 
-from recallpack.adapters._llamaindex_nodes import settings_tokenizer
+from recallpack.adapters._llamaindex_settings import settings_tokenizer
 from recallpack.packing.tokenizers import Tokenizer, TokenizerSpec, get_tokenizer
 from recallpack.packing.windows import (
     CHUNK_METADATA_KEYS,
