@@ -332,6 +332,28 @@ def test_a_link_out_of_the_folder_is_not_followed(tmp_path: Path) -> None:
     assert index.search("gazebo") == []
 
 
+def test_a_calls_budget_reaches_the_one_packer_as_a_value(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each call's max_tokens is handed to the source's one Packer as recall's max_tokens=: the
+    server builds no Packer per call (issue 36), and the block fits that budget."""
+    import anyio
+
+    from recallpack.adapters.mcp import docs_source
+
+    source = docs_source(str(folder))
+    seen: list[tuple[bool, object]] = []
+    recall = Packer.recall
+
+    def spy(self: Packer, candidates: Any, **kwargs: Any) -> Any:
+        seen.append((self is source.packer, kwargs.get("max_tokens")))
+        return recall(self, candidates, **kwargs)
+
+    monkeypatch.setattr(Packer, "recall", spy)
+    budgets = [source.least, 300, 2048, MAX_TOKENS_CEILING]
+    results = [anyio.run(source.recall, "receipt binds the block", budget, None) for budget in budgets]
+    assert seen == [(True, budget) for budget in budgets]
+    assert all(0 < r.report.tokens_used <= budget for r, budget in zip(results, budgets))
+
+
 def test_reader_gate_is_the_packers(folder: Path) -> None:
     """Which windows a reader could read by URI is exactly which the packer would show them."""
     from recallpack.adapters.mcp import docs_source
