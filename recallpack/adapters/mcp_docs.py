@@ -208,9 +208,9 @@ class DocsIndex:
         text = (lambda: body) if named is None else (lambda: shown(body, parse_spans(named, len(body))))
         return self._candidate(self._first[name]), text
 
-    def citations(self) -> list[tuple[str, int]]:
-        """Each file's resource URI and the length of its text (after its front matter)."""
-        return [(uri, len(self._files[name][0])) for uri, name in self._uris.items()]
+    def citations(self) -> list[tuple[str, int, tuple[str, ...]]]:
+        """Each file's resource URI, the length of its text (after its front matter), its scopes."""
+        return [(uri, len(self._files[n][0]), self._files[n][1][1]) for uri, n in self._uris.items()]
 
     def matches(self, query: str, limit: int | None, room: int) -> list[Candidate]:
         """The files matching ``query`` (in its ``limit`` best windows), best first, each one

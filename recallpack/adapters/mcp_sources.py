@@ -133,20 +133,26 @@ def docs_source(
     )
 
 
-#: How many of the URIs that count the most tokens alone are measured in a block.
+#: How many of the URIs that count the most tokens alone, and of the longest sets of scopes, are
+#: measured in a block.
 _MEASURED_URIS = 8
+_MEASURED_SCOPES = 64
 
 
-def _least_citing(packer: Packer, citations: list[tuple[str, int]]) -> int:
+def _least_citing(packer: Packer, citations: list[tuple[str, int, tuple[str, ...]]]) -> int:
     """The least budget in which the floor keeps a match with its resource line (every docs item
-    has one: its file's URI and the one range it shows at that budget): the core's
-    :meth:`Packer.least_tokens_for` of a one-letter match cited by each of the URIs that count
-    the most tokens alone, each naming a range with as many digits as its file's length, asked
-    with a query as a call is (a passages cut marks both ends)."""
+    has one: its file's URI and the one range it shows at that budget) and its scopes' label:
+    the core's :meth:`Packer.least_tokens_for` of a one-letter match cited by each of the URIs
+    that count the most tokens alone, each naming a range with as many digits as its file's
+    length, and by the dearest of them in each of the longest sets of scopes the files have (for
+    the configured reader: a set it may not read is never shown), asked with a query as a call
+    is (a passages cut marks both ends)."""
     tok = packer.tokenizer_used
-    longest = (spans_uri(uri, [(length, length)]) for uri, length in citations)
+    longest = (spans_uri(uri, [(length, length)]) for uri, length, _ in citations)
     dearest = sorted(longest, key=lambda uri: -tok.count(uri))[:_MEASURED_URIS]
-    probes = (Candidate(text="x", citation=uri) for uri in dearest)
+    scopes = sorted({s for _, _, s in citations if s}, key=lambda s: -sum(map(len, s)))[:_MEASURED_SCOPES]
+    probes = [Candidate(text="x", citation=uri) for uri in dearest]
+    probes += [Candidate(text="x", citation=dearest[0], scope_ids=s) for s in scopes if dearest]
     return max((packer.least_tokens_for(probe, query="x") or packer.least_tokens for probe in probes),
                default=packer.least_tokens)
 

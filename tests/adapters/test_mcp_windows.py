@@ -189,3 +189,19 @@ def test_at_exactly_the_least_budget_the_top_match_is_kept(host: Host, folder: P
     assert top.artifact_id == "other.md" and "other.md" in data["items"][0]["citation"]
     evidence = block.split("- **Source excerpt**", 1)[1].split("Resource", 1)[0].strip(" \n…")
     assert evidence and evidence in top.text
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_from_the_least_budget_up_a_match_is_never_answered_with_nothing(folder: Path, policy: str) -> None:
+    """From the least budget up (where a file's item may hold more than one range, and its
+    citation name them all), every query that matches gets a block with evidence that fits."""
+    import anyio
+
+    from recallpack import Reader
+    from recallpack.adapters.mcp import docs_source
+
+    source = docs_source(str(folder), policy=policy, window_tokens=60, overlap_tokens=28, reader=Reader(id="u-1"))
+    for budget in range(source.least, source.least + 60, 3):
+        for query in ("gazelle runs at dawn", "alpaca herd grazes", "llamas page"):
+            result = anyio.run(source.recall, query, budget, None)
+            assert result.evidence and result.report.tokens_used <= budget, (budget, query)
