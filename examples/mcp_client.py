@@ -3,8 +3,9 @@
 Starts ``recallpack serve --docs docs`` (this repository's own documentation, cut into token
 windows and searched with BM25) as a subprocess, connects to it over stdio with the official MCP
 SDK's client, lists its tool, calls ``recall`` and prints the evidence block the tool returned,
-its diagnostics, and one kept item read back as an MCP resource (under ``--docs``, the file the
-item's windows were cut from: a file's overlapping windows are one item, citing the file).
+its diagnostics, and one kept item read back as an MCP resource (under ``--docs``, each file is
+one item, citing the file and the ranges of it that the item was cut from: the resource reads
+back as those ranges).
 
     python examples/mcp_client.py ["your question"] [--max-tokens N] [--docs DIR]
 """
@@ -44,8 +45,8 @@ async def ask(question: str, max_tokens: int, docs: Path) -> None:
         assert count_tokens(block) == data["context_tokens_used"] <= max_tokens
         if data["items"]:
             first = data["items"][0]["citation"]
-            file = (await session.read_resource(first)).contents[0]
-            print(f"---\n{first} reads back as its file ({len(getattr(file, 'text', ''))} characters)")
+            ranges = (await session.read_resource(first)).contents[0]
+            print(f"---\n{first} reads back as the ranges it names ({len(getattr(ranges, 'text', ''))} characters)")
 
 
 def main() -> None:

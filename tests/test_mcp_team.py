@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +38,7 @@ from mcp.shared.exceptions import MCPError
 from recallpack import Packer
 from recallpack.adapters.mcp_auth import hash_token
 from recallpack.adapters.mcp_docs import DocsIndex
+from recallpack.adapters.mcp_windows import split_spans
 from recallpack.allowance import verify
 from tests.adapters.mcp_host import CALL_TIMEOUT, REPO, STARTUP_TIMEOUT, serve_command
 
@@ -175,7 +176,7 @@ def _check_recall(team: Team, who: str, result: types.CallToolResult) -> str:
     shown_names = {n for n in SCOPE_NAMES if f"`{n}`" in text}
     assert shown_names <= names, (who, shown_names)
     for item in result.structured_content["items"]:
-        assert team.uris.get(item["citation"]) in files, (who, item)
+        assert team.uris.get(split_spans(item["citation"])[0]) in files, (who, item)
     receipt = result.structured_content["receipt"]
     assert verify(text, receipt, key=KEY, context={"owner": READER_IDS[who]})
     others = [r for w, r in READER_IDS.items() if w != who]
@@ -197,6 +198,18 @@ async def _check_read(team: Team, who: str, session: ClientSession, uri: str) ->
     assert isinstance(content, types.TextResourceContents) and word in content.text
 
 
+def _all_three_at_once(caller: Callable[[str], Awaitable[None]]) -> None:
+    """``caller(who)`` for each of the three readers, at once, bounded in time."""
+
+    async def all_three() -> None:
+        with anyio.fail_after(STARTUP_TIMEOUT):
+            async with anyio.create_task_group() as group:
+                for who in MAY_READ:
+                    group.start_soon(caller, who)
+
+    anyio.run(all_three)
+
+
 def test_three_callers_at_once_each_see_only_their_scopes(team: Team) -> None:
     """Two readers from the tokens file and one from a JWT, at once: recall, list and read are each their own."""
     seen: dict[str, str] = {}
@@ -206,18 +219,12 @@ def test_three_callers_at_once_each_see_only_their_scopes(team: Team) -> None:
         async with _session(team.url, team.tokens[who]) as session:
             result = await session.call_tool("recall", {"query": "ledger terms"})
             seen[who] = _check_recall(team, who, result)
-            listed = {str(r.uri) for r in (await session.list_resources()).resources}
+            listed = {split_spans(str(r.uri))[0] for r in (await session.list_resources()).resources}
             assert listed and {team.uris[u] for u in listed} <= files, (who, listed)
             for uri in team.uris:
                 await _check_read(team, who, session, uri)
 
-    async def all_three() -> None:
-        with anyio.fail_after(STARTUP_TIMEOUT):
-            async with anyio.create_task_group() as group:
-                for who in MAY_READ:
-                    group.start_soon(caller, who)
-
-    anyio.run(all_three)
+    _all_three_at_once(caller)
     # Each saw its own: its organization's file and its private one, and nobody saw "anteater".
     for who, (files, _) in MAY_READ.items():
         assert all(FILES[f][0] in seen[who] for f in files), (who, seen[who])
@@ -240,7 +247,7 @@ def test_a_thousand_interleaved_calls_never_cross_readers(team: Team) -> None:
                     _check_recall(team, who, await session.call_tool("recall", {"query": rng.choice(queries)}))
                 elif kind < 0.6:
                     listed = (await session.list_resources()).resources
-                    assert {team.uris[str(r.uri)] for r in listed} <= files
+                    assert {team.uris[split_spans(str(r.uri))[0]] for r in listed} <= files
                 else:
                     await _check_read(team, who, session, rng.choice(uris))
                 done[who] += 1
@@ -254,6 +261,34 @@ def test_a_thousand_interleaved_calls_never_cross_readers(team: Team) -> None:
 
     anyio.run(interleaved)
     assert sum(done.values()) == 1000
+
+
+def test_spans_of_a_file_read_under_the_files_scopes(team: Team) -> None:
+    """Each caller reads ranges of a file (its URI with spans=) only where it may read the file;
+    out of its scopes, spans in range, past the end or garbled all read as a missing file
+    (-32002), and past the end of a file it may read they are invalid params (-32602)."""
+
+    async def caller(who: str) -> None:
+        files, _ = MAY_READ[who]
+        async with _session(team.url, team.tokens[who]) as session:
+            for uri, name in team.uris.items():
+                word = FILES[name][0]
+                whole = f"# {word.title()}\n\nThe {word} ledger records the terms."
+                for spans, expected in ((f"0-{len(whole)}", whole), ("2-5,13-16", f"{whole[2:5]}\n…\n{whole[13:16]}"),
+                                        ("0-99999", None), ("0-2,1-3", None), ("x", None)):  # fmt: skip
+                    try:
+                        read = await session.read_resource(f"{uri}?spans={spans}")
+                    except MCPError as exc:
+                        if name not in files:
+                            assert exc.error.code == -32002, (who, name, spans, exc)
+                        else:
+                            assert expected is None and exc.error.code == -32602, (who, name, spans, exc)
+                        continue
+                    assert name in files and expected is not None, (who, name, spans)
+                    [content] = read.contents
+                    assert isinstance(content, types.TextResourceContents) and content.text == expected
+
+    _all_three_at_once(caller)
 
 
 def _initialize() -> dict[str, Any]:

@@ -56,6 +56,7 @@ from recallpack.adapters.mcp_tool import (
     check_arguments,
     diagnostics,
     error_result,
+    resource_templates,
     tool,
 )
 from recallpack.allowance import receipt_for, resolve_key
@@ -140,19 +141,15 @@ def build_server(
     async def list_resources(ctx: ServerRequestContext, params: Any) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=listed.of(reader_of()))
 
+    templates = resource_templates(source)
+
     async def list_templates(ctx: ServerRequestContext, params: Any) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=[_template(packer.resource_uri_template)])
+        return types.ListResourceTemplatesResult(resource_templates=templates)
 
     async def read_resource(
         ctx: ServerRequestContext, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        uri = str(params.uri)
-        text = source.read(uri, reader_of())
-        if text is None:  # the same answer for a URI out of the reader's scopes as for no such URI
-            message = f"no resource {uri[:200]!r} for this reader"
-            raise MCPError(RESOURCE_NOT_FOUND, message, data={"uri": uri[:2000]})
-        contents = types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)
-        return types.ReadResourceResult(contents=[contents])
+        return _read(source, str(params.uri), reader_of())
 
     return Server(
         name,
@@ -167,16 +164,17 @@ def build_server(
     )
 
 
-def _template(uri_template: str) -> types.ResourceTemplate:
-    """The shape of a kept item's citation: what ``resources/read`` takes back."""
-    return types.ResourceTemplate(
-        uri_template=uri_template,
-        name="evidence",
-        title="A kept item's text",
-        description="The text behind a citation that recall returned, for the reader it was shown to: "
-        "an artifact id and a content id, as recall's items cite them.",
-        mime_type="text/plain",
-    )
+def _read(source: RecallSource, uri: str, reader: CallReader) -> types.ReadResourceResult:
+    """What ``resources/read`` of ``uri`` answers ``reader``, or the protocol error instead."""
+    try:
+        text = source.read(uri, reader)
+    except ConfigError as exc:  # spans of a file this reader may read, malformed or past its end
+        raise MCPError(types.INVALID_PARAMS, str(exc), data={"uri": uri[:2000]}) from None
+    if text is None:  # the same answer for a URI out of the reader's scopes as for no such URI
+        message = f"no resource {uri[:200]!r} for this reader"
+        raise MCPError(RESOURCE_NOT_FOUND, message, data={"uri": uri[:2000]})
+    contents = types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)
+    return types.ReadResourceResult(contents=[contents])
 
 
 async def _recall(

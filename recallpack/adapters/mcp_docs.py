@@ -2,11 +2,11 @@
 
 Every text and Markdown file under the folder (hidden files and folders aside) is cut into
 recallpack's token windows, counted by the tokenizer that later counts the evidence, each window
-one BM25 document (`bm25s <https://github.com/xhluca/bm25s>`_). A search returns every window
-that matches, best first, as Candidates: the window's text, citing its file (the windows of
-one file are one document: :mod:`recallpack.adapters.mcp_windows`), its place in the file as its
-span. A file's resource URI reads back as the file's text. With a folder to keep it in, the
-index lasts from one start to the next (:mod:`recallpack.adapters.mcp_index`).
+one BM25 document (`bm25s <https://github.com/xhluca/bm25s>`_). A call is handed each file whose
+windows match once, as one Candidate of them citing the file and the ranges shown
+(:mod:`recallpack.adapters.mcp_windows`); a file's URI reads back as its text, with ranges as
+those ranges. With a folder to keep it in, the index lasts from one start to the next
+(:mod:`recallpack.adapters.mcp_index`).
 
 A file is scoped by its YAML front matter, as Markdown sites write it::
 
@@ -23,7 +23,7 @@ left out. Needs the ``mcp`` extra.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,15 @@ import numpy
 from recallpack import Candidate, ConfigError, Packer, token_windows
 from recallpack.adapters.mcp_front_matter import FrontMatter, front_matter_scopes
 from recallpack.adapters.mcp_index import IndexStore, digest
-from recallpack.adapters.mcp_windows import version, window_candidate
+from recallpack.adapters.mcp_windows import (
+    file_candidate,
+    one_per_file,
+    parse_spans,
+    shown,
+    split_spans,
+    version,
+    window_candidate,
+)
 from recallpack.packing.windows import Window
 
 __all__ = ["DOC_SUFFIXES", "MAX_FILE_BYTES", "DocsIndex", "front_matter_scopes"]
@@ -160,17 +168,18 @@ class DocsIndex:
             raise ConfigError(
                 f"{str(root)!r} has no text or Markdown files (looked for {', '.join(DOC_SUFFIXES)})"
             )
-        # The URI the packer gives each file's windows (walk.py fills the template the same way),
-        # so a client can read the file it was shown, by the URI it was shown.
+        # Each file's URI, its template filled as the core fills it (a window's resource line):
+        # the file a client can read, and what the citation of a file's item names.
         template = packer.resource_uri_template
-        self._uris: dict[str, str] = {}
+        self._uris: dict[str, str] = {}  # and by file, _uri_of
+        self._uri_of: dict[str, str] = {}
         self._first: dict[str, int] = {}
         for i, (name, window) in enumerate(self._spots):
             if name not in self._first:
                 self._first[name] = i
                 uri = template.format(artifact_id=quote(name, safe=""),
                                       artifact_content_id=quote(version(window), safe=""))
-                self._uris[uri] = name
+                self._uris[uri], self._uri_of[name] = name, uri
         self._bm25 = self._index(kept, stored, store)
 
     @property
@@ -185,18 +194,30 @@ class DocsIndex:
             made = self._made[i] = window_candidate(name, self._files[name][1], window)
         return made
 
-    def file(self, uri: str) -> tuple[Candidate, str] | None:
-        """The file a resource URI names: its first window, which carries the file's scopes (a
-        small thing for the packer's gate to judge), and the file's text after its front matter.
-        None for a URI of no file."""
-        name = self._uris.get(uri)
+    def resource(self, uri: str) -> tuple[Candidate, Callable[[], str]] | None:
+        """What ``uri`` reads (None for a URI of no file): the file's first window, which carries
+        its scopes (a small thing for the packer's gate to judge), and its text, read only when
+        called, after the gate (a reader learns nothing of a file it may not read, not even its
+        length): the file's text after its front matter, or for its URI with ``spans=`` those
+        ranges, as an item shows them (a ConfigError when they are malformed or past its end)."""
+        base, named = split_spans(uri)
+        name = self._uris.get(base)
         if name is None:
             return None
-        return self._candidate(self._first[name]), self._files[name][0]
+        body = self._files[name][0]
+        text = (lambda: body) if named is None else (lambda: shown(body, parse_spans(named, len(body))))
+        return self._candidate(self._first[name]), text
 
-    def uris(self) -> list[tuple[str, str]]:
-        """Each file's ``(artifact_id, artifact_content_id)``: what its resource URI is made of."""
-        return [(name, version(self._spots[i][1])) for name, i in self._first.items()]
+    def citations(self) -> list[tuple[str, int, tuple[str, ...]]]:
+        """Each file's resource URI, the length of its text (after its front matter), its scopes."""
+        return [(uri, len(self._files[n][0]), self._files[n][1][1]) for uri, n in self._uris.items()]
+
+    def matches(self, query: str, limit: int | None, room: int) -> list[Candidate]:
+        """The files matching ``query`` (in its ``limit`` best windows), best first, each one
+        Candidate of the windows :func:`~.mcp_windows.one_per_file` takes of it for ``room``."""
+        taken = one_per_file([self._spots[i] for i in self._ranked(query, limit)], room).items()
+        files = self._files
+        return [file_candidate(n, files[n][1], files[n][0], ws, self._uri_of[n]) for n, ws in taken]
 
     @property
     def by_uri(self) -> dict[str, Candidate]:
@@ -237,16 +258,18 @@ class DocsIndex:
 
     def search(self, query: str, limit: int | None = None) -> list[Candidate]:
         """Every window matching ``query`` (at most ``limit``), best first; ties in file order."""
-        if self._bm25 is None:
-            return []
+        return [self._candidate(i) for i in self._ranked(query, limit)]
+
+    def _ranked(self, query: str, limit: int | None) -> list[int]:
+        """The positions in ``_spots`` of the windows matching ``query``, best first."""
         words = self._tokenize([query], return_ids=False)[0]
-        ids = self._bm25.get_tokens_ids(words)
+        ids = None if self._bm25 is None else self._bm25.get_tokens_ids(words)
         if not ids:
             return []
         scores = self._bm25.get_scores_from_ids(ids)
         hits = numpy.flatnonzero(scores > 0)
-        ranked = hits[numpy.argsort(-scores[hits], kind="stable")][:limit]
-        return [self._candidate(i) for i in ranked.tolist()]
+        ranked: list[int] = hits[numpy.argsort(-scores[hits], kind="stable")][:limit].tolist()
+        return ranked
 
     def _tokenize(self, texts: list[str], return_ids: bool = True) -> Any:
         return bm25s.tokenize(

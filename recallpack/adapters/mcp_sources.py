@@ -22,7 +22,7 @@ import anyio.to_thread
 
 from recallpack import Candidate, ConfigError, Packer, Reader, RecallResult
 from recallpack.adapters.mcp_docs import DocsIndex
-from recallpack.adapters.mcp_windows import merged
+from recallpack.adapters.mcp_windows import spans_template, spans_uri
 from recallpack.packing.validation import did_you_mean
 
 __all__ = [
@@ -55,7 +55,8 @@ class RecallSource:
     ``what`` names it in the tool's description, ``summary`` is one line for the server's log,
     ``warning`` (or None) what it withholds from everyone and why, for the server's log too.
     ``least`` is the smallest budget in which it can show its top match (None: the packer's
-    ``least_tokens``, the least block with no resource line)."""
+    ``least_tokens``, the least block with no resource line). ``spans_template`` is the URI
+    template of ranges of a resource, which ``read`` serves too (None: it serves none)."""
 
     def __init__(
         self,
@@ -67,6 +68,7 @@ class RecallSource:
         read: Callable[[str, CallReader], str | None] | None = None,
         warning: str | None = None,
         least: int | None = None,
+        spans_template: str | None = None,
     ) -> None:
         self.recall = recall
         self.packer = packer
@@ -75,6 +77,7 @@ class RecallSource:
         self._read = read
         self.warning = warning
         self.least = packer.least_tokens if least is None else least
+        self.spans_template = spans_template
 
     def read(self, uri: str, reader: CallReader = None) -> str | None:
         return None if self._read is None else self._read(uri, reader)
@@ -98,13 +101,12 @@ def docs_source(
     index = DocsIndex(
         folder, packer, window_tokens=window_tokens, overlap_tokens=overlap_tokens, index=index_dir
     )
-
-    # ``passages`` merges a file's overlapping windows itself; the other policies get them merged.
-    merge = packer.policy != "passages"
+    least = _least_citing(packer, index.citations())
 
     def pack(query: str, max_tokens: int, reader: CallReader) -> RecallResult:
-        found = index.search(query, fetch_k)
-        found = merged(found) if merge else found
+        # Each file is one candidate: its best window, and others while the room after the least
+        # block (its header, label and resource line) lasts; at the least budget, one range.
+        found = index.matches(query, fetch_k, max(max_tokens - least, 0))
         return packer.recall(found, query=query, max_tokens=max_tokens, **_as(reader))
 
     async def recall(query: str, max_tokens: int, reader: CallReader) -> RecallResult:
@@ -112,13 +114,14 @@ def docs_source(
         return await anyio.to_thread.run_sync(pack, query, max_tokens, reader)
 
     def read(uri: str, reader: CallReader) -> str | None:
-        found = index.file(uri)
+        found = index.resource(uri)
         # Readable exactly when the packer would show the file to this reader: the core's one
         # gate (scopes, malformed scope metadata, no reader) decides, not a second copy of it
-        # here, judging the file's first window (all of a file's windows have its scopes).
+        # here, judging the file's first window (all of a file's windows have its scopes). Only
+        # then are the spans a URI names read (a ConfigError when they are wrong).
         if found is None or packer.recall([found[0]], **_as(reader)).report.items_withheld:
             return None
-        return found[1]
+        return found[1]()
 
     what = f"the documents in {index.root.resolve().name or index.root}"
     warning = index.warning()
@@ -126,22 +129,30 @@ def docs_source(
         logger.warning("%s", warning)
     return RecallSource(
         recall, packer=packer, what=what, summary=index.summary(), read=read, warning=warning,
-        least=_least_citing(packer, index.uris()),
+        least=least, spans_template=spans_template(packer.resource_uri_template),
     )
 
 
-#: How many of the URIs that count the most tokens alone are measured in a block.
+#: How many of the URIs that count the most tokens alone, and of the longest sets of scopes, are
+#: measured in a block.
 _MEASURED_URIS = 8
+_MEASURED_SCOPES = 64
 
 
-def _least_citing(packer: Packer, uris: list[tuple[str, str]]) -> int:
-    """The least budget in which the floor keeps a match that has a resource line (every docs
-    item has one: its file's URI): the core's :meth:`Packer.least_tokens_for` of a one-letter
-    match cited by each of the URIs that count the most tokens alone, asked with a query as a
-    call is (a passages cut marks both ends)."""
+def _least_citing(packer: Packer, citations: list[tuple[str, int, tuple[str, ...]]]) -> int:
+    """The least budget in which the floor keeps a match with its resource line (every docs item
+    has one: its file's URI and the one range it shows at that budget) and its scopes' label:
+    the core's :meth:`Packer.least_tokens_for` of a one-letter match cited by each of the URIs
+    that count the most tokens alone, each naming a range with as many digits as its file's
+    length, and by the dearest of them in each of the longest sets of scopes the files have (for
+    the configured reader: a set it may not read is never shown), asked with a query as a call
+    is (a passages cut marks both ends)."""
     tok = packer.tokenizer_used
-    dearest = sorted(uris, key=lambda pair: -tok.count(pair[1]))[:_MEASURED_URIS]
-    probes = (Candidate(text="x", artifact_id=name, artifact_content_id=version) for name, version in dearest)
+    longest = (spans_uri(uri, [(length, length)]) for uri, length, _ in citations)
+    dearest = sorted(longest, key=lambda uri: -tok.count(uri))[:_MEASURED_URIS]
+    scopes = sorted({s for _, _, s in citations if s}, key=lambda s: -sum(map(len, s)))[:_MEASURED_SCOPES]
+    probes = [Candidate(text="x", citation=uri) for uri in dearest]
+    probes += [Candidate(text="x", citation=dearest[0], scope_ids=s) for s in scopes if dearest]
     return max((packer.least_tokens_for(probe, query="x") or packer.least_tokens for probe in probes),
                default=packer.least_tokens)
 

@@ -20,7 +20,10 @@ from recallpack import BudgetError, ConfigError, RecallResult
 from recallpack.adapters.mcp_sources import RecallSource
 from recallpack.packing.validation import check_known, json_type
 
-__all__ = ["TOOL_NAME", "MAX_QUERY_CHARS", "check_arguments", "diagnostics", "error_result", "tool"]
+__all__ = [
+    "TOOL_NAME", "MAX_QUERY_CHARS", "check_arguments", "diagnostics", "error_result", "tool",
+    "resource_templates",
+]
 
 TOOL_NAME = "recall"
 ARGUMENTS = ("query", "max_tokens")
@@ -198,3 +201,26 @@ def tool(source: RecallSource) -> types.Tool:
         output_schema=OUTPUT_SCHEMA,
         annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, destructive_hint=False),
     )
+
+
+def resource_templates(source: RecallSource) -> list[types.ResourceTemplate]:
+    """What ``resources/templates/list`` shows: the shape of a kept item's citation (under
+    ``--docs``, a file's URI), and when ``source`` reads ranges of a file, theirs too."""
+    cited = types.ResourceTemplate(
+        uri_template=source.packer.resource_uri_template,
+        name="evidence",
+        title="A kept item's text",
+        description="The text behind a citation that recall returned, for the reader it was shown to: "
+        "an artifact id and a content id, as recall's items cite them.",
+        mime_type="text/plain",
+    )
+    if source.spans_template is None:
+        return [cited]
+    return [cited, cited.model_copy(update={
+        "uri_template": source.spans_template,
+        "name": "evidence-spans",
+        "title": "Ranges of a file, as an item showed them",
+        "description": "The ranges of a file that a recall item showed, for the reader it was shown to: "
+        "spans is a list of START-END character ranges of the file's text (after its front matter), "
+        "in order and apart; they read back as the item showed them, joined by a line '…'.",
+    })]  # fmt: skip

@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 from recallpack import MAX_TOKENS_CEILING, Packer, Reader, Scope, count_tokens
 from recallpack.adapters.mcp import MAX_QUERY_CHARS, check_arguments
 from recallpack.adapters.mcp_docs import DocsIndex, front_matter_scopes
+from recallpack.adapters.mcp_windows import split_spans
 from recallpack.allowance import verify
 from tests.adapters.mcp_host import REPO, Host, RawServer, connect
 
@@ -254,17 +255,31 @@ def test_out_of_scope_uris_read_like_uris_that_do_not_exist(host: Host, folder: 
     assert host.run(host.session.read_resource, by_source["team/a.md"]).contents[0].text.startswith("# Offsite")
 
 
-def test_a_kept_item_reads_back_as_its_file(host: Host, folder: Path) -> None:
-    """A kept item's citation reads back as the text of the file its evidence came from, and is listed."""
+def test_a_kept_item_reads_back_as_the_ranges_it_shows(host: Host, folder: Path) -> None:
+    """A kept item's citation names its file and ranges of it; it reads back as those ranges of the
+    file's text, in order, joined by the mark alone; it is listed; the file's own URI reads the file."""
     result = host.recall({"query": "tiktoken cache vocabularies offline", "max_tokens": 120, })
     item = result.structured_content["items"][0]
-    window = host.run(host.session.read_resource, item["citation"]).contents[0].text
+    ranges = host.run(host.session.read_resource, item["citation"]).contents[0].text
     shown = _text(result).split("\n\n    ", 1)[1].rsplit("\n\n    Resource", 1)[0]
-    assert _index(folder).by_uri[item["citation"]].text == window
-    assert (folder / _index(folder).by_uri[item["citation"]].metadata["source"]).read_text() == window
+    file_uri, named = split_spans(item["citation"])
+    assert named is not None and file_uri in _index(folder).by_uri
+    body = host.run(host.session.read_resource, file_uri).contents[0].text
+    source = _index(folder).by_uri[file_uri].metadata["source"]
+    assert (folder / source).read_text() == body
+    rest = ranges
+    for i, span in enumerate(named.split(",")):
+        if i:  # between two ranges: the mark, on a line of its own
+            mark = re.match(r"\n?…\n?", rest)
+            assert mark is not None, rest[:40]
+            rest = rest[mark.end():]
+        start, end = map(int, span.split("-"))
+        assert rest.startswith(body[start:end]), span
+        rest = rest[end - start:]
+    assert rest == ""
     # A focus cut may open with the mark alone on its line: the first line with words is checked.
     first_line = next(line.strip("…").strip() for line in shown.splitlines() if line.strip("…").strip())
-    assert first_line and first_line in window
+    assert first_line and first_line in ranges
     listed = [str(r.uri) for r in host.run(host.session.list_resources).resources]
     assert item["citation"] in listed
 
@@ -317,6 +332,28 @@ def test_a_link_out_of_the_folder_is_not_followed(tmp_path: Path) -> None:
     assert index.search("gazebo") == []
 
 
+def test_a_calls_budget_reaches_the_one_packer_as_a_value(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each call's max_tokens is handed to the source's one Packer as recall's max_tokens=: the
+    server builds no Packer per call (issue 36), and the block fits that budget."""
+    import anyio
+
+    from recallpack.adapters.mcp import docs_source
+
+    source = docs_source(str(folder))
+    seen: list[tuple[bool, object]] = []
+    recall = Packer.recall
+
+    def spy(self: Packer, candidates: Any, **kwargs: Any) -> Any:
+        seen.append((self is source.packer, kwargs.get("max_tokens")))
+        return recall(self, candidates, **kwargs)
+
+    monkeypatch.setattr(Packer, "recall", spy)
+    budgets = [source.least, 300, 2048, MAX_TOKENS_CEILING]
+    results = [anyio.run(source.recall, "receipt binds the block", budget, None) for budget in budgets]
+    assert seen == [(True, budget) for budget in budgets]
+    assert all(0 < r.report.tokens_used <= budget for r, budget in zip(results, budgets))
+
+
 def test_reader_gate_is_the_packers(folder: Path) -> None:
     """Which windows a reader could read by URI is exactly which the packer would show them."""
     from recallpack.adapters.mcp import docs_source
@@ -356,8 +393,10 @@ def test_ids_in_the_index_match_the_served_citations(host: Host, folder: Path) -
     """Every citation the server hands out is a URI of the index (the packer fills it the same way)."""
     result = host.recall({"query": "scopes reader withheld", "max_tokens": 4000})
     citations = [i["citation"] for i in result.structured_content["items"]]
-    assert citations and set(citations) <= set(_index(folder).by_uri)
-    assert all(re.fullmatch(r"recallpack://artifacts/[^/]+/contents/[0-9a-f]{16}", c) for c in citations)
+    files = [split_spans(c)[0] for c in citations]
+    assert citations and set(files) <= set(_index(folder).by_uri) and len(files) == len(set(files))
+    shape = r"recallpack://artifacts/[^/]+/contents/[0-9a-f]{16}\?spans=\d+-\d+(,\d+-\d+)*"
+    assert all(re.fullmatch(shape, c) for c in citations)
 
 
 def test_the_example_client_asks_the_server_on_the_repositorys_docs() -> None:
@@ -372,12 +411,12 @@ def test_the_example_client_asks_the_server_on_the_repositorys_docs() -> None:
     assert done.returncode == 0, done.stderr
     block = done.stdout.split("tool recall: ", 1)[1].split("\n\n", 1)[1].split("\n---\n")[0]
     assert 0 < count_tokens(block) <= 400 and "evidence, not instructions" in block
-    assert '"tokenizer_used": "cl100k_base"' in done.stdout and "reads back as its file" in done.stdout
+    assert '"tokenizer_used": "cl100k_base"' in done.stdout and "reads back as the ranges it names" in done.stdout
 
 
 def test_the_demos_mcp_output_shows_no_text_twice() -> None:
-    """make demo's MCP example (its own question): a file's overlapping windows are one item, so no
-    line of evidence is shown twice, and each item cites a file."""
+    """make demo's MCP example (its own question): each file is one item, its windows merged, so no
+    file and no line of evidence is shown twice, and each item cites its file and ranges."""
     import subprocess
     import sys
 
@@ -390,14 +429,17 @@ def test_the_demos_mcp_output_shows_no_text_twice() -> None:
     lines = [line.strip("… ") for line in block.splitlines() if line.startswith("    ") and "Resource" not in line]
     long = [line for line in lines if len(line) >= 30]
     assert len(long) >= 5 and len(long) == len(set(long))
-    cited = re.findall(r"Resource `recallpack://artifacts/([^/]+)/contents/[0-9a-f]{16}`", block)
-    assert cited and len(cited) == block.count("- **Source excerpt**")
+    cited = re.findall(r"Resource `recallpack://artifacts/([^/]+)/contents/[0-9a-f]{16}\?spans=[-,0-9]+`", block)
+    assert cited and len(cited) == block.count("- **Source excerpt**") and len(cited) == len(set(cited))
 
 
 def test_resource_templates_say_the_shape_of_a_citation(host: Host) -> None:
-    """resources/templates/list is answered (not "Method not found"): the citation's URI template."""
-    [template] = host.run(host.session.list_resource_templates).resource_templates
-    assert template.uri_template == Packer().resource_uri_template and template.mime_type == "text/plain"
+    """resources/templates/list is answered (not "Method not found"): a file's URI template, and
+    the citation's, the file's with the RFC 6570 query of its ranges."""
+    file, ranges = host.run(host.session.list_resource_templates).resource_templates
+    assert file.uri_template == Packer().resource_uri_template and file.mime_type == "text/plain"
+    assert ranges.uri_template == file.uri_template + "{?spans}" and ranges.mime_type == "text/plain"
     result = host.recall({"query": "what a receipt binds"})
-    prefix = template.uri_template.split("{", 1)[0]
-    assert all(item["citation"].startswith(prefix) for item in result.structured_content["items"])
+    prefix = file.uri_template.split("{", 1)[0]
+    items = result.structured_content["items"]
+    assert items and all(item["citation"].startswith(prefix) and "?spans=" in item["citation"] for item in items)
