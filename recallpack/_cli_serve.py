@@ -10,13 +10,10 @@ import sys
 import textwrap
 from typing import Any
 
-from recallpack import (
-    POLICIES,
-    Reader,
-    Scope,
-)
+from recallpack import Reader, Scope
 from recallpack._cli_input import UsageError, add_budget_flags, budget_settings, check_encoding, whole_number
 from recallpack.allowance import resolve_key
+from recallpack.packing.policies import policy_help, policy_names
 from recallpack.packing.tokenizers import DEFAULT_ENCODING
 
 __all__ = ["serve_parser", "hash_token_parser"]
@@ -68,9 +65,8 @@ def _serve_packing_arguments(serve: argparse.ArgumentParser) -> None:
         "the largest max_tokens a call may ask for (default: %(default)s)",
     )
     serve.add_argument(
-        "--policy", choices=POLICIES, default="passages",
-        help="passages spends the budget on the passages that best answer each query, across the "
-        "documents; the others as for pack (default: %(default)s)",
+        "--policy", choices=policy_names(), default="passages",
+        help=f"what is kept when not everything fits: {policy_help()} (default: %(default)s)",
     )
     serve.add_argument(
         "--encoding", "--tokenizer", dest="encoding", default=None, metavar="NAME",
