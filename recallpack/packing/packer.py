@@ -208,7 +208,7 @@ class Packer(PackerSettings):
         """The fewest tokens at which a call given ``candidate`` keeps it, cut if need be: from it
         up the floor holds, for every policy. It counts what the item renders (its scopes header,
         label, resource line, the cut's marks): at least :attr:`least_tokens`. None: never shown."""
-        return self._plan.least_for(candidate, query)
+        return self._plan.least_for(candidate, query, self.reader)
 
     @property
     def tokenizer_used(self) -> Tokenizer:
@@ -229,7 +229,7 @@ class Packer(PackerSettings):
             )
         if not overrides:
             return self
-        if overrides.keys() <= _BOUNDS:  # a per-call bound is a value: the same plan, handed down
+        if overrides.keys() <= _BOUNDS:  # per-call values: the same plan, handed down
             ceiling, owner = self.max_tokens_ceiling, type(self).__name__
             max_tokens = _checked_bounds(owner, overrides, self.max_tokens, ceiling)
             _check_least(self._plan, self.join is None or self.floor, max_tokens)
@@ -283,7 +283,8 @@ class Packer(PackerSettings):
 
     def pack(self, candidates: Iterable[Candidate | Mapping[str, Any]]) -> list[Candidate]:
         """The kept candidates themselves (a cut one with its cut text), in order."""
-        return self._plan.pack(candidates, max_tokens=self.max_tokens, max_items=self.max_items)
+        plan = self._plan
+        return plan.pack(candidates, max_tokens=self.max_tokens, max_items=self.max_items, reader=self.reader)
 
     def recall_many(
         self,
@@ -333,12 +334,15 @@ class Packer(PackerSettings):
             left = as_remaining(allowance)
             max_tokens = left.tokens if max_tokens is None else min(max_tokens, left.tokens)
             max_items = left.items if max_items is None else min(max_items, left.items)
-        return self._plan.recall(candidates, query=query, max_tokens=max_tokens, max_items=max_items)
+        return self._plan.recall(
+            candidates, query=query, max_tokens=max_tokens, max_items=max_items, reader=self.reader
+        )
 
 
-#: The settings a call may change as plain values: the Packer's plan holds as it is.
-_BOUNDS = frozenset({"max_tokens", "max_items"})
-#: The two bounds as the Packer declares them, to check a per-call value with the same errors.
+#: The settings a call may change as plain values (a reader only where none is configured):
+#: the Packer's plan holds as it is, and the walk takes them from the call.
+_BOUNDS = frozenset({"max_tokens", "max_items", "reader"})
+#: Those settings as the Packer declares them, to check a per-call value with the same errors.
 _BOUND_FIELDS: dict[str, Any] = {
     name: (field.annotation, field) for name, field in PackerSettings.model_fields.items() if name in _BOUNDS
 }

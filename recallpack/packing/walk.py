@@ -13,6 +13,7 @@ the floor through the ledger, and makes the whole fit.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -36,13 +37,21 @@ from recallpack.packing.render import (
     newline_join,
 )
 from recallpack.packing.result import Evidence, PackReport, RecallResult, Trace
-from recallpack.packing.scopes import PRIVATE
+from recallpack.packing.scopes import PRIVATE, Reader
 from recallpack.packing.tokenizers import Tokenizer
 from recallpack.packing.validation import check_count
 
 __all__ = ["Plan", "Walk", "Fitted", "candidate_list", "candidate_lists_of", "lane_targets"]
 
 _WITHHELD_VALUES = frozenset(reason.value for reason in WITHHELD_REASONS)
+
+
+class _Same(enum.Enum):
+    SAME = "the plan's"
+
+
+#: A per-call value that is the plan's own.
+SAME = _Same.SAME
 #: What a call without a query packs as, under a policy that needs one.
 _WITHOUT_QUERY = "prefix"
 
@@ -80,32 +89,33 @@ class Plan:
         return cls(tok, view, embed, settings, cut, policy_named(settings.policy), least, parts)
 
     def recall(
-        self, candidates: object, *, query: str | None, max_tokens: int | None, max_items: int | None
+        self, candidates: object, *, query: str | None, max_tokens: int | None, max_items: int | None,
+        reader: Reader | None,
     ) -> RecallResult:
         """One recall: the fitted walk's result, logged."""
-        result = (
-            self.walk(candidate_list(candidates), query=query, max_tokens=max_tokens, max_items=max_items)
-            .fit()
-            .result()
-        )
+        walk = self.walk(candidate_list(candidates), query=query, max_tokens=max_tokens, max_items=max_items,
+                         reader=reader)
+        result = walk.fit().result()
         log_result(result)
         return result
 
-    def pack(self, candidates: object, *, max_tokens: int, max_items: int | None) -> list[Candidate]:
+    def pack(self, candidates: object, *, max_tokens: int, max_items: int | None,
+             reader: Reader | None | _Same = SAME) -> list[Candidate]:
         """One :func:`~recallpack.pack`: the kept candidates of the fitted walk, logged."""
         packed = self.walk(
-            candidate_list(candidates), query=None, max_tokens=max_tokens, max_items=max_items
+            candidate_list(candidates), query=None, max_tokens=max_tokens, max_items=max_items, reader=reader
         ).fit()
         packed.log_kept()
         return packed.kept_candidates()
 
-    def least_for(self, candidate: object, query: str | None = None) -> int | None:
+    def least_for(self, candidate: object, query: str | None = None,
+                  reader: Reader | None | _Same = SAME) -> int | None:
         """The fewest tokens at which a call given ``candidate`` keeps it, under this plan's policy
         and floor: found by the walk itself, from what its item really renders (the scopes header,
         its label and scopes, its resource line, its first characters and the marks of the cut).
         None when it can never be shown (withheld, blank, not text, or over its lane's budget even
         cut) or the floor is off."""
-        probe = self.walk([candidate], query=query, max_tokens=None, max_items=None)
+        probe = self.walk([candidate], query=query, max_tokens=None, max_items=None, reader=reader)
         ledger = probe.ledger
         c = ledger.read(0)
         if ledger.gate(c) is not None or not self.settings.floor:
@@ -117,26 +127,34 @@ class Plan:
         bare = header + self.view.item(ledger, c, names, ELLIPSIS, uri, None)
         low = min(whole, max(self.least_tokens, bare))
         step, high = 1, low
-        while not self._keeps(c, query, high):  # gallop up: the first characters may cost several tokens
+        # Gallop up: the first characters may cost several tokens.
+        while not self._keeps(c, query, high, reader):
             low = high + 1
             if high >= whole:
                 return None
             high, step = min(whole, high + step), step * 2
         while low < high:  # then the least that keeps it, between the last miss and the first fit
             middle = (low + high) // 2
-            low, high = (low, middle) if self._keeps(c, query, middle) else (middle + 1, high)
+            low, high = (low, middle) if self._keeps(c, query, middle, reader) else (middle + 1, high)
         return high
 
-    def _keeps(self, c: Candidate, query: str | None, max_tokens: int) -> bool:
-        return bool(self.walk([c], query=query, max_tokens=max_tokens, max_items=None).fit().ledger.kept)
+    def _keeps(self, c: Candidate, query: str | None, max_tokens: int, reader: Reader | None | _Same) -> bool:
+        walk = self.walk([c], query=query, max_tokens=max_tokens, max_items=None, reader=reader)
+        return bool(walk.fit().ledger.kept)
 
     def walk(
-        self, candidates: Sequence[Any], *, query: str | None, max_tokens: int | None, max_items: int | None
+        self, candidates: Sequence[Any], *, query: str | None, max_tokens: int | None, max_items: int | None,
+        reader: Reader | None | _Same = SAME,
     ) -> Walk:
-        """The walk of one call: these candidates, this query, these bounds."""
+        """The walk of one call: these candidates, this query, these bounds, this reader (by
+        default the plan's)."""
         settings = self.settings
-        if max_tokens != settings.max_tokens or max_items != settings.max_items:
-            settings = dataclasses.replace(settings, max_tokens=max_tokens, max_items=max_items)
+        if reader is SAME:
+            reader = settings.reader
+        same_bounds = max_tokens == settings.max_tokens and max_items == settings.max_items
+        if not same_bounds or reader is not settings.reader:
+            new = dataclasses.replace  # the call's bounds and reader, on the plan's settings
+            settings = new(settings, max_tokens=max_tokens, max_items=max_items, reader=reader)
         policy = self.policy
         if policy.needs_query and not query:
             # Without a query such a policy has nothing to score: it packs as prefix, and says so.
