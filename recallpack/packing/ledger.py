@@ -130,7 +130,7 @@ class Tally:
     settings: WalkSettings
     view: View
     tok: Tokenizer
-    #: Said in the report (the walk sets it: a policy that packed as another).
+    #: Said in the report (:meth:`note`).
     notes: tuple[str, ...] = field(default=(), init=False)
 
     def __post_init__(self) -> None:
@@ -261,6 +261,10 @@ class Tally:
         ``reason``; False."""
         self.tail_reason = reason
         return False
+
+    def note(self, text: str) -> None:
+        """Say ``text`` in the report's notes (a policy that packed as another, pieces set apart)."""
+        self.notes = (*self.notes, text)
 
     def close_lanes(self, c: Candidate, cost: int) -> None:
         """``c``'s lanes that cannot hold ``cost`` more are full: later items in them are dropped."""

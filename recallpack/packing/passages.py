@@ -150,7 +150,7 @@ class PassagesChoice:
             return
         self.documents, apart = documents_of(shown, ledger.resource, self.extents)
         if apart:
-            ledger.notes = (*ledger.notes, apart_note(apart))
+            ledger.note(apart_note(apart))
         max_tokens = self.settings.max_tokens
         if max_tokens is None:
             self._materialize(whole=True)
@@ -240,7 +240,7 @@ class PassagesChoice:
                 self._keep_document(rank, doc, spans)
             kept_spans[d] = spans
         if len(self.coerced) < len(ledger.candidates):
-            ledger.tail_reason = over
+            ledger.stop(over)  # the candidates past the reach are the tail
         return True
 
     def _keep_document(

@@ -204,7 +204,8 @@ class Walk:
         notes: tuple[str, ...] = (),
     ) -> None:
         self.ledger = Ledger(candidates, settings, plan.view, plan.tok, cutter=plan.cutter(query))
-        self.ledger.notes = notes
+        for note in notes:
+            self.ledger.note(note)
         self.query = query
         self.embed = plan.embed
         self.policy = policy
