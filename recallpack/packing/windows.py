@@ -17,7 +17,6 @@ to that character, never what follows it.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
@@ -31,7 +30,7 @@ from recallpack.packing.tokenizers import (
     TokenizerSpec,
     get_tokenizer,
 )
-from recallpack.packing.validation import check_count
+from recallpack.packing.validation import check_count, did_you_mean
 from recallpack.packing.windowing import window_spans
 
 if TYPE_CHECKING:
@@ -111,7 +110,7 @@ def refuse_unknown_settings(owner: str, unknown: Mapping[str, object], valid: Se
     if not unknown:
         return
     name = next(iter(unknown))
-    hint = _HOST_NAMES.get(name) or next(iter(difflib.get_close_matches(name, valid, n=1)), None)
+    hint = _HOST_NAMES.get(name) or did_you_mean(name, valid)
     suggestion = f"; did you mean {hint}?" if hint else f"; valid settings: {', '.join(valid)}"
     raise ConfigError(f"{owner} got an unknown setting {name}={unknown[name]!r}{suggestion}")
 
