@@ -163,20 +163,9 @@ class Tally:
         """The kept item identical to ``c`` (its content and scopes), if any."""
         return self.seen.find(c)
 
-    def keep(
-        self,
-        rank: int,
-        c: Candidate,
-        scopes: tuple[Scope, ...],
-        names: tuple[str, ...],
-        text: str,
-        cost: int,
-        header: int,
-        cut: CutResult | None,
-        uri: str | None,
-        replace: bool = False,
-        kept_spans: tuple[tuple[int, int], ...] | None = None,
-    ) -> None:
+    def keep(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], names: tuple[str, ...], text: str,
+             cost: int, header: int, cut: CutResult | None, uri: str | None, replace: bool = False,
+             kept_spans: tuple[tuple[int, int], ...] | None = None) -> None:
         """Keep ``c`` at ``rank``, showing ``text`` for ``cost`` tokens (and ``header`` more for
         the scopes it adds); ``kept_spans`` when they are not the cut's own (pieces of a document)."""
         for scope in scopes:
@@ -199,14 +188,8 @@ class Tally:
         else:
             self.entries.append(entry)
 
-    def drop(
-        self,
-        rank: int,
-        c: Candidate,
-        reason: Reason,
-        outcome: Outcome = Outcome.DROPPED,
-        tokens: int | None = None,
-    ) -> bool:
+    def drop(self, rank: int, c: Candidate, reason: Reason, outcome: Outcome = Outcome.DROPPED,
+             tokens: int | None = None) -> bool:
         """Record ``c`` as not kept, and why; True (the walk goes on)."""
         if reason in _SIZE_REASONS:
             self.dropped_sizes[rank] = len(c.text)
@@ -277,24 +260,15 @@ class Tally:
                 del self.reasons[reason.value]
 
     @staticmethod
-    def entry(
-        rank: int,
-        c: Candidate,
-        outcome: Outcome,
-        reason: Reason | None,
-        tokens: int | None,
-        cut: CutResult | None,
-    ) -> TraceRecord:
+    def entry(rank: int, c: Candidate, outcome: Outcome, reason: Reason | None, tokens: int | None,
+              cut: CutResult | None) -> TraceRecord:
         if outcome is Outcome.WITHHELD:
             # Whoever reads the trace may not read the item: its rank and why, nothing of it.
             return TraceRecord(rank, outcome, reason, None, None, None, None, (), "")
+        preview = c.text[:_PREVIEW_CHARS]
         if cut is None:
-            return TraceRecord(
-                rank, outcome, reason, c.lane, c.score, tokens, None, (), c.text[:_PREVIEW_CHARS]
-            )
-        return TraceRecord(
-            rank, outcome, reason, c.lane, c.score, tokens, cut.kind, cut.spans, c.text[:_PREVIEW_CHARS]
-        )
+            return TraceRecord(rank, outcome, reason, c.lane, c.score, tokens, None, (), preview)
+        return TraceRecord(rank, outcome, reason, c.lane, c.score, tokens, cut.kind, cut.spans, preview)
 
     def give_back_last(self) -> None:
         """Drop the last kept item after the block it ends came out over budget."""
@@ -441,15 +415,8 @@ class Ledger(Tally):
         self.count_reason(old.reason, 1)
         return False
 
-    def keep_cut(
-        self,
-        rank: int,
-        c: Candidate,
-        scopes: tuple[Scope, ...],
-        header: int,
-        room: int,
-        replace: bool = False,
-    ) -> bool:
+    def keep_cut(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], header: int, room: int,
+                 replace: bool = False) -> bool:
         """Keep ``c`` cut to ``room`` tokens as its item renders; False when no cut fits."""
         names, uri = self.names(scopes), self.uri(c)
         # What the cut text costs rendered in its item: the view's own price, handed down.
