@@ -10,13 +10,28 @@ candidates it reaches, so its work follows what it keeps, not what it was handed
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.embedding import EmbedFn
 from recallpack.packing.ledger import Ledger
 from recallpack.packing.result import Reason
 from recallpack.packing.scopes import Scope
 
-__all__ = ["Prefix", "Skip", "Truncate"]
+__all__ = ["Prefix", "Skip", "Truncate", "Over"]
+
+
+class Over(NamedTuple):
+    """An item that costs more than the room left: where it ranked, what it is, its scopes and
+    what they add to the header, the room left in the budget and in its lanes, its cost."""
+
+    rank: int
+    c: Candidate
+    scopes: tuple[Scope, ...]
+    header: int
+    room: int
+    lane_room: int | None
+    cost: int
 
 
 class Prefix:
@@ -54,20 +69,11 @@ class Prefix:
             ledger.close_lanes(c, cost)
             return ledger.drop(rank, c, Reason.OVER_LANE_BUDGET, tokens=cost)
         assert room is not None
-        return self.over_budget(ledger, rank, c, scopes, header, (room, lane_room), cost)
+        return self.over_budget(ledger, Over(rank, c, scopes, header, room, lane_room, cost))
 
-    def over_budget(
-        self,
-        ledger: Ledger,
-        rank: int,
-        c: Candidate,
-        scopes: tuple[Scope, ...],
-        header: int,
-        rooms: tuple[int, int | None],
-        cost: int,
-    ) -> bool:
-        """``c`` costs ``cost``, more than the room left (``rooms``: the budget's, its lane's)."""
-        return ledger.end(rank, c, Reason.OVER_BUDGET, tokens=cost)
+    def over_budget(self, ledger: Ledger, over: Over) -> bool:
+        """What becomes of an item that costs more than the room left: here, the walk ends."""
+        return ledger.end(over.rank, over.c, Reason.OVER_BUDGET, tokens=over.cost)
 
 
 class Skip(Prefix):
@@ -75,19 +81,10 @@ class Skip(Prefix):
 
     summary = "an item that does not fit is passed over, and the walk goes on"
 
-    def over_budget(
-        self,
-        ledger: Ledger,
-        rank: int,
-        c: Candidate,
-        scopes: tuple[Scope, ...],
-        header: int,
-        rooms: tuple[int, int | None],
-        cost: int,
-    ) -> bool:
-        if rooms[0] > 0:
-            return ledger.drop(rank, c, Reason.OVER_BUDGET, tokens=cost)
-        return ledger.end(rank, c, Reason.OVER_BUDGET, tokens=cost)  # nothing more can fit
+    def over_budget(self, ledger: Ledger, over: Over) -> bool:
+        if over.room > 0:
+            return ledger.drop(over.rank, over.c, Reason.OVER_BUDGET, tokens=over.cost)
+        return ledger.end(over.rank, over.c, Reason.OVER_BUDGET, tokens=over.cost)  # nothing more can fit
 
 
 class Truncate(Prefix):
@@ -96,19 +93,10 @@ class Truncate(Prefix):
 
     summary = "an item that does not fit is cut to the room left, and the walk ends"
 
-    def over_budget(
-        self,
-        ledger: Ledger,
-        rank: int,
-        c: Candidate,
-        scopes: tuple[Scope, ...],
-        header: int,
-        rooms: tuple[int, int | None],
-        cost: int,
-    ) -> bool:
-        room, lane_room = rooms
+    def over_budget(self, ledger: Ledger, over: Over) -> bool:
+        room, lane_room = over.room, over.lane_room
         # A cut is made to the global room only; an item its own lane cannot hold is not cut.
         cuttable = room > 0 and (lane_room is None or lane_room >= room)
-        if cuttable and ledger.keep_cut(rank, c, scopes, header, room):
+        if cuttable and ledger.keep_cut(over.rank, over.c, over.scopes, over.header, room):
             return ledger.stop(Reason.OVER_BUDGET)
-        return ledger.end(rank, c, Reason.OVER_BUDGET, tokens=cost)
+        return ledger.end(over.rank, over.c, Reason.OVER_BUDGET, tokens=over.cost)
