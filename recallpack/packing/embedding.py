@@ -157,7 +157,8 @@ def embed_function(obj: object) -> EmbedFn:
     accepted = "".join(f"{accepts}, " for _, accepts in _RESOLVERS)
     raise ConfigError(
         f"embed={obj!r} is not an embedding recallpack can use; pass {accepted}or a callable "
-        "list[str] -> list[list[float]]"
+        "list[str] -> list[list[float]]",
+        field="embed",
     )
 
 
