@@ -192,27 +192,29 @@ GARBAGE: dict[str, Any] = {
 }
 
 
+@pytest.mark.parametrize("reader", [None, READER], ids=["no reader", "a reader"])
 @pytest.mark.parametrize("policy", [*POLICIES, "scripted"])
 @pytest.mark.parametrize("scope_ids", MALFORMED_SCOPES, ids=repr)
 def test_a_malformed_candidate_that_is_withheld_never_raises_and_is_never_named(
-    scripted: Scripted, policy: str, scope_ids: Any, caplog: pytest.LogCaptureFixture
+    scripted: Scripted, policy: str, scope_ids: Any, reader: Reader | None, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Malformed scope fields withhold a mapping of garbage: no error, and its trace entry,
-    the report and the log carry its rank and why, nothing of it (no text, lane or score)."""
+    """Malformed scope fields withhold a mapping of garbage, whoever reads: no error, and its
+    trace entry, the report and the log carry its rank and why, nothing of it (no text, lane or
+    score); so does garbage in a scope the reader does not hold."""
     texts = [text for _, text in paragraphs()[:3]]
     candidates: list[Any] = [
         {"text": texts[0]},
         {**GARBAGE, "scope_ids": scope_ids},
         {"text": texts[1]},
-        {**GARBAGE, "scope_ids": ["team"], "text": MARK},  # well formed, but no reader holds it
+        {**GARBAGE, "scope_ids": ["secret"], "text": MARK},  # well formed, but the reader lacks it
         {"text": texts[2]},
     ]
     with caplog.at_level(logging.DEBUG, logger="recallpack"):
-        result = Packer(max_tokens=2000, policy=policy).recall(candidates, query=QUERY)
+        result = Packer(max_tokens=2000, policy=policy, reader=reader).recall(candidates, query=QUERY)
     _accounted(result, len(candidates))
     assert result.report.items_withheld == 2
     assert result.report.reasons[Reason.MALFORMED_SCOPE.value] == 1
-    assert result.report.reasons[Reason.NO_READER.value] == 1
+    assert result.report.reasons[(Reason.NO_READER if reader is None else Reason.UNREADABLE).value] == 1
     for rank in (1, 3):
         entry = result.trace[rank]
         assert entry.outcome is Outcome.WITHHELD
@@ -280,6 +282,7 @@ def test_the_floor_is_the_ledgers_a_policy_that_keeps_nothing_still_shows_the_to
     assert report.floor_applied and report.items_selected == 1 and not report.floor_failed
     assert result.selected_ranks == (0,)
     assert result.trace[0].outcome is Outcome.SELECTED and result.trace[0].truncated
+    # Every other readable one stays dropped by size (the blank one is dropped as empty).
     assert report.reasons[Reason.OVER_BUDGET.value] == len(candidates) - 1 - report.items_withheld - 1
     assert report.tokens_used <= budget
     assert Packer(max_tokens=budget).tokenizer_used.count(result.to_markdown()) == report.tokens_used
