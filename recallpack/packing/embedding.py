@@ -162,7 +162,8 @@ def embed_function(obj: object) -> EmbedFn:
     takes = "".join(f"{accepts}, " for accepts in [*accepted("EMBEDDINGS"), *(a for _, a in _RESOLVERS)])
     raise ConfigError(
         f"embed={obj!r} is not an embedding recallpack can use; pass {takes}or a callable "
-        "list[str] -> list[list[float]]"
+        "list[str] -> list[list[float]]",
+        field="embed",
     )
 
 

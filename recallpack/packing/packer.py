@@ -357,7 +357,8 @@ def _check_least(run: Plan, promised: bool, max_tokens: int) -> None:
         raise BudgetError(
             f"max_tokens={max_tokens} is below the least that holds any evidence, "
             f"{run.least_tokens} tokens ({run.tok.name}): {run.least_parts}; use "
-            f"max_tokens={run.least_tokens} or more"
+            f"max_tokens={run.least_tokens} or more",
+            field="max_tokens",
         )
 
 

@@ -262,7 +262,8 @@ def _encoding_for(spec: str) -> str:
         raise TokenizerError(
             f"tokenizer={spec!r} is not an encoding or a model name tiktoken knows; use one of "
             f"{', '.join(_known_encodings())}, a model name such as 'gpt-4o', 'chars', "
-            "or a callable str -> int"
+            "or a callable str -> int",
+            field="tokenizer",
         ) from None
 
 
@@ -352,7 +353,8 @@ def get_tokenizer(spec: TokenizerSpec = None) -> Tokenizer:
     raise TokenizerError(
         f"tokenizer={spec!r} is not usable; pass an encoding name such as 'cl100k_base', "
         "a model name, 'chars', a Tokenizer, a tiktoken Encoding, a LangChain language model, "
-        "a Hugging Face tokenizer, or a callable str -> int or str -> list"
+        "a Hugging Face tokenizer, or a callable str -> int or str -> list",
+        field="tokenizer",
     )
 
 
