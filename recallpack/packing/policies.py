@@ -24,7 +24,7 @@ from recallpack.packing.passages import Passages
 
 __all__ = [
     "PackingPolicy", "BUILT_IN", "POLICIES", "Policy", "register_policy", "unregister_policy",
-    "policy_named", "policy_names", "policy_help", "check_policy",
+    "policy_named", "policy_names", "policy_help", "check_policy", "is_built_in",
 ]
 
 #: A policy's name, as the ``policy`` setting takes it: one of :func:`policy_names`.
@@ -96,6 +96,11 @@ def unregister_policy(name: str) -> None:
 def policy_names() -> tuple[str, ...]:
     """Every policy the ``policy`` setting takes: the built-ins, then those registered."""
     return tuple(_TABLE)
+
+
+def is_built_in(policy: PackingPolicy) -> bool:
+    """Whether ``policy`` is one of recallpack's own (whose recorded costs are the view's)."""
+    return any(policy is built_in for built_in in BUILT_IN.values())
 
 
 def policy_help() -> str:

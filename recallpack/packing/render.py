@@ -350,9 +350,12 @@ class View(Protocol):
              limit: int | None) -> int:
         """What ``c``, showing ``text``, adds (counted up to ``limit``: past it, any larger count)."""
         ...
-    def measure(self, walk: Shown, max_tokens: int | None) -> tuple[int, str | None]:
+    def measure(self, walk: Shown, max_tokens: int | None, recount: bool = False) -> tuple[int, str | None]:
         """The exact count of what the model is shown, and the block (None: no block is shown, or
-        the count needed none and it is rendered once the walk fits: see ``shows_block``)."""
+        the count needed none and it is rendered once the walk fits: see ``shows_block``). The
+        count adds up the walk's own item costs where those are exact by construction; with
+        ``recount`` (a walk whose costs were recorded by code other than recallpack's) what is
+        shown is always rendered and counted."""
         ...
     def block(self, evidence: Sequence[EvidenceLike], scopes: Sequence[ScopeLike],
               max_tokens: int | None) -> str:
@@ -405,8 +408,8 @@ class MarkdownBlock:
         # The newline that joins it to the next item is part of its cost.
         return self.tok.count_upto(item_text(c.provenance.label, scopes, text, uri) + "\n", limit)
 
-    def measure(self, walk: Shown, max_tokens: int | None) -> tuple[int, str | None]:
-        if self.template is not None or not self.tok.splits_at_line_starts or not walk.kept:
+    def measure(self, walk: Shown, max_tokens: int | None, recount: bool = False) -> tuple[int, str | None]:
+        if recount or self.template is not None or not self.tok.splits_at_line_starts or not walk.kept:
             text = self.block(walk.evidence(), walk.shared_scopes(), max_tokens)
             return (self.tok.count(text) if text else 0), text
         # The default block is header + items joined by newlines, and these encodings split only
@@ -452,8 +455,8 @@ class JoinedTexts:
         shown = text if self.shown is None else self.shown(text)
         return self.tok.count_upto(shown, _UNBOUNDED if limit is None else limit) + 1
 
-    def measure(self, walk: Shown, max_tokens: int | None) -> tuple[int, str | None]:
-        if self.join is newline_join:
+    def measure(self, walk: Shown, max_tokens: int | None, recount: bool = False) -> tuple[int, str | None]:
+        if self.join is newline_join and not recount:
             # The prefix walk's own rule: each text's tokens plus one for its newline, summed.
             # That sum is what it promises, so nothing is counted again.
             return sum(k.cost for k in walk.kept), None

@@ -27,7 +27,7 @@ from recallpack.packing.errors import BudgetError, CandidateError, ConfigError, 
 from recallpack.packing.ledger import WITHHELD_REASONS, Cutter, Ledger, WalkSettings
 from recallpack.packing.limits import ELLIPSIS
 from recallpack.packing.logs import log_result, logger
-from recallpack.packing.policies import PackingPolicy, policy_named
+from recallpack.packing.policies import PackingPolicy, is_built_in, policy_named
 from recallpack.packing.render import (
     JoinedTexts,
     LoadedTemplate,
@@ -215,11 +215,17 @@ class Walk:
         ledger, view = self.ledger, self.ledger.view
         counted = self.policy.choose(ledger, self.query, self.embed)
         max_tokens = ledger.settings.max_tokens
-        used, block = view.measure(ledger, max_tokens) if counted is None else counted
+        # recallpack's own policies record what the view priced, so their costs add up to the
+        # exact count; a registered one's are counted again, from what the model is shown.
+        recount = not is_built_in(self.policy)
+        if counted is None or recount:
+            used, block = view.measure(ledger, max_tokens, recount)
+        else:
+            used, block = counted
         if not ledger.kept and ledger.dropped_sizes:  # a correction gave back all a choice kept
             ledger.floor_if_empty()
             if ledger.kept:
-                used, block = view.measure(ledger, max_tokens)
+                used, block = view.measure(ledger, max_tokens, recount)
         # Per-item counts are nearly always exact; this makes the bound a guarantee whatever
         # the template or join: the last item is cut shorter or given back until the whole fits.
         while max_tokens is not None and used > max_tokens and ledger.kept:
@@ -227,7 +233,7 @@ class Walk:
                 ledger.recut_last(used - max_tokens)  # shorter, or given back when it cannot be
             else:
                 ledger.give_back_last()
-            used, block = view.measure(ledger, max_tokens)
+            used, block = view.measure(ledger, max_tokens, recount)
         if block is None and view.shows_block:
             block = view.block(ledger.evidence(), ledger.shared_scopes(), max_tokens)
         return Fitted(ledger, used, block)
