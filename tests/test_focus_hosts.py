@@ -76,8 +76,9 @@ def test_without_a_query_the_cut_is_a_head_cut() -> None:
     """recall() without a query cuts by head; cut='focus' without one is refused."""
     case = cases()[1][0]
     assert recall([{"text": case.doc}], max_tokens=BUDGET).report.cut == "head"
-    with pytest.raises(ConfigError, match="needs the query"):
+    with pytest.raises(ConfigError, match="needs the query") as refused:
         Packer(cut="focus").recall([{"text": case.doc}])
+    assert refused.value.field == "cut"
 
 
 class _Words:

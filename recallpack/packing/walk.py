@@ -172,7 +172,9 @@ class Plan:
         if query is not None and not isinstance(query, str):
             raise ConfigError(f"query={query!r} must be a str or None", field="query")
         if self.cut == "focus" and not query:
-            raise ConfigError("cut='focus' needs the query: pass recall(..., query=...) or use cut='auto'")
+            raise ConfigError(
+                "cut='focus' needs the query: pass recall(..., query=...) or use cut='auto'", field="cut"
+            )
         tok, embed, language = self.tok, self.embed, self.settings.language
         # Partials of the cuts themselves, handed down: the ledger calls the cut, not back here.
         if self.cut == "head" or not query:
