@@ -493,3 +493,26 @@ def test_a_long_run_of_chinese_without_sentence_ends_still_fills_the_budget() ->
         assert used * budget <= result.report.tokens_used <= budget
         assert "可读性" in result.to_markdown()
         assert count_tokens(result.to_markdown()) == result.report.tokens_used
+
+
+@given(
+    st.integers(min_value=0, max_value=40).flatmap(
+        lambda n: st.tuples(st.just(n), st.integers(min_value=60, max_value=300))
+    )
+)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_text_joined_by_mark_lines_is_never_marked_twice_beside_one(drawn: tuple[int, int]) -> None:
+    """A text whose pieces are joined by a line that is the mark alone (as the docs server joins
+    a file's ranges) is cut without a second mark beside that line: no "……" and no mark line next
+    to a mark, whichever passages are kept."""
+    start, budget = drawn
+    pieces = [text for _, text in paragraphs()[start : start + 4]]
+    joined = f"\n{MARK}\n".join(pieces)
+    result = Packer(max_tokens=budget, policy="passages").recall(
+        [Candidate(text=joined)], query="the return value of the function"
+    )
+    for item in result.evidence:
+        assert MARK * 2 not in item.text
+        lines = [line.strip() for line in item.text.splitlines()]
+        assert not any(a.endswith(MARK) and b == MARK or a == MARK and b.startswith(MARK)
+                       for a, b in zip(lines, lines[1:]))

@@ -80,17 +80,35 @@ def has_text(text: str, start: int, end: int) -> bool:
 
 
 def join_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:
-    """The kept ranges in order, with the mark wherever non-whitespace text was dropped."""
+    """The kept ranges in order, with the mark wherever non-whitespace text was dropped, but
+    beside a line that is the mark alone (a text joined from pieces by it, as a file's ranges
+    are): that line already says something was left out there, and a range that is only such a
+    line is one elision with what was dropped around it."""
     parts: list[str] = []
     previous = 0
     for start, end in spans:
-        if has_text(text, previous, start):
+        kept = text[start:end]
+        if len(kept) <= _MARK_LINE_READ and kept.strip() == MARK:
+            continue  # a lone mark line kept: it is part of the elision around it, said once
+        if has_text(text, previous, start) and not _mark_line(parts, kept):
             parts.append(MARK)
-        parts.append(text[start:end])
+        parts.append(kept)
         previous = end
-    if has_text(text, previous, len(text)):
+    if has_text(text, previous, len(text)) and not _mark_line(parts, ""):
         parts.append(MARK)
     return "".join(parts)
+
+
+def _mark_line(parts: Sequence[str], following: str) -> bool:
+    """Whether the last kept line before an elision, or the first after it, is the mark alone."""
+    # Only the ends are read: a kept part may be long, and a line that is the mark alone is short.
+    before = parts[-1][-_MARK_LINE_READ:].rstrip() if parts else ""
+    after = following[:_MARK_LINE_READ].lstrip()
+    last_line, first_line = before[before.rfind("\n") + 1 :], after.split("\n", 1)[0]
+    return last_line.strip() == MARK or first_line.strip() == MARK
+
+
+_MARK_LINE_READ = 64
 
 
 def strip_end(text: str, start: int, end: int) -> int:
