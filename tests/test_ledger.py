@@ -48,13 +48,8 @@ class Scripted:
             if action == "skip_rest":
                 ledger.stop(Reason.OVER_ITEM_CAP)
                 return
-            c = ledger.read(rank)
-            gate = ledger.gate(c)
-            if gate is not None:
-                if gate[0] is Reason.DUPLICATE:
-                    ledger.drop_twin(rank, c)
-                else:
-                    ledger.drop(rank, c, *gate)
+            c = ledger.admit(rank)
+            if c is None:
                 continue
             if action == "drop":
                 ledger.drop(rank, c, Reason.OVER_BUDGET, tokens=1)
@@ -78,10 +73,8 @@ class CutsTheLast:
 
     def choose(self, ledger: Ledger, query: str | None, embed: EmbedFn | None) -> None:
         for rank in range(len(ledger.candidates)):
-            c = ledger.read(rank)
-            gate = ledger.gate(c)
-            if gate is not None:
-                ledger.drop(rank, c, *gate)
+            c = ledger.admit(rank)
+            if c is None:
                 continue
             scopes, names, uri = ledger.look(c)
             header = ledger.view.header_delta(ledger, scopes)
@@ -252,11 +245,8 @@ class DropsEverything:
 
     def choose(self, ledger: Ledger, query: str | None, embed: EmbedFn | None) -> None:
         for rank in range(len(ledger.candidates)):
-            c = ledger.read(rank)
-            gate = ledger.gate(c)
-            if gate is not None:
-                ledger.drop(rank, c, *gate)
-            else:
+            c = ledger.admit(rank)
+            if c is not None:
                 ledger.drop(rank, c, Reason.OVER_BUDGET, tokens=10**6)
 
 

@@ -42,10 +42,8 @@ class HalfBudget:
         max_tokens = ledger.settings.max_tokens
         half = None if max_tokens is None else max_tokens // 2
         for rank in range(len(ledger.candidates)):
-            c = ledger.read(rank)
-            gate = ledger.gate(c)
-            if gate is not None:
-                ledger.drop(rank, c, *gate)
+            c = ledger.admit(rank)
+            if c is None:
                 continue
             scopes, names, uri = ledger.look(c)
             header = ledger.view.header_delta(ledger, scopes)
@@ -137,3 +135,13 @@ def test_check_policy_says_the_field_and_the_choices() -> None:
     with redirect_stderr(err):
         assert main(["pack", "-", "--policy", "passage"]) == 2
     assert "did you mean passages?" in err.getvalue()
+
+
+def test_a_registered_policy_admitting_through_the_ledger_keeps_a_duplicates_citation(half_budget: str) -> None:
+    """A policy that admits candidates with ``Ledger.admit`` gets the gate's bookkeeping too: a
+    duplicate of a kept item is dropped as one, and its citation joins the kept item's."""
+    _, text = paragraphs()[3]
+    copies = [Candidate(text=text, metadata={"source": f"{name}.txt"}) for name in ("a", "b")]
+    result = recall(copies, max_tokens=2000, policy=half_budget)
+    assert result.evidence[0].citations == ("a.txt", "b.txt")
+    assert result.trace[1].reason is Reason.DUPLICATE and result.trace[1].duplicate_of == 0

@@ -42,17 +42,14 @@ class Prefix:
 
     def choose(self, ledger: Ledger, query: str | None, embed: EmbedFn | None) -> None:
         for rank in range(len(ledger.candidates)):
-            if not self.step(ledger, rank, ledger.read(rank)):
+            c = ledger.admit(rank)
+            if c is not None and not self.step(ledger, rank, c):
                 break
         ledger.floor_if_empty()
 
     def step(self, ledger: Ledger, rank: int, c: Candidate) -> bool:
-        """Decide candidate ``rank``; False ends the walk (everything after it is the tail)."""
-        gate = ledger.gate(c)
-        if gate is not None:
-            if gate[0] is Reason.DUPLICATE:
-                return ledger.drop_twin(rank, c)
-            return ledger.drop(rank, c, gate[0], gate[1])
+        """Decide candidate ``rank`` (admitted: it can be shown); False ends the walk (everything
+        after it is the tail)."""
         max_items = ledger.settings.max_items
         if max_items is not None and len(ledger.kept) >= max_items:
             return ledger.end(rank, c, Reason.OVER_ITEM_CAP)

@@ -319,6 +319,19 @@ class Ledger(Tally):
         reason = withheld(item, self.settings.reader)
         return coerce_candidate(item, rank) if reason is None else _STAND_INS[reason]
 
+    def admit(self, rank: int) -> Candidate | None:
+        """Candidate ``rank`` read (:meth:`read`) and gated (:meth:`gate`): the candidate when it
+        can be shown; else None, with why recorded (a duplicate joins its kept twin's citations)."""
+        c = self.read(rank)
+        gate = self.gate(c)
+        if gate is None:
+            return c
+        if gate[0] is Reason.DUPLICATE:
+            self.drop_twin(rank, c)
+        else:
+            self.drop(rank, c, gate[0], gate[1])
+        return None
+
     def gate(self, c: Candidate) -> tuple[Reason, Outcome] | None:
         """Why ``c`` (as :meth:`read` gives it) cannot be shown at all, whatever the room; None
         when it can."""
