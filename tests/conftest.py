@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 
 import pytest
 
 from recallpack import get_tokenizer
+from recallpack.packing.policies import PackingPolicy, register_policy, unregister_policy
 from recallpack.packing.tokenizers import CallableTokenizer
 
 
@@ -25,3 +28,13 @@ def make_tokenizer(spec: str):
 @pytest.fixture(params=TOKENIZER_SPECS)
 def tokenizer(request: pytest.FixtureRequest):
     return make_tokenizer(request.param)
+
+
+@contextlib.contextmanager
+def policy_registered(name: str, policy: PackingPolicy) -> Iterator[str]:
+    """A policy registered as ``name`` while the block runs, and taken back after it."""
+    register_policy(name, policy)
+    try:
+        yield name
+    finally:
+        unregister_policy(name)

@@ -26,7 +26,7 @@ from recallpack.packing.policies import register_policy, unregister_policy
 from recallpack.packing.result import Outcome, Reason, RecallResult
 from recallpack.packing.tokenizers import CallableTokenizer
 from recallpack.testing import paragraphs
-from tests.conftest import words
+from tests.conftest import policy_registered, words
 
 QUERY = "parse command line arguments"
 READER = Reader(scopes={"team": Scope(name="team"), "ops": Scope(name="ops")})
@@ -93,20 +93,14 @@ class CutsTheLast:
 @pytest.fixture
 def scripted() -> Iterator[Scripted]:
     policy = Scripted()
-    register_policy("scripted", policy)
-    try:
+    with policy_registered("scripted", policy):
         yield policy
-    finally:
-        unregister_policy("scripted")
 
 
 @pytest.fixture
 def cuts_the_last() -> Iterator[str]:
-    register_policy("cuts_the_last", CutsTheLast())
-    try:
-        yield "cuts_the_last"
-    finally:
-        unregister_policy("cuts_the_last")
+    with policy_registered("cuts_the_last", CutsTheLast()) as name:
+        yield name
 
 
 def _candidates(n: int = 24, *, offset: int = 0) -> list[Any]:

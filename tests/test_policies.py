@@ -30,6 +30,7 @@ from recallpack.packing.policies import (
 )
 from recallpack.packing.result import Reason
 from recallpack.testing import paragraphs
+from tests.conftest import policy_registered
 
 
 class HalfBudget:
@@ -56,11 +57,8 @@ class HalfBudget:
 
 @pytest.fixture
 def half_budget() -> Iterator[str]:
-    register_policy("half_budget", HalfBudget())
-    try:
-        yield "half_budget"
-    finally:
-        unregister_policy("half_budget")
+    with policy_registered("half_budget", HalfBudget()) as name:
+        yield name
 
 
 def _candidates(n: int = 12) -> list[Candidate]:
