@@ -3,10 +3,10 @@
 The focus cut (:mod:`recallpack.packing.cuts`) and the passages policy
 (:mod:`recallpack.packing.passages`) both choose units of a text to keep and show them in order,
 with the mark "…" wherever something was dropped. This module is what they share: where a text's
-units begin and end (:func:`split_units`), its words and where they occur (:data:`WORD`,
-:func:`word_hits`) and their case folding (:func:`fold`), the kept ranges written out
-(:func:`join_spans`). What keeping units costs is :mod:`recallpack.packing.focus`. Every start and
-end it gives is a grapheme boundary.
+units begin and end (:func:`split_units`) and the kept ranges written out (:func:`join_spans`).
+Which words of a text match a query is the analysis chain's alone
+(:mod:`recallpack.packing.analysis`). What keeping units costs is :mod:`recallpack.packing.focus`.
+Every start and end it gives is a grapheme boundary.
 
 >>> text = "One. Two!\\n    code = 1\\nThree"
 >>> starts, ends = split_units(text, 800)
@@ -39,7 +39,6 @@ from recallpack.packing.text import LINE_BREAKS, ceil_boundary, clear_boundary, 
 
 __all__ = [
     "MARK",
-    "WORD",
     "MAX_QUERY_TERMS",
     "MAX_TERM_CHARS",
     "Measure",
@@ -47,17 +46,13 @@ __all__ = [
     "has_text",
     "join_spans",
     "last_break",
-    "query_terms",
     "split_units",
     "strip_end",
-    "word_hits",
 ]
 
 MARK = ELLIPSIS  # the walk's mark for text cut out of an item, one definition
 #: What a cut's text costs where it is spent (inside its rendered item, say), in tokens.
 Measure = Callable[[str], int]
-#: A word, as the lexical scores count them.
-WORD = re.compile(r"\w+")
 
 _LB = re.escape(LINE_BREAKS)
 #: Terminators that end a sentence only before a space ("3.14", "e.g.", "Wait...").
@@ -137,35 +132,9 @@ def last_break(text: str, start: int, end: int) -> int | None:
     return last if last is not None and last > start else None
 
 
-# --- words and their case folding -------------------------------------------------------------
-
 #: The distinct words of a query that are scored, in the order the query gives them
 #: (:data:`~recallpack.packing.analysis.MAX_TERMS`, one definition for every language).
 MAX_QUERY_TERMS = MAX_TERMS
-
-
-def query_terms(query: str) -> list[str]:
-    """The query's distinct words, case folded, in the order they come: the first
-    :data:`MAX_QUERY_TERMS` of them of at most :data:`MAX_TERM_CHARS` characters."""
-    terms: dict[str, None] = {}
-    for match in WORD.finditer(query):
-        if match.end() - match.start() <= MAX_TERM_CHARS:
-            terms.setdefault(fold(match.group()), None)
-            if len(terms) >= MAX_QUERY_TERMS:
-                break
-    return list(terms)
-
-
-def word_hits(lowered: str, words: Iterable[str]) -> dict[str, list[int]]:
-    """Where each of ``words`` occurs in ``lowered`` as a whole word, in order, from one pass
-    over the text's words (its work does not grow with how many words are asked)."""
-    known = set(words)
-    grouped: dict[str, list[int]] = {}
-    for match in WORD.finditer(lowered):
-        word = match.group()
-        if word in known:
-            grouped.setdefault(word, []).append(match.start())
-    return grouped
 
 
 # --- sentences and lines ----------------------------------------------------------------------
