@@ -64,8 +64,9 @@ def fields_of(namespace: tuple[str, ...]) -> list[str]:
         try:
             parsed = list(string.Formatter().parse(label))
         except ValueError as exc:  # an unmatched brace
-            raise ConfigError(f"namespace label {label!r} cannot be filled: {exc}", field="namespace") \
-                from None
+            raise ConfigError(
+                f"namespace label {label!r} cannot be filled: {exc}", field="namespace"
+            ) from None
         for _, name, spec, conversion in parsed:
             if name is None:
                 continue
@@ -131,7 +132,7 @@ def filled_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
 
 def check_text_field(value: object) -> TextOf:
     if callable(value) or (isinstance(value, str) and value):
-        return value  # type: ignore[return-value]
+        return value
     raise ConfigError(
         f"text_field={value!r:.60} must be the key of the value that holds the text (a non-empty "
         "str) or a function of the value returning it",
@@ -141,7 +142,7 @@ def check_text_field(value: object) -> TextOf:
 
 def check_scope_from(value: object) -> ScopeFrom | None:
     if value is None or is_int(value) or (callable(value) and not isinstance(value, bool)):
-        return value  # type: ignore[return-value]
+        return value
     raise ConfigError(
         f"scope_from={value!r:.60} must be an index into an item's namespace (1 for the user id of "
         "('users', uid, ...)), a function of the namespace returning its scope ids, or None",
@@ -174,9 +175,7 @@ def _text(value: object, text_field: TextOf) -> str | None:
     return text if isinstance(text, str) else None
 
 
-def item_document(
-    item: Any, text_field: TextOf, scope_from: ScopeFrom | None, lane: str | None
-) -> Document:
+def item_document(item: Any, text_field: TextOf, scope_from: ScopeFrom | None, lane: str | None) -> Document:
     """A store's ``SearchItem`` as a Document: its text, and in metadata its namespace, key,
     times, score, citation (``source``), lane and scope ids. A value with no text is an
     UpstreamError if the item is unscoped; a scoped one becomes an empty Document, which the

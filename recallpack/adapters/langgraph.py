@@ -112,15 +112,23 @@ class StoreRetriever(CheckedModel, BaseRetriever):
 
     # -- calls ----------------------------------------------------------------------------------
 
-    def _get_relevant_documents(  # type: ignore[override]
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None,
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
         **kwargs: Any,
     ) -> list[Document]:
         store, namespace, search = self._search(query, k, kwargs)
         return self._documents(store.search(namespace, **search))
 
-    async def _aget_relevant_documents(  # type: ignore[override]
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None,
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
         **kwargs: Any,
     ) -> list[Document]:
         store, namespace, search = self._search(query, k, kwargs)

@@ -52,8 +52,7 @@ ReaderOf = Union[Reader, Callable[[Runtime[Any]], Union[Reader, None]], None]
 def _check_reader(reader: object) -> None:
     if reader is not None and not isinstance(reader, Reader) and not callable(reader):
         raise ConfigError(
-            f"reader={reader!r:.60} must be a Reader, a function of the run's Runtime returning "
-            "one, or None",
+            f"reader={reader!r:.60} must be a Reader, a function of the run's Runtime returning one, or None",
             field="reader",
         )
 
@@ -91,9 +90,7 @@ class _RunReader:
         return await arecall_of(self.retriever, query, {"config": config, **self._settings(kwargs)})
 
 
-def store_memory_tool(
-    retriever: Recaller, *, reader: ReaderOf = None, **kwargs: Any
-) -> BaseTool:
+def store_memory_tool(retriever: Recaller, *, reader: ReaderOf = None, **kwargs: Any) -> BaseTool:
     """:func:`~recallpack.adapters.langchain_memory.memory_search_tool` over ``retriever`` (a
     ``BudgetedRetriever`` over ``StoreRetriever``s), each search read by ``reader``: a Reader, or
     a function of the run's LangGraph ``Runtime`` returning one, so a user's scoped items reach
@@ -115,7 +112,8 @@ class StoreMemoryMiddleware(EvidenceAllowanceMiddleware):  # type: ignore[misc,v
     ``EvidenceAllowanceMiddleware``'s.
     """
 
-    def __init__(
+    # reader= widens RecallSettings' reader to a function of the run, hence the overlap.
+    def __init__(  # type: ignore[misc]
         self,
         retriever: Recaller,
         allowance: Allowance | None = None,
