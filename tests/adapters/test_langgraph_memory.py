@@ -3,8 +3,12 @@ run's user, stay within the request's evidence allowance, and never show another
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -162,3 +166,17 @@ def test_a_reader_function_returning_a_name_is_refused() -> None:
     agent = create_agent(model, middleware=[middleware], store=store(), context_schema=UserContext)
     with pytest.raises(ConfigError, match="reader\\(runtime\\) returned str"):
         agent.invoke({"messages": [HumanMessage("module")]}, context=UserContext("alice"))
+
+
+def test_the_agent_memory_example_labels_both_memories_per_user() -> None:
+    """examples/agent_memory.py: each user's block within budget, both labels, no other user's item."""
+    script = Path(__file__).resolve().parents[2] / "examples" / "agent_memory.py"
+    out = subprocess.run([sys.executable, str(script), "--max-tokens", "260"], capture_output=True, text=True,
+                         check=True, timeout=120).stdout  # fmt: skip
+    alice, bob = out.split("== bob asks:")
+    assert "/users/alice/facts#" in alice and "/users/bob/" not in alice
+    assert "/users/bob/facts#" in bob and "/users/alice/" not in bob
+    for block in (alice, bob):
+        assert "**Derived memory**" in block and "**Recent session memory**" in block
+        used = re.search(r"-- (\d+) of 260 tokens \(the block counts (\d+)\)", block)
+        assert used and used.group(1) == used.group(2) and int(used.group(1)) <= 260
