@@ -8,6 +8,8 @@ read from its namespace, and its citation (``store://users/alice/facts#key``). I
 
 from __future__ import annotations
 
+import functools
+import re
 import string
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union
@@ -150,10 +152,23 @@ def check_scope_from(value: object) -> ScopeFrom | None:
     )
 
 
-def store_uri(namespace: Sequence[str], key: str) -> str:
+#: What needs no quoting in a URI's path or fragment (most labels and keys): quote() is skipped.
+_PLAIN = re.compile(r"[A-Za-z0-9_~-]*")
+
+
+def _quoted(text: str) -> str:
+    return text if _PLAIN.fullmatch(text) else quote(text, safe="")
+
+
+@functools.lru_cache(maxsize=1024)
+def _path(namespace: tuple[str, ...]) -> str:
+    # A search returns many items of few namespaces: each is quoted once.
+    return "/".join(_quoted(label) for label in namespace)
+
+
+def store_uri(namespace: tuple[str, ...], key: str) -> str:
     """The resource line an item is cited by: ``store://users/alice/facts#key``."""
-    path = "/".join(quote(label, safe="") for label in namespace)
-    return f"store://{path}#{quote(key, safe='')}"
+    return f"store://{_path(namespace)}#{_quoted(key)}"
 
 
 def _scope_ids(namespace: tuple[str, ...], scope_from: ScopeFrom | None) -> object:
