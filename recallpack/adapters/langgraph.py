@@ -135,8 +135,8 @@ class StoreRetriever(CheckedModel, BaseRetriever):
         try:
             found = await store.asearch(namespace, **search)
         except NotImplementedError:
-            # A sync-only store (SqliteStore): its search in the loop's executor, as PostgresStore
-            # does itself, so the loop is never blocked.
+            # A sync-only store (SqliteStore; AsyncSqliteStore is its async twin): its search in
+            # the loop's executor, as PostgresStore does itself, so the loop is never blocked.
             found = await run_in_executor(None, lambda: store.search(namespace, **search))
         return self._documents(found)
 

@@ -1,5 +1,5 @@
-"""A ``create_agent`` agent's long-term memory from a LangGraph store, per user, within one
-evidence allowance per model request.
+"""``recallpack.adapters.langgraph_memory``: a ``create_agent`` agent's long-term memory from a
+LangGraph store, per user, within one evidence allowance per model request.
 
 :class:`StoreMemoryMiddleware` is :class:`~recallpack.adapters.langchain_memory.EvidenceAllowanceMiddleware`
 (the same assembly: the recall tools' results within the allowance, markers for the rest) whose
