@@ -13,7 +13,7 @@ search tool over the same retriever, read by the same reader. Needs the ``langgr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Union
 
 from recallpack.adapters._extras import require
@@ -21,7 +21,7 @@ from recallpack.adapters._extras import require
 require("langgraph.store.base", extra="langgraph", feature=__name__)
 require("langchain.agents", extra="langgraph", feature=__name__)
 
-from langchain.agents.middleware import ModelRequest
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime, get_runtime
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from recallpack.adapters._common import RecallSettings
+    from recallpack.adapters._langchain_assembly import AssembledMessages, AssemblyRules
 
 __all__ = ["StoreMemoryMiddleware", "store_memory_tool", "ReaderOf"]
 
@@ -99,7 +100,29 @@ def store_memory_tool(retriever: Recaller, *, reader: ReaderOf = None, **kwargs:
     return memory_search_tool(_RunReader(retriever, reader) if reader is not None else retriever, **kwargs)
 
 
-class StoreMemoryMiddleware(EvidenceAllowanceMiddleware):  # type: ignore[misc,valid-type,unused-ignore]
+if TYPE_CHECKING:
+
+    class _Middleware(AgentMiddleware[AgentState[Any], Any, Any]):
+        """EvidenceAllowanceMiddleware as type checkers should see this subclass: its bare
+        AgentMiddleware base reads as context None (LangGraph's default for ContextT), which
+        create_agent(context_schema=...) refuses; a per-user middleware takes any context."""
+
+        rules: AssemblyRules
+        recall_overrides: Mapping[str, Any]
+
+        def __init__(
+            self, allowance: Allowance | None = None, *, retriever: Recaller | None = None,
+            tool_names: Collection[str | BaseTool] = ..., marker: str = ..., key: ReceiptKey | None = None,
+            context: ContextSource = None, **recall_overrides: Unpack[RecallSettings],
+        ) -> None: ...  # fmt: skip
+
+        def _request(self, request: ModelRequest, view: AssembledMessages) -> Any: ...
+
+else:
+    _Middleware = EvidenceAllowanceMiddleware
+
+
+class StoreMemoryMiddleware(_Middleware):
     """Recalls from the agent's store into every model request, within ``allowance``.
 
     ``create_agent(model, tools=[store_memory_tool(memory, reader=by_user)],

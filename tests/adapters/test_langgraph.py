@@ -226,3 +226,26 @@ def test_without_the_extra_the_import_names_it() -> None:
             "try:\n    import recallpack.adapters.langgraph\nexcept ImportError as e:\n    print(e)")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "recallpack[langgraph] (the 'langgraph' extra)" in out
+
+
+def test_the_module_docstring_example_runs() -> None:
+    """The >>> example of recallpack.adapters.langgraph passes."""
+    import doctest
+
+    import recallpack.adapters.langgraph as module
+
+    assert doctest.testmod(module, raise_on_error=False).failed == 0
+    assert doctest.testmod(module).attempted >= 4
+
+
+def test_the_bench_section_measures_each_store() -> None:
+    """python -m recallpack.bench's langgraph section times each store's search against the adapter's."""
+    from recallpack import bench
+    from recallpack._bench import langgraph as section
+
+    assert "langgraph" in bench.SECTIONS
+    lines = section.run(items=60, queries=4, k=5)
+    assert lines[0].startswith("langgraph: 60 memory items") and len(lines) == 4
+    for line, store in zip(lines[1:], ("InMemoryStore + index", "SqliteStore (file)", "InMemoryStore")):
+        assert line.strip().startswith(store) and "StoreRetriever.invoke" in line
+    assert " info " in lines[3] and not any(" info " in line for line in lines[1:3])
