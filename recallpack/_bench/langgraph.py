@@ -60,7 +60,8 @@ Call = Callable[[str], object]
 def _overhead(search: Call, other: Call, queries: list[str]) -> tuple[float, float]:
     """Median seconds per query of ``search`` alone and of ``other``: on a shared machine a median
     of interleaved runs is steadier than a total."""
-    alone, wrapped = [], []
+    alone: list[float] = []
+    wrapped: list[float] = []
     for i, query in enumerate(queries):
         for side in (0, 1) if i % 2 else (1, 0):  # interleaved, alternating which goes first
             t0 = time.perf_counter()
@@ -89,10 +90,10 @@ def run(items: int = ITEMS, queries: int = QUERIES, k: int = K) -> list[str]:
             retriever = StoreRetriever(store=store, namespace=("users",), k=k)
             retriever.invoke("warm up")
 
-            def search(query: str, store: Any = store) -> object:
-                return store.search(("users",), query=query, limit=k)
+            def search(query: str, store: Any = store) -> list[Any]:
+                return list(store.search(("users",), query=query, limit=k))
 
-            def translated(query: str, store: Any = store) -> object:
+            def translated(query: str, store: Any = store) -> list[Any]:
                 return [item_document(item, "text", None, None) for item in search(query, store)]
 
             alone, adapted = _overhead(search, translated, asked)
