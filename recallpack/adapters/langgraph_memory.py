@@ -79,10 +79,22 @@ class _RunReader:
         self.retriever, self.reader = retriever, reader
 
     def __getattr__(self, name: str) -> Any:  # its budget, tokenizer and Packer are the retriever's
+        if name in ("retriever", "reader"):  # not set yet (a copy being made): no recursion
+            raise AttributeError(name)
         return getattr(self.retriever, name)
 
     def _settings(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        return {**kwargs, "reader": _reader_in(self.reader, get_runtime())}
+        try:
+            runtime: Any = get_runtime()
+        except RuntimeError:  # outside any runnable's run
+            runtime = None
+        if runtime is None:
+            raise ConfigError(
+                "reader= is a function of the run's Runtime, and this search runs in no graph; call "
+                "the tool inside the agent (or a graph), or pass reader=Reader(...)",
+                field="reader",
+            )
+        return {**kwargs, "reader": _reader_in(self.reader, runtime)}
 
     def recall(self, query: str, config: RunnableConfig | None = None, **kwargs: Any) -> RecallResult:
         return self.retriever.recall(query, config=config, **self._settings(kwargs))
@@ -97,7 +109,9 @@ def store_memory_tool(retriever: Recaller, *, reader: ReaderOf = None, **kwargs:
     a function of the run's LangGraph ``Runtime`` returning one, so a user's scoped items reach
     only that user's searches. ``kwargs`` are ``memory_search_tool``'s (name, allowance, ...)."""
     _check_reader(reader)
-    return memory_search_tool(_RunReader(retriever, reader) if reader is not None else retriever, **kwargs)
+    if reader is None or isinstance(reader, Reader):  # one reader for every search
+        return memory_search_tool(retriever, **({} if reader is None else {"reader": reader}), **kwargs)
+    return memory_search_tool(_RunReader(retriever, reader), **kwargs)
 
 
 if TYPE_CHECKING:

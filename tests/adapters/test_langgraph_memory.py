@@ -180,3 +180,19 @@ def test_the_agent_memory_example_labels_both_memories_per_user() -> None:
         assert "**Derived memory**" in block and "**Recent session memory**" in block
         used = re.search(r"-- (\d+) of 260 tokens \(the block counts (\d+)\)", block)
         assert used and used.group(1) == used.group(2) and int(used.group(1)) <= 260
+
+
+def test_the_tool_with_a_fixed_reader_works_outside_a_graph() -> None:
+    """store_memory_tool(reader=Reader(...)) searches as that reader, in a graph or not."""
+    retriever = BudgetedRetriever(StoreRetriever(store=store(), namespace=("users",), scope_from=1), max_tokens=300,
+                                  fetch_k=60, tokenizer=TOK)  # fmt: skip
+    text = store_memory_tool(retriever, reader=Reader(id="carol")).invoke({"query": "module"})
+    assert "/users/carol/" in text and "/users/alice/" not in text and "/users/bob/" not in text
+
+
+def test_a_reader_function_outside_a_graph_is_refused() -> None:
+    """A reader function needs the run's Runtime: outside a graph the search says so."""
+    tool = store_memory_tool(per_user_lanes(), reader=by_user)
+    with pytest.raises(ConfigError, match="runs in no graph") as caught:
+        tool.invoke({"query": "module"})
+    assert caught.value.field == "reader"
