@@ -109,8 +109,10 @@ def store_memory_tool(retriever: Recaller, *, reader: ReaderOf = None, **kwargs:
     a function of the run's LangGraph ``Runtime`` returning one, so a user's scoped items reach
     only that user's searches. ``kwargs`` are ``memory_search_tool``'s (name, allowance, ...)."""
     _check_reader(reader)
-    if reader is None or isinstance(reader, Reader):  # one reader for every search
-        return memory_search_tool(retriever, **({} if reader is None else {"reader": reader}), **kwargs)
+    if isinstance(reader, Reader):  # one reader for every search
+        return memory_search_tool(retriever, reader=reader, **kwargs)
+    if reader is None:
+        return memory_search_tool(retriever, **kwargs)
     return memory_search_tool(_RunReader(retriever, reader), **kwargs)
 
 
