@@ -7,10 +7,10 @@ translation of each item into a Document (what StoreRetriever adds; the target i
 ``StoreRetriever.invoke``, which adds LangChain's retriever run (its callbacks and tracing
 context, the same for any retriever) on top. The overhead is the median of the per-query
 differences over the median search, so the machine's speed cancels out; the two sides alternate
-which goes first. The stores: ``InMemoryStore`` with a vector index (hashing embeddings: the search embeds the query and ranks
-every item), ``SqliteStore`` on a file, and ``InMemoryStore`` without an index (a scan that
-returns the first ``k`` items, under a microsecond each: held to no target, since one LangChain
-Document costs more than that).
+which goes first. The stores: ``InMemoryStore`` with a vector index (hashing embeddings: the
+search embeds the query and ranks every item), ``SqliteStore`` on a file, and ``InMemoryStore``
+without an index (a scan that returns the first ``k`` items, under a microsecond each: held to
+no target, since one LangChain Document costs more than that).
 """
 
 from __future__ import annotations
