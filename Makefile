@@ -54,7 +54,8 @@ install: $(VENV)/.installed-dev
 
 demo: $(VENV)/.installed-demo
 	@echo "== examples/stdlib_demo.py"; $(BIN)/python examples/stdlib_demo.py "how do I parse command line arguments"
-	@for example in examples/langchain_chain.py examples/llamaindex_query_engine.py examples/mcp_client.py; do \
+	@for example in examples/langchain_chain.py examples/llamaindex_query_engine.py examples/mcp_client.py \
+			examples/agent_memory.py; do \
 		if [ -f $$example ]; then echo; echo "== $$example"; $(BIN)/python $$example || exit 1; fi; \
 	done
 

@@ -31,7 +31,7 @@ from recallpack.testing import stdlib_docs
 MAX_TOKENS = 2048
 SIZES = (100, 1_000, 10_000, 100_000)
 #: The sections after the core, in order: each a module of recallpack._bench with a run().
-SECTIONS = ("cuts", "growth", "langchain", "llamaindex", "splitters", "ray")
+SECTIONS = ("cuts", "growth", "langchain", "langgraph", "llamaindex", "splitters", "ray")
 _run_ids = count()
 
 
