@@ -5,7 +5,10 @@ only in that user's recall)."""
 from __future__ import annotations
 
 import functools
+import gzip
+import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -16,10 +19,12 @@ from recallpack.packing.tokenizers import get_tokenizer
 pytest.importorskip("langgraph")
 
 USERS = 3
+#: The store, the questions asked of it, and every method's cells.
+Sliced = tuple[Any, list[memory.Question], dict[tuple[str, int], memory.Cell]]
 
 
 @pytest.fixture(scope="module")
-def sliced() -> Iterator[tuple[object, list[memory.Question], dict[tuple[str, int], memory.Cell]]]:
+def sliced() -> Iterator[Sliced]:
     data, questions = memory.load()
     kept = dict(list(data.items())[:USERS])
     store = memory.store_of(kept)
@@ -28,14 +33,18 @@ def sliced() -> Iterator[tuple[object, list[memory.Question], dict[tuple[str, in
 
 
 def test_the_shipped_data_is_what_the_readme_says() -> None:
-    """15 users over 10 days, 98 annotated questions and 2 left out, every answer a span of its user's days."""
-    data, questions = memory.load()
-    assert len(data) == 15 and all(len(days) == 10 for days in data.values())
-    assert len(questions) == 98 and {q.user for q in questions} == set(data)
-    assert all(q.answers and all(q.answers) for q in questions)
+    """15 users over 10 days, 98 annotated questions and 2 left out, every answer verbatim in its days."""
+    with gzip.open(memory.DATA, "rt", encoding="utf-8") as handle:
+        raw = json.load(handle)
+    users, questions = memory.load()
+    assert len(users) == 15 and all(len(days) == 10 for days in users.values())
+    assert len(questions) == 98 and len(raw["left_out"]) == 2 and {q.user for q in questions} == set(users)
+    for question in raw["questions"]:
+        said = "\n".join(f"{t['user']}\n{t['assistant']}" for day in question["days"] for t in users[question["user"]][day])
+        assert all(answer in said for answer in question["answers"]), question["question"]
 
 
-def test_packing_is_never_over_its_budget_and_a_limit_is_never_cut(sliced) -> None:  # type: ignore[no-untyped-def]
+def test_packing_is_never_over_its_budget_and_a_limit_is_never_cut(sliced: Sliced) -> None:
     """prefix and passages stay within every budget; search(limit=k) ignores it, and goes over."""
     _, asked, cells = sliced
     for budget in memory.BUDGETS:
@@ -46,7 +55,7 @@ def test_packing_is_never_over_its_budget_and_a_limit_is_never_cut(sliced) -> No
     assert cells["search k=10", memory.BUDGETS[0]].over(memory.BUDGETS[0]) > 0
 
 
-def test_a_larger_limit_returns_more_and_keeps_at_least_as_much(sliced) -> None:  # type: ignore[no-untyped-def]
+def test_a_larger_limit_returns_more_and_keeps_at_least_as_much(sliced: Sliced) -> None:
     """search k=3 ⊂ k=5 ⊂ k=10 question by question: more tokens, never fewer answers."""
     _, _, cells = sliced
     budget = memory.BUDGETS[0]
@@ -55,7 +64,7 @@ def test_a_larger_limit_returns_more_and_keeps_at_least_as_much(sliced) -> None:
     assert all(not a or b for a, b in zip(small.kept, large.kept, strict=True))
 
 
-def test_passages_at_a_limits_own_tokens_uses_no_more(sliced) -> None:  # type: ignore[no-untyped-def]
+def test_passages_at_a_limits_own_tokens_uses_no_more(sliced: Sliced) -> None:
     """Given what search(limit=k) used, passages uses that many tokens or fewer, question by question."""
     _, _, cells = sliced
     for k in memory.LIMITS:
@@ -63,7 +72,7 @@ def test_passages_at_a_limits_own_tokens_uses_no_more(sliced) -> None:  # type: 
         assert all(t <= u for t, u in zip(ours.tokens, theirs.tokens, strict=True))
 
 
-def test_a_users_recall_reads_only_that_users_namespace(sliced) -> None:  # type: ignore[no-untyped-def]
+def test_a_users_recall_reads_only_that_users_namespace(sliced: Sliced) -> None:
     """Each question is searched in its user's namespace, and every item found is that user's."""
     store, asked, _ = sliced
     for question in asked[:10]:

@@ -193,6 +193,24 @@ async def test_in_memory_the_evidence_block_never_makes_it_exceed_token_limit(to
         assert text
 
 
+@settings(max_examples=25, deadline=None)
+@given(room=st.integers(min_value=1, max_value=1200), question=st.integers(min_value=0, max_value=40))
+def test_any_token_limit_holds_with_the_block_and_keeps_evidence_where_it_fits(room: int, question: int) -> None:
+    """For any token_limit above the chat history, Memory with the block stays within it, counted
+    exactly, and the block is dropped only where no evidence fits in what the history leaves."""
+    import asyncio
+
+    block, _, _ = recalled_block()
+    query = squad()[1][question].text
+    chat = sum(tokens(m.content or "") for m in history())
+    memory = Memory.from_defaults(memory_blocks=[block], token_limit=chat + room, chat_history=history())
+    used, text = asyncio.run(memory_tokens(memory, "evidence", query))
+    assert used <= chat + room
+    if not text:  # what Memory asked the block to give back left it `room` tokens
+        same = BudgetedRetriever(block.retriever, max_tokens=900)
+        assert room < block.least_tokens or not same.recall(query, max_tokens=min(room, 900)).to_markdown()
+
+
 @pytest.mark.parametrize("token_limit", [500, 650])
 async def test_llamaindex_own_blocks_exceed_the_limit_or_are_dropped_whole(token_limit: int) -> None:
     """A StaticMemoryBlock of the same evidence: at priority 0 the memory goes past token_limit;
@@ -223,6 +241,9 @@ async def test_each_packing_emits_the_event_named_by_the_block(handler: Collect)
     assert handler.events[1].report.max_tokens == tokens(content) - 100
 
 
+# LlamaIndex's workflows read every member of the agent, pydantic's deprecated ones too: their warnings.
+@pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince20")
+@pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince211")
 async def test_a_function_agent_with_the_block_sees_the_evidence() -> None:
     """A FunctionAgent with a fake function-calling LLM gets the recalled evidence in its prompt."""
     nodes, questions = squad()
