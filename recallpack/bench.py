@@ -9,6 +9,7 @@ counts only what it reaches. Texts are made unique per repetition so no count ca
     python -m recallpack.bench --check    # exit 1 if a target is missed
     python -m recallpack.bench --quality  # does the answer survive? SQuAD questions, every policy
     python -m recallpack.bench --quality --languages [ar,zh,...]  # the same in 12 languages (XQuAD)
+    python -m recallpack.bench --memory   # agent memory: a LangGraph store's search(limit=k) vs packing
 """
 
 from __future__ import annotations
@@ -231,6 +232,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--markdown", action="store_true", help="the quality table as Markdown too")
     parser.add_argument(
+        "--memory", action="store_true",
+        help="only the memory section: MemoryBank questions through a LangGraph store, search(limit=k) "
+        "against packing at three budgets",
+    )
+    parser.add_argument(
         "--articles", type=_articles, default=None, metavar="FIRST-LAST",
         help="ask only the questions of articles FIRST to LAST (1 to 12; the retriever still reads "
         "all 12): does a result hold on other articles than it was tuned on? (default: all)",
@@ -267,6 +273,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             as_markdown=args.markdown,
             json_path=args.json,
         )
+        print("\n".join(lines))
+        return 1 if args.check and any("MISS" in line for line in lines) else 0
+    if args.memory:
+        from recallpack._bench import memory
+
+        lines = memory.run()
         print("\n".join(lines))
         return 1 if args.check and any("MISS" in line for line in lines) else 0
     if args.quality:
