@@ -46,6 +46,7 @@ from recallpack.packing.units import (
     Measure,
     fold,
     has_text,
+    is_stray,
     join_spans,
     last_break,
     query_terms,
@@ -140,11 +141,12 @@ def _head_end(
                 cut = sentence
         cost = measure(before + text[start:cut] + MARK)
         if cost <= max_tokens:
-            return cut
+            return start if is_stray(text, start, cut) else cut  # "!…" shows nothing of the text
         budget -= max(1, cost - max_tokens)
     first = ceil_boundary(text, start + 1, start)
     fits = measure(before + text[start:first] + MARK) <= max_tokens
-    return first if first <= end and has_text(text, start, first) and fits else start
+    shows = has_text(text, start, first) and not is_stray(text, start, first)
+    return first if first <= end and shows and fits else start
 
 
 def _fits_whole(text: str, max_tokens: int, tokenizer: Tokenizer, measure: Measure | None) -> bool:
