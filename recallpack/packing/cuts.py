@@ -43,6 +43,7 @@ from recallpack.packing.units import (
     MAX_TERM_CHARS,
     Measure,
     has_text,
+    is_stray,
     join_spans,
     last_break,
     split_units,
@@ -136,11 +137,12 @@ def _head_end(
                 cut = sentence
         cost = measure(before + text[start:cut] + MARK)
         if cost <= max_tokens:
-            return cut
+            return start if is_stray(text, start, cut) else cut  # "!…" shows nothing of the text
         budget -= max(1, cost - max_tokens)
     first = ceil_boundary(text, start + 1, start)
     fits = measure(before + text[start:first] + MARK) <= max_tokens
-    return first if first <= end and has_text(text, start, first) and fits else start
+    shows = has_text(text, start, first) and not is_stray(text, start, first)
+    return first if first <= end and shows and fits else start
 
 
 def _fits_whole(text: str, max_tokens: int, tokenizer: Tokenizer, measure: Measure | None) -> bool:
