@@ -103,18 +103,32 @@ _LABELS = {
     Provenance.DERIVED: "Derived memory",
 }
 _LANE_NAMES = ", ".join(kind.value for kind in LaneKind)
+#: A provenance's name as a lane: the lane kind it is first made of (the seeds name their lanes
+#: "derived" and "session"; ``from_lanes({"derived": facts, "session": episodes})``).
+_LANE_OF_PROVENANCE = {
+    Provenance.SOURCE.value: LaneKind.SOURCES,
+    Provenance.SESSION.value: LaneKind.WORKING_MEMORY,
+    Provenance.DERIVED.value: LaneKind.FACTS,
+}
 
 
 def coerce_lane(value: object, *, field: str = "lane") -> LaneKind:
-    """Return the LaneKind for ``value`` (a LaneKind or its name), or raise LaneError."""
+    """Return the LaneKind for ``value`` (a LaneKind or its name, or a provenance's name:
+    ``"source"``, ``"session"``, ``"derived"`` are ``sources``, ``working_memory``, ``facts``),
+    or raise LaneError."""
     if isinstance(value, LaneKind):
         return value
     if isinstance(value, str):
+        name = value.strip().lower()
         try:
-            return LaneKind(value.strip().lower())
+            return LaneKind(name)
         except ValueError:
-            pass
-    raise LaneError(f"{field}={value!r} is not a lane kind; use one of: {_LANE_NAMES}")
+            if name in _LANE_OF_PROVENANCE:
+                return _LANE_OF_PROVENANCE[name]
+    raise LaneError(
+        f"{field}={value!r} is not a lane kind; use one of: {_LANE_NAMES} (or a provenance: "
+        "source, session, derived)"
+    )
 
 
 class Span(CheckedModel):

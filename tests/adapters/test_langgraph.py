@@ -109,12 +109,14 @@ def test_an_index_past_the_namespace_withholds_the_item_from_every_reader() -> N
     assert result.evidence == () and result.report.items_withheld == 4
 
 
-def test_lanes_label_derived_and_session_memory_within_one_budget() -> None:
-    """from_lanes over a facts and an episodes namespace: one exact block, both provenance labels."""
+@pytest.mark.parametrize(("derived", "session"), [("facts", "working_memory"), ("derived", "session")])
+def test_lanes_label_derived_and_session_memory_within_one_budget(derived: str, session: str) -> None:
+    """from_lanes over a facts and an episodes namespace, keyed by lane kinds or by the seeds'
+    provenance names ("derived", "session"): one exact block, both provenance labels."""
     store = memory()
     lanes = BudgetedRetriever.from_lanes(
-        {"facts": StoreRetriever(store=store, namespace=("users", "alice", "facts")),
-         "working_memory": StoreRetriever(store=store, namespace=("users", "alice", "episodes"))},
+        {derived: StoreRetriever(store=store, namespace=("users", "alice", "facts")),
+         session: StoreRetriever(store=store, namespace=("users", "alice", "episodes"))},
         max_tokens=160, tokenizer="cl100k_base",
     )  # fmt: skip
     result = lanes.recall("Alice tea trip Kyoto Lyon")
@@ -193,7 +195,7 @@ def test_no_store_outside_a_graph_is_refused() -> None:
     ({"scope_from": "1"}, "scope_from", "must be an index into an item's namespace"),
     ({"scope_from": True}, "scope_from", "must be an index"),
     ({"k": 0}, "k", "must be at least 1"),
-    ({"lane": "derived"}, "lane", "is not a lane kind"),
+    ({"lane": "memories"}, "lane", "is not a lane kind"),
     ({"txt_field": "x"}, "txt_field", "did you mean 'text_field'"),
     ({"limit": 5}, "limit", "unknown setting 'limit'"),
 ])  # fmt: skip
