@@ -117,6 +117,11 @@ def load_tokens(path: str | Path) -> dict[str, Reader]:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))  # JSON is YAML too
     except OSError as exc:
         raise ConfigError(f"--tokens {where!r} cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"--tokens {where!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+            f"{exc.start}); save it as UTF-8"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" (line {mark.line + 1})" if mark is not None else ""
@@ -183,8 +188,11 @@ class JwtSettings:
                 _algorithms(self._key)
             else:
                 self._jwks = jwt.PyJWKSet.from_dict(json.loads(data))
+                _check_public(self._jwks, path)
         except OSError as exc:
             raise ConfigError(f"{flag} {path!r} cannot be read ({exc.strerror or exc})") from None
+        except ConfigError:
+            raise
         except (ValueError, TypeError, jwt.PyJWTError) as exc:
             what = "a PEM public key (the issuer's, not a private key)" if key_file else "a JSON Web Key Set"
             raise ConfigError(f"{flag} {path!r} is not {what}: {exc}") from None
@@ -208,13 +216,37 @@ class JwtSettings:
             audience=self.audience,
             issuer=self.issuer,
             leeway=LEEWAY,
-            options={"require": ["exp", "iss", "aud", self.reader_claim]},
+            # A token without the scopes claim is refused, not read as no scopes: an issuer that
+            # was not configured to send them would otherwise serve every caller as scopeless.
+            options={"require": ["exp", "iss", "aud", self.reader_claim, self.scopes_claim]},
         )
         reader_id = claims.get(self.reader_claim)
         if not isinstance(reader_id, str) or not reader_id.strip():
             raise ConfigError(f"claim {self.reader_claim} must be the reader's id, a non-empty string")
-        scopes = _scopes(claims.get(self.scopes_claim, []), f"claim {self.scopes_claim}")
+        scopes = _scopes(claims[self.scopes_claim], f"claim {self.scopes_claim}")
         return Reader(id=reader_id, scopes=scopes), claims.get("exp")
+
+
+def _check_public(jwks: Any, path: str) -> None:
+    """Every key of the set is a public key an issuer signs with: a shared secret (``oct``) or a
+    private key means the wrong file was saved, and would refuse every token without a word."""
+    from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
+
+    private = (rsa.RSAPrivateKey, ec.EllipticCurvePrivateKey, ed25519.Ed25519PrivateKey, ed448.Ed448PrivateKey)
+    for number, key in enumerate(jwks.keys):
+        named = f"key {key.key_id!r}" if key.key_id else f"key {number}"
+        kind = type(key.key).__name__.lstrip("_")
+        if isinstance(key.key, bytes):
+            raise ConfigError(
+                f"--jwks {path!r}: {named} is a shared secret (kty oct), not a public key; give the "
+                "issuer's public key set, saved from its jwks_uri"
+            )
+        if isinstance(key.key, private):
+            raise ConfigError(
+                f"--jwks {path!r}: {named} is a private key ({kind}); give the issuer's public key "
+                "set, saved from its jwks_uri, and keep the private key secret"
+            )
+        _algorithms(key.key)
 
 
 def _algorithms(key: object) -> list[str]:
@@ -268,7 +300,9 @@ class ReaderVerifier:
             client_id=reader.id or "",
             subject=reader.id,
             scopes=list(reader.scopes),
-            expires_at=expires if isinstance(expires, int) else None,
+            # The SDK's middleware refuses a token past expires_at by itself: the leeway PyJWT
+            # allowed must reach it too, or a token 1 s past exp is refused after all.
+            expires_at=expires + LEEWAY if isinstance(expires, int) else None,
             claims={"iss": self._jwt.issuer},
             reader=reader,
         )
