@@ -16,9 +16,10 @@ from typing import Any
 import anyio
 import pytest
 
-yaml = pytest.importorskip("yaml")
+pytest.importorskip("yaml")
 pytest.importorskip("mcp")
 
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client

@@ -89,7 +89,8 @@ def front_matter_scopes(text: str) -> FrontMatter:
         return _front_matter(text)
     except Exception as exc:  # noqa: BLE001 - any failure withholds this one file, and only it
         # The kind of failure only: its message could quote the file's text.
-        return 0, (), f"front matter cannot be read ({type(exc).__name__}); simplify it to plain keys and lists"
+        why = f"front matter cannot be read ({type(exc).__name__})"
+        return 0, (), f"{why}; simplify it to plain keys and lists"
 
 
 def _front_matter(text: str) -> FrontMatter:
