@@ -259,3 +259,16 @@ def test_a_flood_from_one_token_leaves_another_reader_served(server: tuple[str, 
     assert err.count("refused POST /mcp 429 reader=u-alice") == 196, err[-2000:]
     assert err.count("reader=u-bob method=tools/call tool=recall") == 20
     assert not any(token in err for token in TOKENS.values())
+
+
+def test_a_request_cannot_write_a_log_line_of_its_own(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A path and a JSON-RPC method holding line breaks stay on their request's one line (each break a ?)."""
+    app = _app(tmp_path, None)
+    with caplog.at_level(logging.INFO, logger="recallpack"), TestClient(app, base_url="http://127.0.0.1:8000") as client:
+        caplog.clear()
+        client.post("/mcp%0Arefused%20POST", headers=HEADERS, json=_initialize())
+        forged = {"jsonrpc": "2.0", "id": 1, "method": "tools/list\nPOST /mcp 200 reader=u-admin"}
+        client.post("/mcp", headers=HEADERS, json=forged)
+    lines = [r.getMessage() for r in caplog.records if r.name == "recallpack.mcp.http"]
+    assert len(lines) == 2 and not any("\n" in line for line in lines), lines
+    assert "/mcp?refused?POST" in lines[0] and "method=tools/list?POST?/mcp?200?reader=u-admin" in lines[1]

@@ -118,10 +118,16 @@ def _method(body: bytes) -> str:
     return method[:64] if isinstance(method, str) else "-"
 
 
+def _clean(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, each unprintable one or space a ``?``: what a caller
+    sends (a path, a method, a reader id) can never start a line of its own in the log."""
+    return "".join(c if c.isprintable() and not c.isspace() else "?" for c in text[:limit]) or "-"
+
+
 def _log(scope: dict[str, Any], status: int | None, written: RequestNote, method: str, ms: float) -> None:
     shown = "-" if status is None else str(status)
-    fields = [f"{scope['method']} {scope['path'][:200]} {shown}", f"reader={_reader_id(scope)}",
-              f"method={method}"]  # fmt: skip
+    fields = [f"{_clean(scope['method'], 16)} {_clean(scope['path'], 200)} {shown}",
+              f"reader={_clean(_reader_id(scope), 80)}", f"method={_clean(method, 64)}"]  # fmt: skip
     if written.tool is not None:
         fields += [f"tool={written.tool}", f"tokens={'-' if written.tokens is None else written.tokens}",
                    f"outcome={written.outcome or '-'}"]  # fmt: skip
