@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 import textwrap
@@ -121,7 +122,36 @@ def _serve_more_arguments(serve: argparse.ArgumentParser) -> None:
         help="serve a --host other than the loopback addresses without authentication: the data is "
         "public, and anyone who reaches it reads what the reader may",
     )
+    http.add_argument(
+        "--max-sessions-per-caller", type=whole_number("--max-sessions-per-caller"), default=None,
+        metavar="N", help="with --transport http: the open sessions one caller (a token's reader; without "
+        "authentication, an address) may hold; one more gets HTTP 429 (default: 32)",
+    )
+    http.add_argument(
+        "--session-idle-timeout", type=_seconds, default=None, metavar="SECONDS",
+        help="with --transport http: close a session that has had no request in flight for this long "
+        "(default: 900)",
+    )
+    serve.add_argument(
+        "--log-level", choices=LOG_LEVELS, default="info",
+        help="what the server logs on stderr: info writes one line per HTTP request and one per "
+        "refusal (never a token or a text), warning only refusals and problems (default: %(default)s)",
+    )
     _serve_auth_arguments(serve)
+
+
+#: ``--log-level``'s choices, for the ``recallpack`` logger.
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text} must be a positive number of seconds")
+    return value
 
 
 def _serve_auth_arguments(serve: argparse.ArgumentParser) -> None:
@@ -203,6 +233,11 @@ def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
     settings = budget_settings(args)
     if args.transport != "http" and (args.host is not None or args.port is not None):
         raise UsageError("--host and --port are for --transport http; stdio needs neither")
+    limits = {"--max-sessions-per-caller": args.max_sessions_per_caller,
+              "--session-idle-timeout": args.session_idle_timeout}  # fmt: skip
+    for flag, value in limits.items():
+        if value is not None and args.transport != "http":
+            raise UsageError(f"{flag} is for --transport http; stdio serves one client in one session")
     _check_auth_flags(args)
     docs_only = {"--window-tokens": args.window_tokens, "--overlap-tokens": args.overlap_tokens,
                  "--fetch-k": args.fetch_k, "--index": args.index}  # fmt: skip
@@ -264,8 +299,16 @@ def _serve(args: argparse.Namespace) -> int:
     # A server is an application: its log (a failing retriever's traceback) goes to stderr.
     # The library itself adds only a NullHandler, so without this nobody would see it.
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # Only recallpack's own records follow --log-level: other libraries' stay at WARNING.
+    logging.getLogger("recallpack").setLevel(args.log_level.upper())
+    limits = {}
+    if args.max_sessions_per_caller is not None:
+        limits["max_sessions_per_caller"] = args.max_sessions_per_caller
+    if args.session_idle_timeout is not None:
+        limits["session_idle_timeout"] = args.session_idle_timeout
     server.serve(
-        source, transport=args.transport, host=host, port=port, verifier=verifier, public=args.public
+        source, transport=args.transport, host=host, port=port, verifier=verifier, public=args.public,
+        **limits,
     )
     return 0
 

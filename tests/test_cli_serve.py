@@ -76,6 +76,12 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         (("--docs", "docs", "--transport", "http", "--tokens", "no/such/tokens.yaml"), "--tokens 'no/such/tokens.yaml' cannot be read"),
         (("--docs", "docs", "--transport", "http", "--tokens", "README.md"), "is not YAML or JSON"),
         (("--docs", "docs", "--transport", "http", "--jwt-key", "README.md", "--issuer", "https://id.example", "--audience", "recall"), "--jwt-key 'README.md' is not a PEM public key"),
+        (("--docs", "docs", "--max-sessions-per-caller", "4"), "--max-sessions-per-caller is for --transport http"),
+        (("--docs", "docs", "--session-idle-timeout", "60"), "--session-idle-timeout is for --transport http"),
+        (("--docs", "docs", "--transport", "http", "--max-sessions-per-caller", "0"), "--max-sessions-per-caller must be at least 1"),
+        (("--docs", "docs", "--transport", "http", "--session-idle-timeout", "0"), "must be a positive number of seconds"),
+        (("--docs", "docs", "--transport", "http", "--session-idle-timeout", "inf"), "must be a positive number of seconds"),
+        (("--docs", "docs", "--log-level", "loud"), "invalid choice: 'loud'"),
     ],
 )
 def test_flag_mistakes_are_one_line(monkeypatch, capsys, served, argv: tuple[str, ...], says: str) -> None:
@@ -122,6 +128,17 @@ def test_flags_reach_the_packer_by_their_names(monkeypatch, capsys, served) -> N
     assert packer.reader == Reader(id="u-1", scopes={"org-1": Scope(name="book-club", description="Book club"),
                                                      "org-2": Scope(name="org-2")})
     assert (call["transport"], call["host"], call["port"]) == ("http", "127.0.0.1", 9100)
+
+
+def test_session_limits_reach_serve(monkeypatch, capsys, served) -> None:
+    """--max-sessions-per-caller and --session-idle-timeout reach serve(); without them, serve's defaults hold."""
+    monkeypatch.chdir(ROOT)
+    flags = ("--docs", "docs", "--transport", "http")
+    assert run(monkeypatch, capsys, *flags, "--max-sessions-per-caller", "5", "--session-idle-timeout", "2.5")[0] == 0
+    assert run(monkeypatch, capsys, *flags)[0] == 0
+    limited, plain = served
+    assert (limited["max_sessions_per_caller"], limited["session_idle_timeout"]) == (5, 2.5)
+    assert "max_sessions_per_caller" not in plain and "session_idle_timeout" not in plain
 
 
 def test_defaults_and_the_open_reader(monkeypatch, capsys, served) -> None:

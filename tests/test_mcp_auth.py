@@ -76,7 +76,7 @@ def test_claims_named_by_flags_make_the_reader(tmp_path: Path) -> None:
     bad_scopes = jwt.encode(_claims(preferred_username="dana", groups="org-a org-b"), private, "EdDSA")
     assert _verify(verifier, no_claim) is None and _verify(verifier, bad_scopes) is None
     no_scopes = jwt.encode(_claims(preferred_username="dana"), private, "EdDSA")
-    assert _verify(verifier, no_scopes).reader == Reader(id="dana", scopes={})
+    assert _verify(verifier, no_scopes) is None  # refused: the scopes claim is required
 
 
 @pytest.mark.parametrize(
@@ -147,3 +147,85 @@ def test_a_tokens_file_alone_guards_the_http_app(tmp_path: Path) -> None:
         )
         served = client.post("/mcp", headers={**headers, "Authorization": "Bearer t-1"}, json=initialize)
         assert served.status_code == 200 and "mcp-session-id" in served.headers
+
+
+# -- issue 41: the leeway, the scopes claim, and auth files' mistakes at start --------------------
+
+
+def _served(verifier: ReaderVerifier, tmp_path: Path, token: str) -> int:
+    """The HTTP status of an initialize with ``token``, through the SDK's auth middleware."""
+    from starlette.testclient import TestClient
+
+    from recallpack.adapters.mcp import build_server, docs_source, http_app
+
+    (tmp_path / "notes.md").write_text("The wombat ledger.\n")
+    server = build_server(docs_source(str(tmp_path)), per_caller=True)
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "Authorization": f"Bearer {token}"}  # fmt: skip
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}  # fmt: skip
+    with TestClient(http_app(server, "127.0.0.1", 8000, verifier), base_url="http://127.0.0.1:8000") as client:
+        return int(client.post("/mcp", headers=headers, json=initialize).status_code)
+
+
+def test_the_documented_exp_leeway_reaches_the_http_server(tmp_path: Path) -> None:
+    """A JWT 10 s past its exp is served (30 s of leeway, as documented); one 120 s past it gets 401."""
+    private = ed25519.Ed25519PrivateKey.generate()
+    (tmp_path / "key.pem").write_bytes(_public_pem(private))
+    verifier = ReaderVerifier(jwt_settings=JwtSettings(issuer=ISSUER, audience=AUDIENCE, key_file=str(tmp_path / "key.pem")))
+    now = int(time.time())
+    late = jwt.encode(_claims(exp=now - 10, scope_ids=["org-a"]), private, "EdDSA")
+    expired = jwt.encode(_claims(exp=now - 120, scope_ids=["org-a"]), private, "EdDSA")
+    assert _served(verifier, tmp_path, late) == 200
+    assert _served(verifier, tmp_path, expired) == 401
+
+
+def test_a_jwt_without_the_scopes_claim_is_refused(tmp_path: Path) -> None:
+    """A JWT that lacks the scopes claim is refused (docs/mcp.md); an empty list of scopes is a reader with none."""
+    private = ed25519.Ed25519PrivateKey.generate()
+    (tmp_path / "key.pem").write_bytes(_public_pem(private))
+    verifier = ReaderVerifier(jwt_settings=JwtSettings(issuer=ISSUER, audience=AUDIENCE, key_file=str(tmp_path / "key.pem")))
+    assert _verify(verifier, jwt.encode(_claims(), private, "EdDSA")) is None
+    assert _verify(verifier, jwt.encode(_claims(scope_ids=[]), private, "EdDSA")).reader == Reader(id="u-dana", scopes={})
+
+
+def _serve_exit(tmp_path: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> tuple[int, str]:
+    """``recallpack serve``'s exit status and stderr; a server that would start returns at once."""
+    from recallpack.adapters import mcp as mcp_adapter
+    from recallpack.cli import main
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mcp_adapter, "serve", lambda source, **kw: None)
+        return _serve_main(tmp_path, capsys, main, *flags)
+
+
+def _serve_main(tmp_path: Path, capsys: pytest.CaptureFixture[str], main: Any, *flags: str) -> tuple[int, str]:
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    (tmp_path / "docs" / "notes.md").write_text("The wombat ledger.\n")
+    code = main(["serve", "--docs", str(tmp_path / "docs"), "--transport", "http", *flags])
+    return code, capsys.readouterr().err
+
+
+def test_a_tokens_file_that_is_not_utf8_is_one_line_at_start(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A --tokens file in Latin-1 is one clear line and exit 2 at start, not an internal error."""
+    (tmp_path / "tokens.yaml").write_bytes("tokens:\n  - sha256: x\n    reader: jos\xe9\n".encode("latin-1"))
+    code, err = _serve_exit(tmp_path, capsys, "--tokens", str(tmp_path / "tokens.yaml"))
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith("recallpack: error: --tokens") and "not UTF-8" in err and "internal error" not in err
+
+
+@pytest.mark.parametrize("kind", ["a shared secret", "a private key"])
+def test_a_jwks_without_a_public_key_is_one_line_at_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """A --jwks holding only a symmetric (oct) or only a private key is one clear line and exit 2 at start."""
+    if kind == "a shared secret":
+        key = {"kty": "oct", "k": "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0", "kid": "h-1"}
+    else:
+        key = {**json.loads(jwt.algorithms.ECAlgorithm.to_jwk(ec.generate_private_key(ec.SECP256R1()))), "kid": "k-1"}
+    (tmp_path / "jwks.json").write_text(json.dumps({"keys": [key]}))
+    code, err = _serve_exit(
+        tmp_path, capsys, "--jwks", str(tmp_path / "jwks.json"), "--issuer", ISSUER, "--audience", AUDIENCE
+    )
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith("recallpack: error: --jwks") and kind in err, err

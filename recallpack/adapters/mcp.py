@@ -38,7 +38,14 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from recallpack import BudgetError, ConfigError, RecallResult, __version__
-from recallpack.adapters.mcp_auth import ReaderVerifier, auth_settings, caller
+from recallpack.adapters.mcp_auth import ReaderVerifier, caller
+from recallpack.adapters.mcp_http import (
+    DEFAULT_MAX_SESSIONS_PER_CALLER,
+    DEFAULT_SESSION_IDLE_TIMEOUT,
+    check_limits,
+    http_app,
+)
+from recallpack.adapters.mcp_log import note_call
 from recallpack.adapters.mcp_sources import (
     DEFAULT_OVERLAP_TOKENS,
     DEFAULT_WINDOW_TOKENS,
@@ -122,10 +129,12 @@ def build_server(
         ctx: ServerRequestContext, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         if params.name != TOOL_NAME:
+            note_call(None)
             message = f"unknown tool {params.name!r:.80}; this server has one: {TOOL_NAME}"
             raise MCPError(types.INVALID_PARAMS, message)
         reader = reader_of()
         result = await _recall(source, params.arguments, reader, bounds)
+        note_call(result)  # the HTTP request's log line: the outcome and a count, never a text
         if isinstance(result, types.CallToolResult):
             return result
         listed.add(reader, result)
@@ -239,6 +248,8 @@ def serve(
     key: bytes | str | None = None,
     verifier: ReaderVerifier | None = None,
     public: bool = False,
+    max_sessions_per_caller: int = DEFAULT_MAX_SESSIONS_PER_CALLER,
+    session_idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT,
 ) -> None:
     """Serve ``source`` until the client goes away (stdio) or the process is stopped (http).
 
@@ -246,9 +257,12 @@ def serve(
     default. With a ``verifier`` every request needs a bearer token it knows (else 401), and each
     call packs for that token's reader. Without one, a host other than the loopback addresses is
     refused unless ``public`` says that whoever reaches it may read what the source's reader may.
+    Over http each caller may hold ``max_sessions_per_caller`` open sessions (one more gets 429),
+    and a session with no request in flight for ``session_idle_timeout`` seconds is closed.
     """
     if transport not in ("stdio", "http"):
         raise ConfigError(f"transport={transport!r} must be 'stdio' or 'http'")
+    check_limits(max_sessions_per_caller, session_idle_timeout)
     if transport == "http" and verifier is None and host not in LOOPBACK and not public:
         raise ConfigError(
             f"host {host!r} is reachable from other machines and nothing authenticates callers: give "
@@ -261,7 +275,11 @@ def serve(
         anyio.run(_serve_stdio, build_server(source, key=key))
     else:
         server = build_server(source, key=key, per_caller=verifier is not None)
-        anyio.run(_serve_http, server, host, port, verifier)
+        app = http_app(
+            server, host, port, verifier, max_sessions_per_caller=max_sessions_per_caller,
+            session_idle_timeout=session_idle_timeout,
+        )
+        anyio.run(_serve_http, app, host, port)
 
 
 async def _serve_stdio(server: Server) -> None:
@@ -271,17 +289,7 @@ async def _serve_stdio(server: Server) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def http_app(server: Server, host: str, port: int, verifier: ReaderVerifier | None) -> Any:
-    """The streamable-HTTP ASGI app of ``server``, behind the SDK's bearer auth when ``verifier``."""
-    if verifier is None:
-        return server.streamable_http_app(host=host)
-    address = f"[{host}]" if ":" in host else host
-    settings = auth_settings(verifier, f"http://{address}:{port}/mcp")
-    return server.streamable_http_app(host=host, auth=settings, token_verifier=verifier)
-
-
-async def _serve_http(server: Server, host: str, port: int, verifier: ReaderVerifier | None) -> None:
+async def _serve_http(app: Any, host: str, port: int) -> None:
     import uvicorn
 
-    app = http_app(server, host, port, verifier)
     await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()

@@ -12,7 +12,9 @@ everyone:
   aside) is read as ``scope_ids``, together with every other such key;
 - a ``scope_ids`` that is not a non-empty list of non-empty strings (or one string of ids
   separated by commas);
-- TOML front matter (``+++``), which is not read at all.
+- TOML front matter (``+++``), which is not read at all;
+- anything else that fails while reading it (a key that is a list or a mapping, nesting deeper
+  than Python's recursion limit, an alias bomb): one file never stops the server.
 
 No front matter, or front matter with no scope key: the file is unscoped. Needs the ``mcp``
 extra (PyYAML).
@@ -54,7 +56,9 @@ class _StrictLoader(_SafeLoader):  # type: ignore[misc, valid-type]
         seen: set[object] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)
-            if isinstance(key, Hashable) and key in seen:
+            if not isinstance(key, Hashable):
+                break  # a list or mapping as a key: PyYAML's own check below names it
+            if key in seen:
                 raise yaml.constructor.ConstructorError(
                     "while reading front matter", node.start_mark, f"the key {key!r:.40} is given twice",
                     key_node.start_mark,
@@ -77,7 +81,19 @@ def front_matter_scopes(text: str) -> FrontMatter:
     (0, (), None)
     >>> front_matter_scopes("---\\nscope_ids: []\\n---\\nHello")[2]
     'front matter scope_ids is an empty list; give the scope ids, such as [org-acme]'
+
+    Whatever goes wrong while reading withholds the file (this never raises): a file anyone can
+    write to a shared folder must not stop a server that serves the others.
     """
+    try:
+        return _front_matter(text)
+    except Exception as exc:  # noqa: BLE001 - any failure withholds this one file, and only it
+        # The kind of failure only: its message could quote the file's text.
+        why = f"front matter cannot be read ({type(exc).__name__})"
+        return 0, (), f"{why}; simplify it to plain keys and lists"
+
+
+def _front_matter(text: str) -> FrontMatter:
     start = _LEADING.match(text).end()  # type: ignore[union-attr]
     # Lines one at a time: the front matter is read, not the whole file.
     lines = (found.group() for found in _LINE.finditer(text, start))
@@ -113,7 +129,7 @@ def _scopes(source: str) -> tuple[tuple[str, ...], str | None]:
         return (), None
     if not isinstance(data, dict):
         return (), f"front matter is a YAML {type(data).__name__}, not a mapping of keys to values"
-    nested = _nested_scope_key(data, set(), top=True)
+    nested = _nested_scope_key(data)
     if nested is not None:
         where = f"front matter has a scope key {nested:.40} inside another value"
         return (), f"{where}; put scope_ids at the top level"
@@ -128,20 +144,24 @@ def _scopes(source: str) -> tuple[tuple[str, ...], str | None]:
     return tuple(ids), None
 
 
-def _nested_scope_key(data: object, seen: set[int], *, top: bool = False) -> str | None:
-    """A scope-like key below the top level, if any (each shared YAML node looked at once)."""
-    if id(data) in seen or not isinstance(data, (dict, list)):
-        return None
-    seen.add(id(data))
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if not top and _looks_like_scope_key(key):
+def _nested_scope_key(data: dict[Any, Any]) -> str | None:
+    """A scope-like key below the top level, if any: each shared YAML node looked at once, and
+    without recursion, so that nesting of any depth is read rather than failing."""
+    seen = {id(data)}
+    stack: list[object] = list(data.values())
+    while stack:
+        value = stack.pop()
+        if id(value) in seen or not isinstance(value, (dict, list)):
+            continue
+        seen.add(id(value))
+        if isinstance(value, list):
+            stack.extend(value)
+            continue
+        for key, inner in value.items():
+            if _looks_like_scope_key(key):
                 return repr(key)
-            found = _nested_scope_key(value, seen)
-            if found is not None:
-                return found
-        return None
-    return next((f for item in data if (f := _nested_scope_key(item, seen)) is not None), None)
+            stack.append(inner)
+    return None
 
 
 def _looks_like_scope_key(key: object) -> bool:

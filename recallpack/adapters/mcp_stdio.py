@@ -5,9 +5,14 @@ which answers nothing), so a client that sent a malformed request waits forever 
 Here each line is checked first, with the SDK's own validator, and one it would drop is answered
 with JSON-RPC's error instead, as the SDK's streamable HTTP answers the same line: ``-32700``
 (parse error) when the line is not JSON, ``-32600`` (invalid request) when it is JSON but not a
-message (a wrong ``jsonrpc`` version, ``params`` that are not an object, a batch array, a lone
+message (a wrong ``jsonrpc`` version, ``params`` that are not an object, an empty batch, a lone
 surrogate), with the request's id when one can be read so that the client's wait ends. The
-line is then dropped, and serving goes on. Needs the ``mcp`` extra.
+line is then dropped, and serving goes on.
+
+A JSON-RPC batch (an array of messages on one line, which MCP 2025-03-26 allows and later
+versions dropped) is taken apart: each element is checked and served as if it were a line of
+its own, so each request is answered by its own id, each answer on a line of its own (never as
+one array, which a client of a later version could not read). Needs the ``mcp`` extra.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from pydantic import ValidationError
 
 from recallpack.packing.validation import is_int
 
-__all__ = ["answered_stdio", "refusal"]
+__all__ = ["answered_stdio", "batch_elements", "refusal"]
 
 #: Digits of an integer json.loads reads as one (Python's own limit on int parsing).
 _MAX_DIGITS = 4300
@@ -75,6 +80,29 @@ def refusal(line: str) -> types.JSONRPCError | None:
     return _error(request_id, types.INVALID_REQUEST, message)
 
 
+def batch_elements(line: str) -> list[str]:
+    """The messages of ``line``: each element of a JSON-RPC batch (an array) as a line of its own,
+    or the line itself. The SDK reads one message a line, so each request of a batch is served
+    and answered by its own id, on its own line; an empty batch stays whole (and is refused).
+
+    >>> batch_elements('[{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"id": 2}]')
+    ['{"jsonrpc": "2.0", "id": 1, "method": "ping"}', '{"id": 2}']
+    >>> batch_elements('{"jsonrpc": "2.0", "id": 3, "method": "ping"}')
+    ['{"jsonrpc": "2.0", "id": 3, "method": "ping"}']
+    """
+    if not line.lstrip().startswith("["):
+        return [line]
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return [line]  # not JSON: refusal() answers it as a parse error
+    if not isinstance(data, list) or not data:
+        return [line]
+    # Written again by json, which reads back what it wrote (a lone surrogate included, for the
+    # SDK's validator to refuse by the element's own id).
+    return [json.dumps(element) for element in data]
+
+
 def _error(request_id: str | int | None, code: int, message: str) -> types.JSONRPCError:
     return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
 
@@ -95,12 +123,13 @@ class _CheckedLines:
         async for line in self._lines:
             if not line.strip():
                 continue  # not a message: nothing to answer
-            error = refusal(line)
-            if error is None:
-                yield line
-                continue
-            await self._ready.wait()
-            await self._answers.send(SessionMessage(error))
+            for message in batch_elements(line):
+                error = refusal(message)
+                if error is None:
+                    yield message
+                    continue
+                await self._ready.wait()
+                await self._answers.send(SessionMessage(error))
 
 
 @asynccontextmanager
