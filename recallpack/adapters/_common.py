@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Concatenate, ParamSpec, TypedDict, TypeVar
 
-from pydantic import BeforeValidator, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import BeforeValidator, ConfigDict, PrivateAttr, ValidationError, field_validator, model_validator
 
 from recallpack.adapters._embeddings import as_embed_fn
 from recallpack.packing.candidate import LaneKind, coerce_lane
@@ -33,6 +33,7 @@ __all__ = [
     "HOST_OBJECTS",
     "host_settings",
     "check_query",
+    "refuse_built_fields",
     "check_recall_settings",
     "k_or_max_items",
     "takes_config_of",
@@ -56,6 +57,11 @@ class PackSettings(PackerSettings):
     upstream item becomes a Candidate: the same fields, by the same names, in both hosts.
 
     Declared statically, so type checkers see every setting in each component's signature."""
+
+    # Unknown keywords are refused at run time by _precheck, with the closest name; "forbid" is
+    # for pydantic's mypy plugin, which reads it (through every subclass, the hosts' models
+    # mixed in too) and then gives a component's __init__ no **kwargs, so a typo is a type error.
+    model_config = ConfigDict(extra="forbid")
 
     policy: Policy = "passages"
     """``passages`` (the adapters' default: they always have the query) spends the budget on the
@@ -160,6 +166,17 @@ def check_query(
         raise ConfigError(f"the query must be {kinds}, got {type(query).__name__} {query!r:.60}")
     if kwargs and "query" in kwargs:
         raise ConfigError("query= is not a setting: the query is the call's first argument, given once")
+
+
+def refuse_built_fields(owner: str, kwargs: Mapping[str, Any], built: Collection[str]) -> None:
+    """A ConfigError naming the first of ``built`` (what ``owner`` is built around: its
+    upstreams and how they are fused) that a call passes, as ``invoke(q, retriever=...)``."""
+    for name in sorted(built & kwargs.keys()):
+        raise ConfigError(
+            f"{name}= is set when a {owner} is built and cannot be set per call; build another "
+            f"{owner} for other upstreams",
+            field=name,
+        )
 
 
 #: What LangChain's BudgetedRetriever takes per call besides the Packer's settings.

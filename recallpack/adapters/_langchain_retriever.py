@@ -25,6 +25,7 @@ from recallpack.adapters._common import (
     k_or_max_items,
     keywords_of,
     positional_retriever,
+    refuse_built_fields,
 )
 from recallpack.adapters._depth import Forward, forwarding, own_depth, search_kwargs_for
 from recallpack.adapters._langchain_documents import apack_documents, pack_documents
@@ -53,6 +54,8 @@ __all__ = ["BudgetedRetriever", "Upstream"]
 Upstream = Runnable[str, list[Document]]
 #: LangChain's own retriever kwarg (BaseRetriever.invoke reads it and passes it on).
 _IGNORED = ("verbose",)
+#: The fields a BudgetedRetriever is built around, never a call's to change.
+_BUILT = frozenset({"retriever", "lanes", "weights", "rrf_k"})
 
 
 def _lane_map(lanes: object) -> dict[Any, Any]:
@@ -225,6 +228,7 @@ class BudgetedRetriever(LangChainComponent, BaseRetriever):
         """One call's Packer and how deep each upstream is asked to search, its overrides
         validated before any fetch."""
         check_query(query, kwargs)
+        refuse_built_fields(type(self).__name__, kwargs, _BUILT)
         overrides = {k: v for k, v in kwargs.items() if k not in _IGNORED}
         if "k" in overrides:
             overrides["max_items"] = k_or_max_items(overrides.pop("k"), overrides.get("max_items", "unset"))

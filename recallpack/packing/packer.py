@@ -46,7 +46,7 @@ from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING
 from recallpack.packing.policies import check_policy
 from recallpack.packing.render import load_template, newline_join
 from recallpack.packing.result import DEFAULT_RESOURCE_URI_TEMPLATE, RecallResult
-from recallpack.packing.scopes import Reader
+from recallpack.packing.scopes import Reader, same_reader
 from recallpack.packing.tokenizers import Tokenizer, get_tokenizer
 from recallpack.packing.validation import CheckedModel, check_max_tokens
 from recallpack.packing.walk import Plan, candidate_lists_of, lane_targets
@@ -222,10 +222,12 @@ class Packer(PackerSettings):
         reader was configured (open a packer up on purpose with ``Reader.everyone()``).
         """
         validation.refuse_unknown(type(self).__name__, overrides, self.settings_names())
-        if "reader" in overrides and self.reader is not None and overrides["reader"] != self.reader:
+        held = self.reader
+        if "reader" in overrides and held is not None and not same_reader(overrides["reader"], held):
             raise ConfigError(
                 "reader is configured, and a per-call reader cannot replace it (that could "
-                "lift its scopes); build another Packer or retriever for another reader"
+                "lift its scopes); build another Packer or retriever for another reader",
+                field="reader",
             )
         if not overrides:
             return self

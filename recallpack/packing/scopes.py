@@ -87,3 +87,14 @@ class Reader(_Setting):
             scope = self.scope_for(scope_id)
             scopes.append(scope if scope is not None else Scope(name=scope_id))
         return tuple(scopes)
+
+
+def same_reader(given: object, held: Reader) -> bool:
+    """Whether ``given`` is the reader ``held``: the same object, or a plain Reader with the same
+    id, scopes and openness, compared by their values. Never by ``==``: a subclass's ``__eq__``
+    or ``__ne__`` could say anything, and a reader that passed for ``held`` would lift its scopes."""
+    if given is held:
+        return True
+    if type(given) is not Reader or type(held) is not Reader:
+        return False
+    return given.model_dump() == held.model_dump()
