@@ -435,7 +435,9 @@ def _child(forked: _Forked[R], worker: int, status: int) -> NoReturn:
 def _reset_signals() -> None:
     """Every Python signal handler the child inherited back to the default, and no wakeup fd: a
     signal sent to the child (a SIGTERM to the process group) must not run the caller's handler,
-    nor write to the caller's event loop through the socket they share."""
+    nor write to the caller's event loop through the socket they share. A signal the caller
+    ignores (SIG_IGN: SIGINT under ``cmd &`` from a script, SIGHUP under nohup) stays ignored,
+    as it would across exec: that is the caller's environment, not a handler of its code."""
     with contextlib.suppress(ValueError):  # not the main thread: Python runs no handler there
         signal.set_wakeup_fd(-1)
         for number in signal.valid_signals():
