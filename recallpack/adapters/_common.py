@@ -13,7 +13,14 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Concatenate, ParamSpec, TypedDict, TypeVar
 
-from pydantic import BeforeValidator, ConfigDict, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from recallpack.adapters._embeddings import as_embed_fn
 from recallpack.packing.candidate import LaneKind, coerce_lane
@@ -33,12 +40,12 @@ __all__ = [
     "HOST_OBJECTS",
     "host_settings",
     "check_query",
-    "refuse_built_fields",
     "check_recall_settings",
     "k_or_max_items",
     "takes_config_of",
     "gather_or_cancel",
     "keywords_of",
+    "only_keywords_of",
 ]
 
 T = TypeVar("T")
@@ -58,9 +65,8 @@ class PackSettings(PackerSettings):
 
     Declared statically, so type checkers see every setting in each component's signature."""
 
-    # Unknown keywords are refused at run time by _precheck, with the closest name; "forbid" is
-    # for pydantic's mypy plugin, which reads it (through every subclass, the hosts' models
-    # mixed in too) and then gives a component's __init__ no **kwargs, so a typo is a type error.
+    # _precheck refuses unknown keywords at run time; "forbid" tells pydantic's mypy plugin (through
+    # every subclass) to give __init__ no **kwargs, so a misspelled keyword is a type error there too.
     model_config = ConfigDict(extra="forbid")
 
     policy: Policy = "passages"
@@ -156,27 +162,31 @@ def keywords_of(
     return typed
 
 
+def only_keywords_of(
+    settings: Callable[P, object],
+) -> Callable[[Callable[..., T]], Callable[Concatenate[Any, P], T]]:
+    """:func:`keywords_of` for a constructor's overload that takes every field by keyword."""
+
+    def typed(function: Any) -> Any:
+        return function
+
+    return typed
+
+
 def check_query(
-    query: object, kwargs: Mapping[str, Any] | None = None, *, bundle: type | None = None
+    query: object, kwargs: Mapping[str, Any] | None = None, *, bundle: type | None = None,
+    owner: str = "", built: Collection[str] = (),
 ) -> None:
     """The query is a str (or the host's query ``bundle``), and no per-call keyword is named
-    ``query`` too (``invoke("q", query="x")``)."""
+    ``query`` too (``invoke("q", query="x")``) or one of ``built``, what ``owner`` is built around."""
+    for name in sorted(set(built) & set(kwargs or ())):
+        fix = f"build another {owner}"
+        raise ConfigError(f"{name}= is set when a {owner} is built, not per call: {fix}", field=name)
     if not isinstance(query, str) and not (bundle is not None and isinstance(query, bundle)):
         kinds = "a str" + (f" or a {bundle.__name__}" if bundle is not None else "")
         raise ConfigError(f"the query must be {kinds}, got {type(query).__name__} {query!r:.60}")
     if kwargs and "query" in kwargs:
         raise ConfigError("query= is not a setting: the query is the call's first argument, given once")
-
-
-def refuse_built_fields(owner: str, kwargs: Mapping[str, Any], built: Collection[str]) -> None:
-    """A ConfigError naming the first of ``built`` (what ``owner`` is built around: its
-    upstreams and how they are fused) that a call passes, as ``invoke(q, retriever=...)``."""
-    for name in sorted(built & kwargs.keys()):
-        raise ConfigError(
-            f"{name}= is set when a {owner} is built and cannot be set per call; build another "
-            f"{owner} for other upstreams",
-            field=name,
-        )
 
 
 #: What LangChain's BudgetedRetriever takes per call besides the Packer's settings.
