@@ -567,3 +567,15 @@ def test_a_child_resets_the_signal_handlers_it_inherits(forks: list[int], tmp_pa
     sigint = signal.SIG_DFL if caller_sigint == "handled" else signal.SIG_IGN
     expected = f"{int(signal.SIG_DFL)} {int(signal.SIG_DFL)} {int(sigint)} -1"
     assert forks and set(seen.read_text().split("\n")) - {""} == {expected}
+
+
+def test_a_forked_batch_shows_each_list_once_on_the_callers_bar(forks: list[int], capfd: Any) -> None:
+    """show_progress=True with workers: the caller's bar counts its own lists and its children's,
+    each once, and a child draws nothing (stderr is the caller's only)."""
+    import re
+
+    Packer(max_tokens=300).recall_many(lists(40), workers=2, show_progress=True)
+    out, err = capfd.readouterr()
+    assert forks and batch.last_run.from_children > 0
+    assert out == "" and re.search(r"\b40/40\b", err), err
+    assert not re.search(r"\b(4[1-9]|[5-9]\d)/40\b", err), err

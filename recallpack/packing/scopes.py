@@ -89,12 +89,14 @@ class Reader(_Setting):
         return tuple(scopes)
 
 
-def same_reader(given: object, held: Reader) -> bool:
-    """Whether ``given`` is the reader ``held``: the same object, or a plain Reader with the same
-    id, scopes and openness, compared by their values. Never by ``==``: a subclass's ``__eq__``
-    or ``__ne__`` could say anything, and a reader that passed for ``held`` would lift its scopes."""
-    if given is held:
-        return True
-    if type(given) is not Reader or type(held) is not Reader:
+def replaces_reader(given: object, held: Reader | None) -> bool:
+    """Whether a per-call reader ``given`` would replace the configured ``held``: False when none
+    is configured, or when ``given`` is ``held`` (the same object, or a plain Reader with the same
+    id, scopes and openness, compared by their values). Never compared by ``==``: a subclass's
+    ``__eq__`` or ``__ne__`` could say anything, and a reader passing for ``held`` would lift its
+    scopes."""
+    if held is None or given is held:
         return False
-    return given.model_dump() == held.model_dump()
+    if type(given) is not Reader or type(held) is not Reader:
+        return True
+    return given.model_dump() != held.model_dump()
