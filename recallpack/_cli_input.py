@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +20,11 @@ from recallpack import (
     MAX_TOKENS_CEILING,
     Candidate,
     LaneKind,
+    Reader,
     RecallpackError,
     get_tokenizer,
 )
+from recallpack.packing.ledger import withheld
 from recallpack.packing.validation import check_known, json_type
 
 __all__ = [
@@ -52,8 +54,9 @@ FIELDS: dict[str, tuple[str, str]] = {
     "artifact_content_id": ("string", "which version or chunk of it (with artifact_id: the resource line)"),
     "citation": ("string", "where it can be found again (a path, a URL), for the resource line"),
     "scope_ids": (
-        "array of strings",
-        "the scopes (whose memory) it belongs to, at least one (leave it out if none); withheld: no reader",
+        "string or array of strings",
+        "the scopes (whose memory) it belongs to, at least one (leave it out if none); "
+        "withheld, as the shell has no reader; so is a line whose scope_ids are malformed, unread",
     ),
     "metadata": ("object", "anything else from the retriever, kept as is"),
     "modality": ("string", 'what the item is (default: "text")'),
@@ -230,9 +233,19 @@ def _article(kind: str) -> str:
     return ("an " if kind[0] in "aeiou" else "a ") + kind
 
 
-def read_candidates(name: str, lines: list[Line]) -> list[Candidate]:
-    out = []
+def read_candidates(
+    name: str, lines: list[Line], reader: Reader | None = None
+) -> list[Candidate | Mapping[str, Any]]:
+    """One entry per line, in order: a line ``reader`` may read, checked field by field and
+    built as a Candidate; a withheld one, gated on its scope fields first as the core gates it,
+    as those fields alone. Nothing else of a withheld line is read, checked or named: a bad
+    span or a misspelt field in it neither stops the call nor shows in any message."""
+    out: list[Candidate | Mapping[str, Any]] = []
     for line in lines:
+        if withheld(line.fields, reader) is not None:
+            # The core gates this mapping again, by the same fields, and counts why.
+            out.append({key: line.fields[key] for key in _SCOPE_FIELDS if key in line.fields})
+            continue
         where = f"{name}:{line.number}"
         _check_fields(where, line.fields)
         try:
@@ -240,6 +253,10 @@ def read_candidates(name: str, lines: list[Line]) -> list[Candidate]:
         except (RecallpackError, ValueError) as exc:  # a check the core has and this module lacks
             raise UsageError(f"{where}: {shell_words(exc, name, lines)}") from None
     return out
+
+
+#: What the gate reads of a line (as the core's ``withheld`` does), and nothing more.
+_SCOPE_FIELDS = ("scope_ids", "scope_error")
 
 
 # -- the core's messages, in the command line's words -------------------------------------------

@@ -25,6 +25,7 @@ from recallpack._bench.timing import best_time
 from recallpack.packing.batch import resident_bytes, usable_cores
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.packer import pack, recall, recall_many
+from recallpack.packing.progress import Advance, progress
 from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
 from recallpack.packing.windows import split_token_windows
 from recallpack.testing import stdlib_docs
@@ -237,6 +238,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "against packing at three budgets",
     )
     parser.add_argument(
+        "--progress", action="store_true",
+        help="a bar on stderr of the questions asked, or of the sections run (tqdm's; default: none)",
+    )
+    parser.add_argument(
         "--articles", type=_articles, default=None, metavar="FIRST-LAST",
         help="ask only the questions of articles FIRST to LAST (1 to 12; the retriever still reads "
         "all 12): does a result hold on other articles than it was tuned on? (default: all)",
@@ -272,6 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             limit=args.questions or None,
             as_markdown=args.markdown,
             json_path=args.json,
+            show_progress=args.progress,
         )
         print("\n".join(lines))
         return 1 if args.check and any("MISS" in line for line in lines) else 0
@@ -284,31 +290,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quality:
         from recallpack._bench import quality
 
-        lines = quality.run(limit=args.questions or None, as_markdown=args.markdown, only=args.articles)
+        lines = quality.run(
+            limit=args.questions or None,
+            as_markdown=args.markdown,
+            only=args.articles,
+            show_progress=args.progress,
+        )
         print("\n".join(lines))
         return 1 if args.check and any("MISS" in line for line in lines) else 0
 
-    lines, targets = core(args.repeat)
+    sections = () if args.core else SECTIONS
+    with progress(1 + len(sections), "bench: sections", args.progress) as advance:
+        missed = _run_sections(args.repeat, sections, advance)
+    if args.check and missed:
+        return 1
+    return 0
+
+
+def _run_sections(repeat: int, sections: Sequence[str], advance: Advance) -> list[str]:
+    """Print the core section and then each of ``sections``, telling ``advance`` of each; the
+    targets missed."""
+    lines, targets = core(repeat)
     print("\n".join(lines))
     missed = [name for name, (_, _, ok) in targets.items() if not ok]
     print("\ntargets:")
     for name, (value, _, ok) in targets.items():
         print(f"  {'ok  ' if ok else 'MISS'} {name}: {value:.2f}")
-    if not args.core:
-        for section in SECTIONS:
-            print()
-            try:
-                module = importlib.import_module(f"recallpack._bench.{section}")
-            except ImportError as exc:
-                print(f"{section}: skipped ({exc})")
-                continue
+    advance(1)
+    for section in sections:
+        print()
+        try:
+            module = importlib.import_module(f"recallpack._bench.{section}")
+        except ImportError as exc:
+            print(f"{section}: skipped ({exc})")
+        else:
             for line in module.run():
                 print(line)
                 if "MISS" in line:
                     missed.append(line)
-    if args.check and missed:
-        return 1
-    return 0
+        advance(1)
+    return missed
 
 
 if __name__ == "__main__":

@@ -166,7 +166,8 @@ def _pack(args: argparse.Namespace) -> int:
     check_encoding(args.encoding)
     name, data = _read_bytes(args.file)
     lines = parse_lines(name, data)
-    candidates = read_candidates(name, lines)
+    reader = Reader.everyone() if args.show_scoped else None
+    candidates = read_candidates(name, lines, reader)
     try:
         result = recall(
             candidates,
@@ -174,7 +175,7 @@ def _pack(args: argparse.Namespace) -> int:
             tokenizer=args.encoding,
             query=args.query,
             language=None if args.language.lower() == "none" else args.language,
-            reader=Reader.everyone() if args.show_scoped else None,
+            reader=reader,
         )
     except RecallpackError as exc:
         raise UsageError(shell_words(exc, name, lines)) from None
@@ -195,6 +196,16 @@ def _pack(args: argparse.Namespace) -> int:
         print(
             f"recallpack: note: {scoped} {lines_word} scope_ids and {'was' if scoped == 1 else 'were'} "
             "withheld (the shell has no reader); add --show-scoped to show them",
+            file=sys.stderr,
+        )
+    malformed = result.report.reasons.get("malformed_scope", 0)
+    if malformed:
+        # A count, never a line number: an item whose scopes cannot be read is withheld unread.
+        lines_word = "line has" if malformed == 1 else "lines have"
+        print(
+            f"recallpack: note: {malformed} {lines_word} scope_ids that are not one or more "
+            f"non-empty strings, and {'was' if malformed == 1 else 'were'} withheld unread "
+            "(fail closed); fix scope_ids, or leave them out for an unscoped line",
             file=sys.stderr,
         )
     return 0

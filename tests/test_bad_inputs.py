@@ -499,7 +499,6 @@ CLI_ROWS = [
     pytest.param(["pack", "{good}", "--max-tokens", "0"], r"max.tokens", id="cli-max-tokens-zero"),
     pytest.param(["pack", "{good}", "--policy", "nope"], r"policy", id="cli-policy-unknown"),
     pytest.param(["pack", "{bad}"], r"line 2|:2:", id="cli-bad-json-line"),
-    pytest.param(["pack", "{empty-scopes}"], r":1: scope_ids: scope_ids=\[\] is empty", id="cli-scope-ids-empty"),
 ]
 
 
@@ -533,9 +532,7 @@ def test_the_command_line_says_one_line_and_exits_2(args: list[str], field: str,
     good.write_text(json.dumps({"text": "Paris is in France."}) + "\n")
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"text": "fine"}) + "\n{not json\n")
-    empty_scopes = tmp_path / "empty-scopes.jsonl"
-    empty_scopes.write_text(json.dumps({"text": "Paris is in France.", "scope_ids": []}) + "\n")
-    paths = {"{good}": str(good), "{bad}": str(bad), "{dir}": str(tmp_path), "{empty-scopes}": str(empty_scopes)}
+    paths = {"{good}": str(good), "{bad}": str(bad), "{dir}": str(tmp_path)}
     code, err = cli([paths.get(a, a) for a in args])
     assert code == 2, err
     assert "Traceback" not in err

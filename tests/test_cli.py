@@ -109,7 +109,6 @@ INPUT_ERRORS = [
     ("pretty-printed object", b'{\n  "text": "a"\n}', ["<stdin>:1:", "one JSON object spread over several lines"]),
     ("score is text", b'{"text": "a", "score": "high"}', ["<stdin>:1:", '"score" must be a number, not a string']),
     ("score is true", b'{"text": "a", "score": true}', ['"score" must be a number, not true']),
-    ("scope_ids of numbers", b'{"text": "a", "scope_ids": [1]}', ['"scope_ids" must be an array of strings']),
     ("metadata a list", b'{"text": "a", "metadata": []}', ['"metadata" must be an object, not an array']),
     ("not UTF-8 on line 2", b'{"text": "a"}\n{"text": "caf\xe9"}', ["<stdin>:2: is not UTF-8", "0xe9", "save the file as UTF-8"]),
     ("binary garbage", bytes(range(256)) * 4, ["<stdin>: is a binary file"]),

@@ -144,3 +144,69 @@ def test_the_packer_signature_names_every_setting_by_keyword(site: Path) -> None
     signature = _plain(text[start:text.index("Bases:", start)])
     assert "**data" not in signature and "max_tokens: int = 2048" in signature
     assert [n for n in Packer.model_fields if f"{n}:" not in signature] == []
+
+
+# -- the layout, as a browser draws it ----------------------------------------------------------
+
+#: Appended to a built page: once it is laid out, each Settings table's edges and the content
+#: box's, and the cells whose content is wider than the cell, written into the DOM as JSON.
+MEASURE = """<script>
+window.addEventListener("load", () => {
+  const tables = [...document.querySelectorAll(".settings-table table")].map((table) => {
+    const box = table.closest("article").getBoundingClientRect();
+    return {
+      right: table.getBoundingClientRect().right, box_right: box.right, box_width: box.width,
+      columns: [...table.querySelectorAll("th")].map((th) => [th.textContent.trim(), th.getBoundingClientRect().left]),
+      spilling: [...table.querySelectorAll("td")].filter((td) => td.scrollWidth > td.clientWidth + 1)
+        .map((td) => td.textContent.trim().slice(0, 40)),
+    };
+  });
+  const out = document.createElement("pre");
+  out.id = "measured";
+  out.textContent = JSON.stringify(tables);
+  document.body.append(out);
+});
+</script>"""
+
+
+def browser() -> str:
+    """Debian's headless Chromium (``apt-get install chromium``; .ci/run installs it), or a skip."""
+    import shutil
+
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install -y chromium); .ci/run installs it")
+    return found
+
+
+def measured(page: Path, width: int, profile: Path) -> list[dict[str, Any]]:
+    """What MEASURE finds on ``page`` in a window ``width`` px wide (a fresh profile, nothing fetched)."""
+    import json
+
+    copy = page.with_name(f"measured-{width}.html")  # beside it, so its stylesheets load
+    copy.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
+    done = subprocess.run(
+        [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+         f"--window-size={width},900", "--virtual-time-budget=5000", "--dump-dom", copy.as_uri()],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    found = re.search(r'<pre id="measured">(.*?)</pre>', done.stdout, re.S)
+    assert found is not None, done.stderr[-2000:]
+    tables: list[dict[str, Any]] = json.loads(html.unescape(found.group(1)))
+    return tables
+
+
+@pytest.mark.parametrize("width", [1280, 820])
+def test_every_settings_table_fits_the_page(site: Path, width: int, tmp_path: Path) -> None:
+    """In headless Chromium, each Settings table (the Packer's and every adapter's) ends inside the
+    content box, every column starts inside it, and no type or default spills out of its cell."""
+    for page, count in (("recallpack", 1), ("langchain", 3), ("llamaindex", 2)):
+        path = site / "reference" / page / "index.html"
+        assert path.read_text().count('class="settings-table"') == count, page
+        tables = measured(path, width, tmp_path / f"profile-{page}")
+        assert len(tables) == count, page
+        for table in tables:
+            assert table["right"] <= table["box_right"] + 0.5, (page, table)
+            assert all(left < table["box_right"] for _, left in table["columns"]), (page, table)
+            assert table["spilling"] == [], (page, table)

@@ -527,20 +527,24 @@ def test_a_keep_alive_embedding_client_is_only_used_by_its_own_process(forks: li
     assert [fingerprint(r) for r in default] == expected == [fingerprint(r) for r in asked]
 
 
-def test_a_child_resets_the_signal_handlers_it_inherits(forks: list[int], tmp_path: Any) -> None:
+@pytest.mark.parametrize("caller_sigint", ["handled", "ignored"])
+def test_a_child_resets_the_signal_handlers_it_inherits(forks: list[int], tmp_path: Any, caller_sigint: str) -> None:
     """A forked worker runs none of the caller's signal handlers, nor writes to its event loop's
-    wakeup fd: both are reset before it packs."""
+    wakeup fd: both are reset before it packs; a signal the caller ignores (SIGINT under
+    ``make test &``) stays ignored, as it would across exec, whatever the test runner inherited."""
     import socket
 
     seen = tmp_path / "seen"
     caller = os.getpid()
+    watched = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)
 
     def count(text: str) -> int:
         if os.getpid() != caller:
-            handlers = [signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)]
+            handlers = [signal.getsignal(s) for s in watched]
             wakeup = signal.set_wakeup_fd(-1)
             with open(seen, "a") as out:
-                out.write(f"{all(h is signal.SIG_DFL for h in handlers)} {wakeup}\n")
+                out.write(" ".join(str(int(h)) if isinstance(h, int) else "callable" for h in handlers))
+                out.write(f" {wakeup}\n")
         return len(text) // 4 + 1
 
     def handler(number: int, frame: Any) -> None:
@@ -548,7 +552,9 @@ def test_a_child_resets_the_signal_handlers_it_inherits(forks: list[int], tmp_pa
 
     wake_read, wake_write = socket.socketpair()
     wake_write.setblocking(False)
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGUSR1)}
+    given = {signal.SIGTERM: handler, signal.SIGUSR1: handler}
+    given[signal.SIGINT] = handler if caller_sigint == "handled" else signal.SIG_IGN
+    old = {s: signal.signal(s, disposition) for s, disposition in given.items()}
     old_wakeup = signal.set_wakeup_fd(wake_write.fileno())
     try:
         Packer(max_tokens=300, tokenizer=count).recall_many(lists(40), workers=2, fork_callables=True)
@@ -558,4 +564,18 @@ def test_a_child_resets_the_signal_handlers_it_inherits(forks: list[int], tmp_pa
             signal.signal(number, previous)
         wake_read.close()
         wake_write.close()
-    assert forks and set(seen.read_text().split("\n")) - {""} == {"True -1"}
+    sigint = signal.SIG_DFL if caller_sigint == "handled" else signal.SIG_IGN
+    expected = f"{int(signal.SIG_DFL)} {int(signal.SIG_DFL)} {int(sigint)} -1"
+    assert forks and set(seen.read_text().split("\n")) - {""} == {expected}
+
+
+def test_a_forked_batch_shows_each_list_once_on_the_callers_bar(forks: list[int], capfd: Any) -> None:
+    """show_progress=True with workers: the caller's bar counts its own lists and its children's,
+    each once, and a child draws nothing (stderr is the caller's only)."""
+    import re
+
+    Packer(max_tokens=300).recall_many(lists(40), workers=2, show_progress=True)
+    out, err = capfd.readouterr()
+    assert forks and batch.last_run.from_children > 0
+    assert out == "" and re.search(r"\b40/40\b", err), err
+    assert not re.search(r"\b(4[1-9]|[5-9]\d)/40\b", err), err

@@ -147,9 +147,12 @@ def settings_table(cls: griffe.Class, rows: list[tuple[str, str, str, str]]) -> 
     else:
         intro = f"**Settings.** Every [`Packer`][{PACKER}] setting but `join`."
 
-    lines = [intro, "", "| Setting | Type | Default | Meaning |", "| --- | --- | --- | --- |"]
+    # In div.settings-table, which docs/stylesheets/reference.css fits to the page (md_in_html).
+    lines = [intro, "", '<div class="settings-table" markdown="1">', ""]
+    lines += ["| Setting | Type | Default | Meaning |", "| --- | --- | --- | --- |"]
     # A pipe inside a code span does not end a cell (Python-Markdown's tables); in prose it must be escaped.
     lines += [f"| `{n}` | `{t}` | `{d}` | {_cell(m)} |" for n, t, d, m in rows]
+    lines += ["", "</div>"]
     return "\n".join(lines)
 
 

@@ -46,6 +46,7 @@ import regex
 from recallpack._bench import quality
 from recallpack._bench.quality import Cell, Question, Shape
 from recallpack.packing.limits import MAX_TOKENS_CEILING
+from recallpack.packing.progress import progress
 from recallpack.packing.result import RecallResult
 from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
 
@@ -305,6 +306,7 @@ def run(
     limit: int | None = None,
     as_markdown: bool = False,
     json_path: Path | None = None,
+    show_progress: bool = False,
 ) -> list[str]:
     """The section's lines: a table a language and shape, the targets, the Markdown when asked;
     every cell written to ``json_path`` when given."""
@@ -327,17 +329,19 @@ def run(
     ]
     made: dict[str, list[Shape]] = {}
     results: Results = {}
-    for language in languages:
-        articles = data[language]
-        every = questions_of(articles, language)
-        asked = [every[i] for i in positions]
-        made[language] = language_shapes(articles, language, shapes, budgets)
-        results[language] = {}
-        judge = partial(answered, language=language)
-        for shape in made[language]:
-            results[language][shape.name] = cells = quality.evaluate(shape, asked, found, judge)
-            first, *rest = quality.table(shape, cells, METHODS)
-            lines.extend([f"{language} {first}", *rest])
+    steps = len(languages) * len(shapes) * len(positions)
+    with progress(steps, "languages: questions", show_progress) as advance:
+        for language in languages:
+            articles = data[language]
+            every = questions_of(articles, language)
+            asked = [every[i] for i in positions]
+            made[language] = language_shapes(articles, language, shapes, budgets)
+            results[language] = {}
+            judge = partial(answered, language=language)
+            for shape in made[language]:
+                results[language][shape.name] = cells = quality.evaluate(shape, asked, found, judge, advance)
+                first, *rest = quality.table(shape, cells, METHODS)
+                lines.extend([f"{language} {first}", *rest])
     lines.append("targets:")
     lines.extend(targets(made, results))
     if as_markdown:

@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 from recallpack.packing.analysis import AUTO, Reading
 from recallpack.packing.candidate import Candidate, Span
 from recallpack.packing.packer import Packer
+from recallpack.packing.progress import Advance, no_steps, progress
 from recallpack.packing.result import RecallResult
 from recallpack.packing.scoring import combined, layout_of, lexical
 from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
@@ -285,10 +286,11 @@ def evaluate(
     questions: Sequence[Question],
     found: dict[str, Method],
     judge: Callable[[str, Sequence[str]], bool] = answered,
+    advance: Advance = no_steps,
 ) -> dict[tuple[str, int], Cell]:
     """Every method on every question at every budget of ``shape``: one cell each. The methods
     take turns on each question, so that load from elsewhere hits them alike. ``judge(text,
-    answers)`` says whether the answer is in the text shown."""
+    answers)`` says whether the answer is in the text shown; ``advance(1)`` is told of each question."""
     cells: dict[tuple[str, int], Cell] = {}
     for question in questions:
         ranked = shape.retrieve(question.text)
@@ -307,6 +309,7 @@ def evaluate(
                 cell.outcomes.append(kept)
                 cell.tokens += tokens
                 cell.seconds += elapsed
+        advance(1)
     return cells
 
 
@@ -383,7 +386,7 @@ def targets(made: Sequence[Shape], results: Results) -> list[str]:
 
 
 def run(limit: int | None = 600, policies: Sequence[str] = POLICIES, as_markdown: bool = False,
-        only: range | None = None) -> list[str]:
+        only: range | None = None, show_progress: bool = False) -> list[str]:
     if not DATA.exists():
         return [f"quality: skipped ({DATA} is not there: run from a checkout of recallpack)"]
     try:
@@ -402,9 +405,10 @@ def run(limit: int | None = 600, policies: Sequence[str] = POLICIES, as_markdown
     ]
     results: Results = {}
     shown = [name for name in found if name != FLOOR]
-    for shape in made:
-        results[shape.name] = evaluate(shape, asked, found)
-        lines.extend(table(shape, results[shape.name], shown))
+    with progress(len(made) * len(asked), "quality: questions", show_progress) as advance:
+        for shape in made:
+            results[shape.name] = evaluate(shape, asked, found, advance=advance)
+            lines.extend(table(shape, results[shape.name], shown))
     if "passages" in policies and "prefix" in policies:
         lines.append("targets:")
         lines.extend(targets(made, results))

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Concatenate, ParamSpec, TypedDict, TypeVar
 
-from pydantic import BeforeValidator, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from recallpack.adapters._embeddings import as_embed_fn
 from recallpack.packing.candidate import LaneKind, coerce_lane
@@ -38,6 +45,7 @@ __all__ = [
     "takes_config_of",
     "gather_or_cancel",
     "keywords_of",
+    "only_keywords_of",
 ]
 
 T = TypeVar("T")
@@ -56,6 +64,10 @@ class PackSettings(PackerSettings):
     upstream item becomes a Candidate: the same fields, by the same names, in both hosts.
 
     Declared statically, so type checkers see every setting in each component's signature."""
+
+    # _precheck refuses unknown keywords at run time; "forbid" tells pydantic's mypy plugin (through
+    # every subclass) to give __init__ no **kwargs, so a misspelled keyword is a type error there too.
+    model_config = ConfigDict(extra="forbid")
 
     policy: Policy = "passages"
     """``passages`` (the adapters' default: they always have the query) spends the budget on the
@@ -150,11 +162,26 @@ def keywords_of(
     return typed
 
 
+def only_keywords_of(
+    settings: Callable[P, object],
+) -> Callable[[Callable[..., T]], Callable[Concatenate[Any, P], T]]:
+    """:func:`keywords_of` for a constructor's overload that takes every field by keyword."""
+
+    def typed(function: Any) -> Any:
+        return function
+
+    return typed
+
+
 def check_query(
-    query: object, kwargs: Mapping[str, Any] | None = None, *, bundle: type | None = None
+    query: object, kwargs: Mapping[str, Any] | None = None, *, bundle: type | None = None,
+    owner: str = "", built: Collection[str] = (),
 ) -> None:
     """The query is a str (or the host's query ``bundle``), and no per-call keyword is named
-    ``query`` too (``invoke("q", query="x")``)."""
+    ``query`` too (``invoke("q", query="x")``) or one of ``built``, what ``owner`` is built around."""
+    for name in sorted(set(built) & set(kwargs or ())):
+        fix = f"build another {owner}"
+        raise ConfigError(f"{name}= is set when a {owner} is built, not per call: {fix}", field=name)
     if not isinstance(query, str) and not (bundle is not None and isinstance(query, bundle)):
         kinds = "a str" + (f" or a {bundle.__name__}" if bundle is not None else "")
         raise ConfigError(f"the query must be {kinds}, got {type(query).__name__} {query!r:.60}")

@@ -76,7 +76,7 @@ def _listeners(
     return (manager if listening else None), config
 
 
-def retriever_ls_params(retriever: Any, **kwargs: Any) -> LangSmithRetrieverParams:
+def retriever_ls_params(retriever: Any, /, **kwargs: Any) -> LangSmithRetrieverParams:
     """``BudgetedRetriever._get_ls_params``: the upstream retriever's LangSmith parameters
     (``ls_vector_store_provider``, ``ls_embedding_provider``, ...), the budgeted retriever's
     name, and this call's budget and policy (``ls_max_tokens``, ``ls_policy``)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -24,6 +24,7 @@ from recallpack.adapters._common import (
     gather_or_cancel,
     k_or_max_items,
     keywords_of,
+    only_keywords_of,
     positional_retriever,
 )
 from recallpack.adapters._depth import Forward, forwarding, own_depth, search_kwargs_for
@@ -35,7 +36,7 @@ from recallpack.adapters._langchain_events import (
     retriever_ls_params,
     retriever_run,
 )
-from recallpack.adapters._langchain_settings import LanesSettings, LangChainComponent
+from recallpack.adapters._langchain_settings import LanesSettings, LangChainComponent, RetrieverKeywords
 from recallpack.packing.candidate import LaneKind, coerce_lane
 from recallpack.packing.errors import ConfigError, RecallpackWarning
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights
@@ -53,6 +54,8 @@ __all__ = ["BudgetedRetriever", "Upstream"]
 Upstream = Runnable[str, list[Document]]
 #: LangChain's own retriever kwarg (BaseRetriever.invoke reads it and passes it on).
 _IGNORED = ("verbose",)
+#: The fields a BudgetedRetriever is built around, never a call's to change.
+_BUILT = frozenset({"retriever", "lanes", "weights", "rrf_k"})
 
 
 def _lane_map(lanes: object) -> dict[Any, Any]:
@@ -107,7 +110,18 @@ class BudgetedRetriever(LangChainComponent, BaseRetriever):
     _asked: list[_Asked] = PrivateAttr(default_factory=list)
     _pipeline: Pipeline[Document] = PrivateAttr()
 
-    if not TYPE_CHECKING:  # type checkers see the fields, ``retriever`` first and positional
+    if TYPE_CHECKING:  # the upstream positionally or as retriever=, then the fields (so pydantic's
+        # mypy plugin, which writes an __init__ of keywords only where none is seen, writes none)
+        @overload
+        @keywords_of(LanesSettings)
+        def __init__(
+            self, retriever: Upstream | Callable[[str], Sequence[Document]], /, **data: Any
+        ) -> None: ...
+        @overload
+        @only_keywords_of(RetrieverKeywords)
+        def __init__(self, **data: Any) -> None: ...
+        def __init__(self, *args: Any, **data: Any) -> None: ...
+    else:
 
         def __init__(self, retriever: Upstream | None = None, /, **data: Any) -> None:
             super().__init__(**positional_retriever(retriever, data, "upstream"))
@@ -224,7 +238,7 @@ class BudgetedRetriever(LangChainComponent, BaseRetriever):
     def _call(self, query: object, kwargs: Mapping[str, Any]) -> tuple[Packer, list[int | None]]:
         """One call's Packer and how deep each upstream is asked to search, its overrides
         validated before any fetch."""
-        check_query(query, kwargs)
+        check_query(query, kwargs, owner=type(self).__name__, built=_BUILT)
         overrides = {k: v for k, v in kwargs.items() if k not in _IGNORED}
         if "k" in overrides:
             overrides["max_items"] = k_or_max_items(overrides.pop("k"), overrides.get("max_items", "unset"))

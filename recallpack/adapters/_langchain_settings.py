@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from langchain_core.documents import Document
+from langchain_core.runnables import Runnable
 from pydantic import PrivateAttr, model_validator
 
 from recallpack.adapters._common import PackerComponent, k_or_max_items
@@ -14,7 +15,7 @@ from recallpack.packing.candidate import LaneKind
 from recallpack.packing.fusion import DEFAULT_RRF_K
 from recallpack.packing.pipeline import Pipeline, Source
 
-__all__ = ["LangChainComponent", "LanesSettings"]
+__all__ = ["LangChainComponent", "LanesSettings", "RetrieverKeywords"]
 
 
 class LangChainComponent(PackerComponent):
@@ -58,3 +59,12 @@ class LanesSettings(LangChainComponent):
     name: str | None = None
     tags: list[str] | None = None
     metadata: dict[str, Any] | None = None
+
+
+class RetrieverKeywords(LanesSettings):
+    """What ``BudgetedRetriever`` takes by keyword when its upstream is given by keyword too (for
+    type checkers; after a positional upstream, what ``from_lanes`` takes): its own signature,
+    which pydantic's mypy plugin would otherwise replace with one of keywords only."""
+
+    retriever: Runnable[str, list[Document]] | Callable[[str], Sequence[Document]] | None = None
+    lanes: dict[LaneKind, Runnable[str, list[Document]]] | None = None

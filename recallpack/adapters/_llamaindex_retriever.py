@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, overload
 
 import llama_index.core.instrumentation as instrument
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -26,11 +26,14 @@ from recallpack.adapters._common import (
     gather_or_cancel,
     host_settings,
     keywords_of,
+    only_keywords_of,
     positional_retriever,
 )
 from recallpack.adapters._depth import deepened
 from recallpack.adapters._llamaindex_nodes import MALFORMED, PackedNodes, apack_nodes, malformed, pack_nodes
 from recallpack.adapters._llamaindex_settings import (
+    EngineKeywords,
+    EngineOptions,
     LanesSettings,
     RetrieverSettings,
     callback_manager_of,
@@ -226,6 +229,7 @@ class BudgetedRetriever(BaseRetriever):
             retriever=self, llm=llm, text_qa_template=text_qa_template or DEFAULT_TEXT_QA_PROMPT_SEL
         )
 
+
 class EvidenceQueryEngine(CustomQueryEngine):
     """Answer from the rendered evidence block, which fills the prompt's ``{context_str}``.
 
@@ -242,22 +246,26 @@ class EvidenceQueryEngine(CustomQueryEngine):
         description="A prompt with {context_str} (the evidence block) and {query_str}.",
     )
 
-    if not TYPE_CHECKING:  # type checkers see the fields, ``retriever`` first and positional
-
-        def __init__(self, retriever: BudgetedRetriever | None = None, /, **data: Any) -> None:
-            # Every mistake a recallpack error naming the fix.
-            positional_retriever(retriever, data, "retriever")
-            refuse_unknown(type(self).__name__, data, type(self).model_fields)
-            if not isinstance(given := data.get("retriever"), BudgetedRetriever):
-                what = "no retriever" if given is None else f"retriever={type(given).__name__}"
-                fix = "e.g. EvidenceQueryEngine(BudgetedRetriever(your_retriever, max_tokens=1024))"
-                raise ConfigError(
-                    f"EvidenceQueryEngine got {what}: it takes a BudgetedRetriever, {fix}", field="retriever"
-                )
-            try:
-                super().__init__(**data)
-            except ValidationError as exc:
-                raise recallpack_error(type(self).__name__, exc, fields=type(self).model_fields) from None
+    @overload  # the retriever positionally or by keyword; pydantic's mypy plugin then writes no __init__
+    @keywords_of(EngineOptions)
+    def __init__(self, retriever: BudgetedRetriever, /, **data: Any) -> None: ...
+    @overload
+    @only_keywords_of(EngineKeywords)
+    def __init__(self, **data: Any) -> None: ...
+    def __init__(self, retriever: BudgetedRetriever | None = None, /, **data: Any) -> None:
+        # Every mistake a recallpack error naming the fix.
+        positional_retriever(retriever, data, "retriever")
+        refuse_unknown(type(self).__name__, data, type(self).model_fields)
+        if not isinstance(given := data.get("retriever"), BudgetedRetriever):
+            what = "no retriever" if given is None else f"retriever={type(given).__name__}"
+            fix = "e.g. EvidenceQueryEngine(BudgetedRetriever(your_retriever, max_tokens=1024))"
+            raise ConfigError(
+                f"EvidenceQueryEngine got {what}: it takes a BudgetedRetriever, {fix}", field="retriever"
+            )
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise recallpack_error(type(self).__name__, exc, fields=type(self).model_fields) from None
 
     @classmethod
     def class_name(cls) -> str:

@@ -12,7 +12,11 @@ from collections.abc import Mapping
 import llama_index.core
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
+from llama_index.core.llms import LLM
+from llama_index.core.prompts import BasePromptTemplate
+from llama_index.core.prompts.default_prompt_selectors import DEFAULT_TEXT_QA_PROMPT_SEL
 from llama_index.core.schema import MetadataMode
+from pydantic import BaseModel, ConfigDict
 
 from recallpack.adapters._common import PackSettings
 from recallpack.adapters._depth import corpus_size, own_depth
@@ -88,6 +92,24 @@ class RetrieverSettings(PackSettings):
     fetch_k: int | None = None
     metadata_mode: MetadataMode = MetadataMode.NONE
     callback_manager: CallbackManager | None = None
+
+
+class EngineOptions(BaseModel):
+    """What ``EvidenceQueryEngine`` takes by keyword after its retriever (for type checkers: the
+    signature pydantic's mypy plugin would otherwise write, of keywords only, is not seen)."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    llm: LLM | None = None
+    text_qa_template: BasePromptTemplate = DEFAULT_TEXT_QA_PROMPT_SEL
+    callback_manager: CallbackManager | None = None
+
+
+class EngineKeywords(EngineOptions):
+    """What ``EvidenceQueryEngine`` takes when its retriever is given by keyword too (a
+    BudgetedRetriever, checked at run time: this module cannot import it, which imports this)."""
+
+    retriever: BaseRetriever
 
 
 class LanesSettings(RetrieverSettings):

@@ -22,10 +22,11 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.callbacks import CallbackManager
 from llama_index.core.node_parser.interface import TextSplitter
 from llama_index.core.node_parser.node_utils import (
     IdFuncCallable,
@@ -87,7 +88,21 @@ class TokenWindowNodeParser(WindowSplitting, TextSplitter):
     # resolves its own from the spec.
     _tok: Tokenizer | None = PrivateAttr(default=None)
 
-    if not TYPE_CHECKING:  # type checkers see the fields (a misspelled keyword is an error there)
+    if TYPE_CHECKING:  # every field, the first two positional too, with or without pydantic's
+        # mypy plugin (which makes its own __init__, of keywords only and **kwargs, when none is seen)
+
+        def __init__(
+            self,
+            max_tokens: int = DEFAULT_WINDOW_TOKENS,
+            overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
+            *,
+            tokenizer: TokenizerSpec = None,
+            include_metadata: bool = True,
+            include_prev_next_rel: bool = True,
+            callback_manager: CallbackManager | None = None,
+            id_func: Callable[[int, Document], str] | None = None,
+        ) -> None: ...
+    else:  # a misspelled keyword is a ConfigError naming the closest one
 
         def __init__(
             self,

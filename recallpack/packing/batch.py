@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, NoReturn, TypeVar
 
 from recallpack.packing.errors import ConfigError, RecallpackWarning
+from recallpack.packing.progress import Advance, counted, progress
 from recallpack.packing.validation import is_int
 
 __all__ = ["run", "usable_cores", "check_workers", "queries_per_list", "resident_bytes", "BatchStats"]
@@ -125,14 +126,25 @@ def queries_per_list(queries: object, n: int) -> list[str | None]:
 
 
 def run(
-    pack_one: Callable[[int], R], n: int, workers: int, asked: bool = False, callers: Sequence[str] = ()
+    pack_one: Callable[[int], R], n: int, workers: int, asked: bool = False, callers: Sequence[str] = (),
+    show_progress: bool = False,
 ) -> list[R]:
     """``[pack_one(i) for i in range(n)]``, the same results and the same first error, on up to
     ``workers`` processes. ``asked``: the caller chose ``workers`` itself, so when forking is
     unsafe here a warning says that the batch ran in this process only. ``callers``: the settings
-    that hold the caller's own code, which must not run in a child (empty: none, or they may)."""
+    that hold the caller's own code, which must not run in a child (empty: none, or they may).
+    ``show_progress``: a bar of the lists packed on stderr, drawn by this process only."""
+    with progress(n, "recall_many", show_progress) as advance:
+        return _run(pack_one, n, workers, asked, callers, advance)
+
+
+def _run(
+    pack_one: Callable[[int], R], n: int, workers: int, asked: bool, callers: Sequence[str], advance: Advance
+) -> list[R]:
     global last_run
     stats = last_run = BatchStats(lists=n)
+    # Each list this process packs is told as it is packed; a child's, as the caller takes it in.
+    pack_one = counted(pack_one, advance)
     keep_here = f"{CALLER_CODE} ({', '.join(callers)})" if callers else None
     stats.fallback = _unsafe(n, workers, keep_here)
     if stats.fallback is not None:
@@ -150,7 +162,7 @@ def run(
     if plan is None or stats.fallback is not None:
         _say_why(stats.fallback, workers, asked)
         return results + [pack_one(i) for i in range(len(results), n)]
-    return results + _Forked(pack_one, plan, stats).run()
+    return results + _Forked(pack_one, plan, stats, advance).run()
 
 
 #: Why a batch stays in one process that a caller who asked for workers should hear, and what to
@@ -254,8 +266,8 @@ def _memory_file() -> int:
 class _Forked(Generic[R]):
     """One forked run of a plan: the caller's side and, after the fork, each child's."""
 
-    def __init__(self, pack_one: Callable[[int], R], plan: _Plan, stats: BatchStats):
-        self.pack_one, self.plan, self.stats = pack_one, plan, stats
+    def __init__(self, pack_one: Callable[[int], R], plan: _Plan, stats: BatchStats, advance: Advance):
+        self.pack_one, self.plan, self.stats, self.advance = pack_one, plan, stats, advance
         self.results: list[Any] = [_MISSING] * (plan.stop - plan.start)
         self.failure: tuple[int, Exception] | None = None
         self.pids: dict[int, int] = {}  # pid -> worker
@@ -371,6 +383,7 @@ class _Forked(Generic[R]):
         for i, result in zip(self.plan.indexes(chunk), packed):
             self.results[i - self.plan.start] = result
         self.stats.from_children += len(packed)
+        self.advance(len(packed))
         for message, category, filename, lineno in shown:
             warnings.warn_explicit(message, category, filename, lineno, registry=self.registry)
 
@@ -435,7 +448,9 @@ def _child(forked: _Forked[R], worker: int, status: int) -> NoReturn:
 def _reset_signals() -> None:
     """Every Python signal handler the child inherited back to the default, and no wakeup fd: a
     signal sent to the child (a SIGTERM to the process group) must not run the caller's handler,
-    nor write to the caller's event loop through the socket they share."""
+    nor write to the caller's event loop through the socket they share. A signal the caller
+    ignores (SIG_IGN: SIGINT under ``cmd &`` from a script, SIGHUP under nohup) stays ignored,
+    as it would across exec: that is the caller's environment, not a handler of its code."""
     with contextlib.suppress(ValueError):  # not the main thread: Python runs no handler there
         signal.set_wakeup_fd(-1)
         for number in signal.valid_signals():

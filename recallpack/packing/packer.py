@@ -46,7 +46,7 @@ from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING
 from recallpack.packing.policies import check_policy
 from recallpack.packing.render import load_template, newline_join
 from recallpack.packing.result import DEFAULT_RESOURCE_URI_TEMPLATE, RecallResult
-from recallpack.packing.scopes import Reader
+from recallpack.packing.scopes import Reader, replaces_reader
 from recallpack.packing.tokenizers import Tokenizer, get_tokenizer
 from recallpack.packing.validation import CheckedModel, check_max_tokens
 from recallpack.packing.walk import Plan, candidate_lists_of, lane_targets
@@ -222,10 +222,10 @@ class Packer(PackerSettings):
         reader was configured (open a packer up on purpose with ``Reader.everyone()``).
         """
         validation.refuse_unknown(type(self).__name__, overrides, self.settings_names())
-        if "reader" in overrides and self.reader is not None and overrides["reader"] != self.reader:
+        if "reader" in overrides and replaces_reader(overrides["reader"], self.reader):
             raise ConfigError(
                 "reader is configured, and a per-call reader cannot replace it (that could "
-                "lift its scopes); build another Packer or retriever for another reader"
+                "lift its scopes); build another Packer or retriever for another reader", field="reader"
             )
         if not overrides:
             return self
@@ -292,7 +292,7 @@ class Packer(PackerSettings):
         *,
         queries: Sequence[str | None] | None = None,
         workers: int | None = None,
-        fork_callables: bool = False,
+        fork_callables: bool = False, show_progress: bool = False,  # fmt: skip
     ) -> list[RecallResult]:
         """Pack many independent lists (one per query, ``queries`` to steer their cuts): the same
         results, and the same first error, as a loop of :meth:`recall`.
@@ -303,7 +303,7 @@ class Packer(PackerSettings):
         pools, so settings that hold code of the caller's (a tokenizer function, ``embed``,
         ``join``) keep the batch in this process, with a warning, unless ``fork_callables=True``
         says that code may run there; so do another thread alive and platforms other than
-        Linux (``docs/scaling.md`` says when and what it gains).
+        Linux (``docs/scaling.md`` says when and what it gains, and what ``show_progress`` draws).
         """
         processes = batch.check_workers(workers)
         if not isinstance(fork_callables, bool):
@@ -315,7 +315,7 @@ class Packer(PackerSettings):
         def pack_one(i: int) -> RecallResult:
             return self._recall(lists[i], query=asked[i])
 
-        return batch.run(pack_one, len(lists), processes, asked=workers is not None, callers=callers)
+        return batch.run(pack_one, len(lists), processes, workers is not None, callers, show_progress)
 
     # -- one packing ----------------------------------------------------------------------------
 
@@ -450,13 +450,15 @@ def recall_many(
     queries: Sequence[str | None] | None = None,
     workers: int | None = None,
     fork_callables: bool = False,
+    show_progress: bool = False,
     **settings: Any,
 ) -> list[RecallResult]:
     """:func:`recall` for many independent lists: the same results as a loop, which it is unless
     ``workers`` asks for more processes (see :meth:`Packer.recall_many`). Takes every
     :class:`~recallpack.Packer` setting by name, as :func:`recall` does."""
     return _packer(settings).recall_many(
-        candidate_lists, queries=queries, workers=workers, fork_callables=fork_callables
+        candidate_lists, queries=queries, workers=workers, fork_callables=fork_callables,
+        show_progress=show_progress,
     )
 
 

@@ -87,3 +87,16 @@ class Reader(_Setting):
             scope = self.scope_for(scope_id)
             scopes.append(scope if scope is not None else Scope(name=scope_id))
         return tuple(scopes)
+
+
+def replaces_reader(given: object, held: Reader | None) -> bool:
+    """Whether a per-call reader ``given`` would replace the configured ``held``: False when none
+    is configured, or when ``given`` is ``held`` (the same object, or a plain Reader with the same
+    id, scopes and openness, compared by their values). Never compared by ``==``: a subclass's
+    ``__eq__`` or ``__ne__`` could say anything, and a reader passing for ``held`` would lift its
+    scopes."""
+    if held is None or given is held:
+        return False
+    if type(given) is not Reader or type(held) is not Reader:
+        return True
+    return given.model_dump() != held.model_dump()
