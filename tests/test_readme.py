@@ -22,6 +22,7 @@ import re
 import subprocess
 import sys
 import tokenize
+import types
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -289,7 +290,11 @@ def test_docs_python_blocks_run(
 ) -> None:
     """Each docs page's Python blocks run in order, and the summaries their comments show are real."""
     monkeypatch.chdir(tmp_path)
-    namespace: dict[str, object] = {"__name__": "docs"}
+    # The blocks run as a module of their own, as a script would: a dataclass (agent-memory.md's
+    # context schema) looks its module up in sys.modules.
+    module = types.ModuleType("docs")
+    monkeypatch.setitem(sys.modules, "docs", module)
+    namespace: dict[str, object] = module.__dict__
     for number, match in enumerate(FENCE.finditer(doc.read_text())):
         if match.group(1) == "python":
             run_and_check(match.group(2), f"{doc.name}, block {number}", namespace)
