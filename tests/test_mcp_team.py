@@ -274,7 +274,7 @@ def test_spans_of_a_file_read_under_the_files_scopes(team: Team) -> None:
             for uri, name in team.uris.items():
                 word = FILES[name][0]
                 whole = f"# {word.title()}\n\nThe {word} ledger records the terms."
-                for spans, expected in ((f"0-{len(whole)}", whole), ("2-5,13-16", f"{whole[2:5]}\n…\n{whole[13:16]}"),
+                for spans, expected in ((f"0-{len(whole)}", whole), ("2-5,13-16", f"{whole[2:5]}\n…\n{whole[13:16]}\n…"),
                                         ("0-99999", None), ("0-2,1-3", None), ("x", None)):  # fmt: skip
                     try:
                         read = await session.read_resource(f"{uri}?spans={spans}")

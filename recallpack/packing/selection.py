@@ -75,7 +75,7 @@ class Chooser:
     framing_of: Callable[[Candidate], int]
     lane_keys: list[list[LaneKey]]
     header_estimate: int
-    reading: CallReading | None
+    reading: CallReading | None = None
 
 
 @dataclass(eq=False)
