@@ -10,7 +10,7 @@ import sys
 import textwrap
 from typing import Any
 
-from recallpack import Reader, Scope
+from recallpack import ConfigError, Reader, Scope
 from recallpack._cli_input import UsageError, add_budget_flags, budget_settings, check_encoding, whole_number
 from recallpack.allowance import resolve_key
 from recallpack.packing.policies import policy_help, policy_names
@@ -220,11 +220,26 @@ def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
     for flag, value in docs_only.items():
         if value is not None and args.docs is None:
             raise UsageError(f"{flag} is for --docs; a --retriever factory sets up its own retriever")
+    if args.language is not None and args.language.lower() != "none":
+        _check_language(args.language)
     settings["reader"] = _serve_reader(args)
     if args.encoding is not None:
         check_encoding(args.encoding)
         settings["tokenizer"] = args.encoding
     return settings
+
+
+def _check_language(value: str) -> None:
+    """``--language``: auto, or a language with a Snowball stemmer (none is read before)."""
+    from recallpack.packing.languages import STEMMED_LANGUAGES, check_language
+
+    try:
+        check_language(value)
+    except ConfigError:
+        raise UsageError(
+            f"--language {value!r} is not auto, none or a language with a Snowball stemmer: give one "
+            f"of {', '.join(sorted(STEMMED_LANGUAGES))} (none reads words as written)"
+        ) from None
 
 
 def _serve(args: argparse.Namespace) -> int:

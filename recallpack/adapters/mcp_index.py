@@ -83,7 +83,7 @@ def _records(record: dict[str, Any]) -> bool:
         start, end, tokens, chunk_id = window
         if not (_whole(start) and _whole(end) and _whole(tokens) and isinstance(chunk_id, str)):
             return False
-        if not start <= end <= body:  # type: ignore[operator]
+        if not start <= end <= body:
             return False
     return True
 
@@ -228,9 +228,12 @@ class IndexStore:
             bm25 = bm25s.BM25.load(str(self.path / _BM25), allow_pickle=False, show_progress=False)
             scores, vocab = bm25.scores, bm25.vocab_dict
             indices = scores["indices"]
-            if scores["num_docs"] != documents or len(scores["indptr"]) != len(vocab) + 1 or (
+            columns = len(scores["indptr"]) - 1  # a word's id is its column ("", bm25s's own, has none)
+            if scores["num_docs"] != documents or (
                 any(vocab.get(word) != i for i, word in enumerate(self._vocab))
-                or len(vocab) - words not in (0, 1)  # bm25s adds "" for words it never saw
+                or len(vocab) - words not in (0, 1)  # bm25s adds "" to the vocabulary
+                or any(not 0 <= i < columns for word, i in vocab.items() if word)
+                or not int(scores["indptr"][-1]) == indices.size == scores["data"].size
                 or (indices.size and (indices.min() < 0 or indices.max() >= documents))
             ):
                 raise _Corrupt("its BM25 index is not over these windows")
