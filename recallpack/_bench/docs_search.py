@@ -41,6 +41,8 @@ BUDGET = 1024
 SQUAD = "en-squad"
 CLIENTS = ("stdio", "inprocess")
 _THROUGH = {"stdio": "the MCP SDK's client over stdio", "inprocess": "the server's recall, in process"}
+#: ``recallpack serve``'s policy (the library's default is ``prefix``).
+_SERVE_POLICY = "passages"
 #: Calls timed in process when the answers are asked through the client.
 _TIMED = 50
 #: Seconds for a server to start and for one call.
@@ -82,7 +84,7 @@ def _ask_inprocess(folder: Path, queries: Sequence[str]) -> tuple[list[str], flo
     builds = []
     for _ in range(3):
         started = time.perf_counter()
-        source = docs_source(str(folder), max_tokens=BUDGET)
+        source = docs_source(str(folder), max_tokens=BUDGET, policy=_SERVE_POLICY)
         builds.append(time.perf_counter() - started)
     blocks, times = [], []
     for query in queries:

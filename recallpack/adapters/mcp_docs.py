@@ -31,23 +31,28 @@ so its work follows the budget, not the folder. Needs the ``mcp`` extra.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from recallpack.adapters._extras import require
 
 bm25s = require("bm25s", extra="mcp", feature=__name__)
 
-import importlib
-import math
-import sys
-
 import numpy
 
 from recallpack import Candidate, ConfigError, Packer, token_windows
+from recallpack.adapters.mcp_folder import (
+    DOC_SUFFIXES,
+    MAX_FILE_BYTES,
+    Skipped,
+    bm25_of,
+    doc_paths,
+    progress,
+    read_files,
+    sample,
+)
 from recallpack.adapters.mcp_front_matter import FrontMatter, front_matter_scopes
 from recallpack.adapters.mcp_index import IndexStore, digest
 from recallpack.adapters.mcp_windows import (
@@ -67,12 +72,6 @@ __all__ = [
     "front_matter_scopes",
 ]
 
-#: The files a docs folder is read for: text and Markdown.
-DOC_SUFFIXES = (".md", ".markdown", ".mdx", ".txt", ".text", ".rst")
-#: A file larger than this is skipped (with a note): a docs folder holds prose, not data dumps.
-MAX_FILE_BYTES = 8 * 1024 * 1024
-
-
 #: How many withheld files the start-up warning names.
 _NAMED = 50
 #: A call with no ``fetch_k`` ranks the best windows that hold this many budgets of tokens: the
@@ -82,62 +81,6 @@ FETCH_BUDGETS = 4
 LEAST_FETCH = 10
 #: How much a window's neighbours' scores (in its file) add to its own in the ranking.
 NEIGHBOUR_WEIGHT = 0.5
-#: Characters of the folder's text read to choose its language: from files spread over the folder.
-_SAMPLE_CHARS = 4000
-_SAMPLE_FILES = 40
-
-
-@dataclass(frozen=True)
-class _Skipped:
-    path: str
-    why: str
-
-
-def _doc_paths(root: Path) -> list[Path]:
-    """The paths under ``root`` a docs folder is read for (by name: not hidden, a text suffix), sorted."""
-    return [
-        path for path in sorted(root.rglob("*"))
-        if not _hidden(path.relative_to(root)) and path.suffix.lower() in DOC_SUFFIXES
-    ]
-
-
-def _files(root: Path, paths: Iterable[Path], skipped: list[_Skipped]) -> Iterator[tuple[str, str]]:
-    """``(path relative to root, text)`` of each of ``paths`` (:func:`_doc_paths`) that is a file.
-
-    A symbolic link is judged by its target, not its name: a link that leads out of the folder,
-    or to a hidden file or a file that is not text, is not followed; a link to a file that is
-    served anyway is not served twice.
-    """
-    real_root = root.resolve()
-    served: set[Path] = set()
-    for path in paths:
-        name = path.relative_to(root).as_posix()
-        try:
-            real = path.resolve()
-            if not real.is_relative_to(real_root):
-                skipped.append(_Skipped(name, "a link to outside the folder"))
-                continue
-            if _hidden(real.relative_to(real_root)) or real.suffix.lower() not in DOC_SUFFIXES:
-                skipped.append(_Skipped(name, "a link to a hidden file or a file that is not text"))
-                continue
-            if not real.is_file() or real in served:
-                continue
-            served.add(real)
-            if real.stat().st_size > MAX_FILE_BYTES:
-                skipped.append(_Skipped(name, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"))
-                continue
-            data = real.read_bytes()
-        except OSError as exc:
-            skipped.append(_Skipped(name, f"cannot be read ({exc.strerror or exc})"))
-            continue
-        try:
-            yield name, data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            skipped.append(_Skipped(name, "not UTF-8 text"))
-
-
-def _hidden(relative: Path) -> bool:
-    return any(part.startswith(".") for part in relative.parts)
 
 
 class DocsIndex:
@@ -157,16 +100,16 @@ class DocsIndex:
                 f"{str(root)!r} is not a folder; give the folder of text and Markdown files to serve"
             )
         setting = check_language(language)
-        self.skipped: list[_Skipped] = []
+        self.skipped: list[Skipped] = []
         #: The files withheld from every reader, because their front matter cannot be read for certain.
-        self.withheld: list[_Skipped] = []
+        self.withheld: list[Skipped] = []
         #: How many files were taken from the stored ``index`` unchanged (the rest were cut again).
         self.reused = 0
         self.index = index
         self._window_tokens = window_tokens
         #: Each file's body (after its front matter) and front matter, by name.
         self._files: dict[str, tuple[str, FrontMatter]] = {}
-        texts = dict(_files(self.root, _doc_paths(self.root), self.skipped))
+        texts = dict(read_files(self.root, doc_paths(self.root), self.skipped))
         self.files = len(texts)
         if not self.files:
             raise ConfigError(
@@ -175,10 +118,11 @@ class DocsIndex:
         for name, text in texts.items():
             front = front_matter_scopes(text)  # never from the store: scopes are read every start
             if front[2] is not None:
-                self.withheld.append(_Skipped(name, front[2]))
+                self.withheld.append(Skipped(name, front[2]))
             self._files[name] = (text[front[0]:], front)
         #: How every window and every query is read: one reading for the folder.
-        self.reading = Reading(setting) if setting != AUTO else Reading.of(AUTO, "", _sample(self._files))
+        bodies = [body for body, _ in self._files.values()]
+        self.reading = Reading(setting) if setting != AUTO else Reading.of(AUTO, "", sample(bodies))
         store = None if index is None else IndexStore(index, {
             "tokenizer": packer.tokenizer_used.name, "window_tokens": window_tokens,
             "overlap_tokens": overlap_tokens, "analysis": self.reading.signature,
@@ -196,7 +140,7 @@ class DocsIndex:
         vocab = store.vocabulary() if store is not None else {}
         ids: dict[str, list[list[int]]] = {}
         stored: list[str] = []
-        for name, text in _progress(texts.items(), show_progress, len(texts)):
+        for name, text in progress(texts.items(), show_progress, len(texts)):
             body = self._files[name][0]
             text_digest = digest(text)
             windows = None if store is None else store.windows(name, body, text_digest)
@@ -221,7 +165,7 @@ class DocsIndex:
                 uri = template.format(artifact_id=quote(name, safe=""),
                                       artifact_content_id=quote(version(window), safe=""))
                 self._uris[uri], self._uri_of[name] = name, uri
-        self._bm25 = self._index(kept, ids, vocab, store)
+        self._bm25 = bm25_of(kept, ids, vocab, store, len(self._spots))
         #: For each window but the first, whether the one before it is of the same file (1.0) or not.
         names = [name for name, _ in self._spots]
         self._after_same = numpy.array([a == b for a, b in zip(names, names[1:])], dtype=numpy.float32)
@@ -273,29 +217,6 @@ class DocsIndex:
             first = self._candidate(self._first[name])
             files[uri] = first.model_copy(update={"text": self._files[name][0], "span": None})
         return files
-
-    def _index(self, files: dict[str, tuple[str, int, list[Window]]], ids: dict[str, list[list[int]]],
-               vocab: dict[str, int], store: IndexStore | None) -> Any:
-        """The BM25 index of the windows: the stored one when no file changed (``ids`` holds none:
-        every file is the store's) and it is this folder's, else built from each window's word
-        ids (the store's for the files not in ``ids``, in ``vocab``); the store is then rewritten."""
-        if store is not None and not ids and set(files) == set(store.files):
-            loaded = store.bm25(len(self._spots), len(vocab))
-            if loaded is not None:
-                return loaded
-        # The stored files' ids, in the stored vocabulary (kept: they are never made words again).
-        for name in files:
-            if name not in ids and store is not None:
-                ids[name] = store.ids(name)
-        corpus = [window_ids for name, (_, _, windows) in files.items()
-                  for w, window_ids in zip(windows, ids[name]) if w.text.strip()]
-        bm25 = None
-        if corpus:
-            bm25 = bm25s.BM25()
-            bm25.index(bm25s.tokenization.Tokenized(ids=corpus, vocab=vocab), show_progress=False)
-        if store is not None:
-            store.save(files, ids, vocab, bm25)
-        return bm25
 
     def search(self, query: str, limit: int | None = None) -> list[Candidate]:
         """Every window matching ``query`` (at most ``limit``), best first; ties in file order."""
@@ -354,27 +275,3 @@ class DocsIndex:
                 f"cannot be read for certain (fix it to serve them): {named}{more}"
             )
         return "\n".join(lines) or None
-
-
-def _sample(files: dict[str, tuple[str, FrontMatter]]) -> list[str]:
-    """Text to choose the folder's language from: the start of up to ``_SAMPLE_FILES`` files spread
-    over the folder, so that one English README does not name the language of a Chinese folder."""
-    bodies = [body for body, _ in files.values()]
-    step = max(1, len(bodies) // _SAMPLE_FILES)
-    chosen = bodies[::step][:_SAMPLE_FILES]
-    share = _SAMPLE_CHARS // max(1, len(chosen))
-    return [body[:share] for body in chosen]
-
-
-def _progress(items: Iterable[Any], show: bool, total: int) -> Iterable[Any]:
-    """``items``, with a tqdm progress bar on stderr when ``show`` and tqdm is installed."""
-    if not show:
-        return items
-    try:
-        tqdm: Any = importlib.import_module("tqdm").tqdm
-    except ImportError:  # an optional extra: without it, no progress
-        return items
-    bar: Iterable[Any] = tqdm(
-        items, total=total, desc="recallpack: indexing", unit="file", file=sys.stderr, leave=False
-    )
-    return bar

@@ -35,6 +35,7 @@ bm25s = require("bm25s", extra="mcp", feature=__name__)
 import numpy
 
 from recallpack import ConfigError
+from recallpack.packing.validation import is_int
 from recallpack.packing.windows import Window
 
 __all__ = ["FORMAT", "IndexStore", "digest"]
@@ -65,7 +66,7 @@ def _file_digest(path: Path) -> str | None:
 
 def _whole(value: object) -> bool:
     """A whole number as JSON gives one (not a bool, which Python counts as an int)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return is_int(value, minimum=0)
 
 
 def _records(record: dict[str, Any]) -> bool:
