@@ -112,8 +112,8 @@ def _serve_more_arguments(serve: argparse.ArgumentParser) -> None:
     docs.add_argument(
         "--index", default=None, metavar="DIR",
         help="keep the index in DIR (a new or empty folder, or one it made), so that a restart "
-        "indexes again only the files that changed, were added or removed (a change of encoding "
-        "or window sizes rebuilds it; an index that cannot be read is rebuilt, with a warning; "
+        "indexes again only the files that changed, were added or removed (a change of encoding, "
+        "window sizes or --language rebuilds it; an index that cannot be read is rebuilt, with a warning; "
         "default: index at every start, keep nothing)",
     )
     http = serve.add_argument_group("transport")
