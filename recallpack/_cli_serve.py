@@ -11,7 +11,7 @@ import sys
 import textwrap
 from typing import Any
 
-from recallpack import Reader, Scope
+from recallpack import ConfigError, Reader, Scope
 from recallpack._cli_input import UsageError, add_budget_flags, budget_settings, check_encoding, whole_number
 from recallpack.allowance import resolve_key
 from recallpack.packing.policies import policy_help, policy_names
@@ -98,13 +98,23 @@ def _serve_more_arguments(serve: argparse.ArgumentParser) -> None:
     )
     docs.add_argument(
         "--fetch-k", type=whole_number("--fetch-k"), default=None, metavar="N",
-        help="pack at most the N best matches (default: every match)",
+        help="rank at most the N best windows (default: enough to fill 4 budgets, at least 10)",
+    )
+    docs.add_argument(
+        "--language", default=None, metavar="CODE",
+        help="how words are read for the search: auto (read from the folder's text), an ISO 639-1 "
+        "code with a Snowball stemmer (en, ru, de...), or none (words as written; Chinese, "
+        "Japanese and Thai are read by pairs of characters either way) (default: auto)",
+    )
+    docs.add_argument(
+        "--progress", action="store_true", default=None,
+        help="show the index build's progress on stderr (default: when stderr is a terminal)",
     )
     docs.add_argument(
         "--index", default=None, metavar="DIR",
         help="keep the index in DIR (a new or empty folder, or one it made), so that a restart "
-        "indexes again only the files that changed, were added or removed (a change of encoding "
-        "or window sizes rebuilds it; an index that cannot be read is rebuilt, with a warning; "
+        "indexes again only the files that changed, were added or removed (a change of encoding, "
+        "window sizes or --language rebuilds it; an index that cannot be read is rebuilt, with a warning; "
         "default: index at every start, keep nothing)",
     )
     http = serve.add_argument_group("transport")
@@ -240,15 +250,31 @@ def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError(f"{flag} is for --transport http; stdio serves one client in one session")
     _check_auth_flags(args)
     docs_only = {"--window-tokens": args.window_tokens, "--overlap-tokens": args.overlap_tokens,
-                 "--fetch-k": args.fetch_k, "--index": args.index}  # fmt: skip
+                 "--fetch-k": args.fetch_k, "--index": args.index, "--language": args.language,
+                 "--progress": args.progress}  # fmt: skip
     for flag, value in docs_only.items():
         if value is not None and args.docs is None:
             raise UsageError(f"{flag} is for --docs; a --retriever factory sets up its own retriever")
+    if args.language is not None and args.language.lower() != "none":
+        _check_language(args.language)
     settings["reader"] = _serve_reader(args)
     if args.encoding is not None:
         check_encoding(args.encoding)
         settings["tokenizer"] = args.encoding
     return settings
+
+
+def _check_language(value: str) -> None:
+    """``--language``: auto, or a language with a Snowball stemmer (none is read before)."""
+    from recallpack.packing.languages import STEMMED_LANGUAGES, check_language
+
+    try:
+        check_language(value)
+    except ConfigError:
+        raise UsageError(
+            f"--language {value!r} is not auto, none or a language with a Snowball stemmer: give one "
+            f"of {', '.join(sorted(STEMMED_LANGUAGES))} (none reads words as written)"
+        ) from None
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -269,9 +295,11 @@ def _serve(args: argparse.Namespace) -> int:
                 f"--overlap-tokens {overlap} must be less than --window-tokens {window}: a window "
                 "repeats only part of the one before it"
             )
+        language = args.language or "auto"
         source = server.docs_source(
             args.docs, window_tokens=window, overlap_tokens=overlap, fetch_k=args.fetch_k,
-            index_dir=args.index, **settings,
+            index_dir=args.index, language=None if language.lower() == "none" else language,
+            show_progress=sys.stderr.isatty() if args.progress is None else args.progress, **settings,
         )
     else:
         # As python -m does: the factory's module is found from the current folder.
@@ -282,8 +310,8 @@ def _serve(args: argparse.Namespace) -> int:
     address = f"[{host}]" if ":" in host else host  # an IPv6 address, as a URL writes it
     where = f"http://{address}:{port}/mcp" if args.transport == "http" else "stdio"
     print(f"recallpack serve: {source.summary}; serving recall on {where}", file=sys.stderr)
-    if source.warning is not None:
-        print(f"recallpack: warning: {source.warning}", file=sys.stderr)
+    for warning in (source.warning or "").splitlines():
+        print(f"recallpack: warning: {warning}", file=sys.stderr)
     if args.transport == "stdio" and sys.stdin.isatty():
         print(
             "recallpack serve: an MCP client starts this command and speaks JSON-RPC on its stdin "

@@ -10,6 +10,7 @@ counts only what it reaches. Texts are made unique per repetition so no count ca
     python -m recallpack.bench --quality  # does the answer survive? SQuAD questions, every policy
     python -m recallpack.bench --quality --languages [ar,zh,...]  # the same in 12 languages (XQuAD)
     python -m recallpack.bench --memory   # agent memory: a LangGraph store's search(limit=k) vs packing
+    python -m recallpack.bench --docs-search [--languages ar,zh] [--client inprocess]  # serve --docs
 """
 
 from __future__ import annotations
@@ -264,7 +265,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--json", type=Path, default=None, metavar="PATH",
         help="with --languages: write every cell, and which questions kept their answer, to PATH",
     )
+    parser.add_argument(
+        "--docs-search", action="store_true",
+        help="only the serve --docs section: the dev articles as files, asked through the MCP "
+        "client, answer kept % in every language (--languages: only those, without SQuAD's English)",
+    )
+    parser.add_argument(
+        "--client", choices=("stdio", "inprocess"), default="stdio",
+        help="with --docs-search: the MCP SDK's client over stdio, or the server's recall in process",
+    )
     args = parser.parse_args(argv)
+    if args.docs_search:
+        from recallpack._bench import docs_search
+
+        lines = docs_search.run(
+            args.languages or LANGUAGES, limit=args.questions or None, client=args.client,
+            squad=args.languages is None, as_markdown=args.markdown, json_path=args.json,
+        )
+        print("\n".join(lines))
+        return 1 if args.check and any("MISS" in line for line in lines) else 0
     if args.languages is None and (args.shapes or args.budgets or args.json):
         parser.error("--shapes, --budgets and --json need --languages")
     if args.languages is not None:

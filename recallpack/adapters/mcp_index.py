@@ -4,12 +4,18 @@ so that a restart redoes only the files that changed.
 
 Each file is known by the SHA-256 of its text: a file whose hash matches takes its windows and
 words from the store; a changed or added file is cut and tokenized again; a removed one is
-gone. The settings that shape the index (the tokenizer, the window sizes, the words' analysis,
-this format) are stored with it: any difference rebuilds everything. Front matter is never
-taken from the store: every file's scopes are read from the file at every start, so a scope
-is never decided by a stale or tampered index. A store that cannot be read (missing parts, bad
-JSON, arrays that disagree) is rebuilt with a warning, never trusted in part. Only JSON and
-NumPy arrays without pickles are read back, through bm25s's own ``save``/``load``.
+gone. The settings that shape the index (the tokenizer, the window sizes, the analysis chain's
+signature: its version and the folder's language, this format) are stored with it: any
+difference rebuilds everything. Front matter is never taken from the store: every file's scopes
+are read from the file at every start, so a scope is never decided by a stale or tampered index.
+
+What is read back is checked before it is used: the manifest records the SHA-256 of every other
+part as it was written (so a part cut short, or taken from another folder's index, is seen
+before it is parsed), each stored window's numbers are whole numbers in its file, the word
+arrays agree with the windows and the vocabulary, and the BM25 index holds as many documents
+and words as the windows it was built from. A store that fails any check is rebuilt, with one
+warning line (:attr:`IndexStore.warnings`), never trusted in part and never a failed call. Only
+JSON and NumPy arrays without pickles are read back, through bm25s's own ``save``/``load``.
 """
 
 from __future__ import annotations
@@ -29,14 +35,16 @@ bm25s = require("bm25s", extra="mcp", feature=__name__)
 import numpy
 
 from recallpack import ConfigError
+from recallpack.packing.validation import is_int
 from recallpack.packing.windows import Window
 
 __all__ = ["FORMAT", "IndexStore", "digest"]
 
 logger = logging.getLogger("recallpack.mcp")
 
-#: Bumped whenever what is stored, or how words are analysed, changes: an older store is rebuilt.
-FORMAT = 1
+#: Bumped whenever what is stored changes: an older store is rebuilt. (How words are read is the
+#: analysis chain's signature, among the settings.)
+FORMAT = 2
 _MANIFEST = "manifest.json"
 _WORDS = "words.npz"
 _BM25 = "bm25"
@@ -46,6 +54,45 @@ _OURS = frozenset({_MANIFEST, _WORDS, _BM25})
 
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _file_digest(path: Path) -> str | None:
+    """The SHA-256 of the file at ``path`` (None when there is no such file)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _whole(value: object) -> bool:
+    """A whole number as JSON gives one (not a bool, which Python counts as an int)."""
+    return is_int(value, minimum=0)
+
+
+def _records(record: dict[str, Any]) -> bool:
+    """Whether a stored file's record has the shape this version writes: a digest, a body length,
+    a parent hash and windows of ``[start, end, token count, chunk id]``, each number whole, in
+    order within the body."""
+    windows, body = record.get("windows"), record.get("body")
+    if not isinstance(windows, list) or not _whole(body) or not isinstance(record.get("digest"), str):
+        return False
+    if not isinstance(record.get("parent"), str):
+        return False
+    for window in windows:
+        if not isinstance(window, list) or len(window) != 4:
+            return False
+        start, end, tokens, chunk_id = window
+        if not (_whole(start) and _whole(end) and _whole(tokens) and isinstance(chunk_id, str)):
+            return False
+        if not start <= end <= body:
+            return False
+    return True
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a part cannot be read, in a few words (the exception's own, or its type's name)."""
+    said = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return said if isinstance(exc, _Corrupt) else f"{type(exc).__name__}: {said}".rstrip(": ")
 
 
 class _Corrupt(Exception):
@@ -71,14 +118,22 @@ class IndexStore:
             )
         self.settings = {**settings, "format": FORMAT}
         self.why: str | None = None
+        #: Each damage found in the store (a warning line each; the store is rebuilt).
+        self.warnings: list[str] = []
         self._forget()
         if (self.path / _MANIFEST).exists():
             try:
                 self._load()
-            except (_Corrupt, OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+            except Exception as exc:  # noqa: BLE001 - whatever a damaged store raises, it is rebuilt
                 self._forget()
-                self.why = f"the index in {self.path} cannot be read ({exc}); rebuilding it"
-                logger.warning("%s", self.why)
+                self._warn(f"the index in {self.path} cannot be read ({_reason(exc)}); rebuilding it")
+        elif self.path.is_dir() and any(self.path.iterdir()):
+            self._warn(f"the index in {self.path} has no {_MANIFEST}; rebuilding it")
+
+    def _warn(self, why: str) -> None:
+        self.why = why
+        self.warnings.append(why)
+        logger.warning("%s", why)
 
     def _forget(self) -> None:
         """Nothing stored to reuse."""
@@ -87,6 +142,14 @@ class IndexStore:
         self._ids: Any = numpy.zeros(0, dtype=numpy.int32)
         self._bounds: list[int] = [0]
         self._first: dict[str, int] = {}
+        self._parts: dict[str, str] = {}
+
+    def _check_part(self, name: str) -> Path:
+        """The part ``name`` of the store, if its bytes are those the manifest recorded."""
+        where = self.path / name
+        if self._parts.get(name) != _file_digest(where):
+            raise _Corrupt(f"{name} is not the one its manifest was written with")
+        return where
 
     def _load(self) -> None:
         manifest = json.loads((self.path / _MANIFEST).read_text(encoding="utf-8"))
@@ -96,19 +159,22 @@ class IndexStore:
                 logger.info("%s", self.why)
                 return
             raise _Corrupt("its manifest is not this version's")
-        files, vocab = manifest["files"], manifest["vocab"]
+        files, vocab, parts = manifest["files"], manifest["vocab"], manifest["parts"]
         if not isinstance(files, dict) or not isinstance(vocab, list) or not all(
-            isinstance(record, dict) and isinstance(record.get("windows"), list) for record in files.values()
+            isinstance(record, dict) and _records(record) for record in files.values()
         ):
             raise _Corrupt("its manifest is not this version's")
         if not all(isinstance(word, str) for word in vocab) or len(set(vocab)) != len(vocab):
             raise _Corrupt("its vocabulary is not a list of distinct words")
-        with numpy.load(self.path / _WORDS, allow_pickle=False) as arrays:
+        if not isinstance(parts, dict) or not all(isinstance(v, str) for v in parts.values()):
+            raise _Corrupt("its manifest does not record its parts")
+        self._parts = parts
+        with numpy.load(self._check_part(_WORDS), allow_pickle=False) as arrays:
             ids, lengths = arrays["ids"], arrays["lengths"]
         windows = sum(len(record["windows"]) for record in files.values())
-        if lengths.shape != (windows,) or int(lengths.sum()) != ids.shape[0] or (
-            ids.size and (ids.min() < 0 or ids.max() >= len(vocab))
-        ):
+        if ids.dtype.kind != "i" or lengths.dtype.kind != "i" or ids.ndim != 1 or (
+            lengths.shape != (windows,) or int(lengths.sum()) != ids.shape[0] or (lengths < 0).any()
+        ) or (ids.size and (ids.min() < 0 or ids.max() >= len(vocab))):
             raise _Corrupt("its words do not match its windows")
         # Word ids are read only for a file that needs them (when another file changed): a warm
         # start with nothing changed loads the BM25 index and never reads them.
@@ -149,12 +215,32 @@ class IndexStore:
             return None
         return windows if len(windows) == len(stored) else None
 
-    def bm25(self) -> Any:
-        """The stored BM25 index, or None if it cannot be read."""
+    def bm25(self, documents: int, words: int) -> Any:
+        """The stored BM25 index, if it is the one written with this manifest and holds
+        ``documents`` documents over ``words`` words (the stored vocabulary); else None, with a
+        warning."""
         try:
-            return bm25s.BM25.load(str(self.path / _BM25), allow_pickle=False, show_progress=False)
+            names = sorted(n for n in self._parts if n.startswith(_BM25 + "/"))
+            held = sorted(f"{_BM25}/{p.name}" for p in (self.path / _BM25).iterdir())
+            if not names or names != held:
+                raise _Corrupt(f"its {_BM25} folder is not the one its manifest was written with")
+            for name in names:
+                self._check_part(name)
+            bm25 = bm25s.BM25.load(str(self.path / _BM25), allow_pickle=False, show_progress=False)
+            scores, vocab = bm25.scores, bm25.vocab_dict
+            indices = scores["indices"]
+            columns = len(scores["indptr"]) - 1  # a word's id is its column ("", bm25s's own, has none)
+            if scores["num_docs"] != documents or (
+                any(vocab.get(word) != i for i, word in enumerate(self._vocab))
+                or len(vocab) - words not in (0, 1)  # bm25s adds "" to the vocabulary
+                or any(not 0 <= i < columns for word, i in vocab.items() if word)
+                or not int(scores["indptr"][-1]) == indices.size == scores["data"].size
+                or (indices.size and (indices.min() < 0 or indices.max() >= documents))
+            ):
+                raise _Corrupt("its BM25 index is not over these windows")
+            return bm25
         except Exception as exc:  # noqa: BLE001 - a store that does not load is rebuilt
-            logger.warning("the BM25 index in %s cannot be read (%s); rebuilding it", self.path, exc)
+            self._warn(f"the BM25 index in {self.path} cannot be read ({_reason(exc)}); rebuilding it")
             return None
 
     def save(self, files: dict[str, tuple[str, int, list[Window]]], ids: dict[str, list[list[int]]],
@@ -182,7 +268,10 @@ class IndexStore:
                         lengths=numpy.asarray(lengths, dtype=numpy.int64))
             if bm25 is not None:
                 bm25.save(str(staging / _BM25), show_progress=False)
-            manifest = {"settings": self.settings, "files": manifest_files, "vocab": list(vocab)}
+            parts = {p.relative_to(staging).as_posix(): _file_digest(p)
+                     for p in sorted(staging.rglob("*")) if p.is_file()}
+            manifest = {"settings": self.settings, "files": manifest_files, "vocab": list(vocab),
+                        "parts": parts}
             (staging / _MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
             if self.path.exists():
                 old = Path(tempfile.mkdtemp(prefix=".recallpack-index-old-", dir=self.path.parent))

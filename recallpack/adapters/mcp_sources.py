@@ -90,16 +90,21 @@ def docs_source(
     overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
     fetch_k: int | None = None,
     index_dir: str | None = None,
+    language: str | None = "auto",
+    show_progress: bool = False,
     **settings: Any,
 ) -> RecallSource:
     """The embedded default: the text and Markdown files under ``folder``, in token windows of
-    ``window_tokens``, searched with BM25; ``fetch_k`` matches at most are packed (None: all).
-    ``index_dir`` is a folder the index is kept in, so a restart redoes only the files that changed
-    (None: nothing is kept). ``settings`` are Packer settings (``max_tokens`` is the default
-    budget of a call)."""
+    ``window_tokens``, searched with BM25 over the words ``language`` reads (``"auto"``: chosen
+    from the folder's text; an ISO code; None: words as written); ``fetch_k`` best windows at most
+    are ranked (None: enough for a few budgets, :meth:`DocsIndex.fetch_k`). ``index_dir`` is a
+    folder the index is kept in, so a restart redoes only the files that changed (None: nothing is
+    kept); ``show_progress`` draws the index build's progress on stderr (with tqdm). ``settings``
+    are Packer settings (``max_tokens`` is the default budget of a call)."""
     packer = Packer(**settings)
     index = DocsIndex(
-        folder, packer, window_tokens=window_tokens, overlap_tokens=overlap_tokens, index=index_dir
+        folder, packer, window_tokens=window_tokens, overlap_tokens=overlap_tokens, index=index_dir,
+        language=language, show_progress=show_progress,
     )
     least = _least_citing(packer, index.citations())
 

@@ -177,3 +177,96 @@ def test_saving_leaves_nothing_beside_the_index(docs: Path, tmp_path: Path) -> N
     _index(docs, tmp_path / "idx")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "idx"]
     assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == ["bm25", "manifest.json", "words.npz"]
+
+
+def _calls_work(index: DocsIndex) -> None:
+    """Every kind of call on ``index`` answers: a search, a file's matches, every candidate."""
+    assert _found(index, "gazelle") == {f"page{n}.md" for n in range(6)}
+    assert {c.metadata["source"] for c in index.matches("gazelle plain", None, 500)} >= {"page0.md"}
+    assert len(index.candidates) == 7
+
+
+def test_a_words_file_cut_short_is_rebuilt_with_a_warning(docs: Path, tmp_path: Path) -> None:
+    """A words.npz cut short (BadZipFile when read) is rebuilt with a warning: the server starts."""
+    store = tmp_path / "idx"
+    _index(docs, store)
+    words = store / "words.npz"
+    words.write_bytes(words.read_bytes()[: len(words.read_bytes()) // 2])
+    rebuilt = _index(docs, store)
+    assert rebuilt.reused == 0 and "words.npz" in (rebuilt.warning() or "")
+    _calls_work(rebuilt)
+    assert _index(docs, store).warning() is None
+
+
+@pytest.mark.parametrize("token_count", ["12", None, 1.5, -3, True, [1]])
+def test_a_stored_window_that_is_not_numbers_is_rebuilt(docs: Path, tmp_path: Path, token_count: object) -> None:
+    """A stored window whose token count is not a whole number is seen on load and rebuilt, so
+    no call fails (a string passed the load checks, then every matching call raised TypeError)."""
+    store = tmp_path / "idx"
+    _index(docs, store)
+    manifest = store / "manifest.json"
+    stored = json.loads(manifest.read_text())
+    stored["files"]["page0.md"]["windows"][0][2] = token_count
+    manifest.write_text(json.dumps(stored))
+    rebuilt = _index(docs, store)
+    assert rebuilt.reused == 0 and "rebuilding it" in (rebuilt.warning() or "")
+    _calls_work(rebuilt)
+
+
+def test_another_folders_bm25_index_is_not_used(docs: Path, tmp_path: Path) -> None:
+    """A larger BM25 index of another folder copied into this index is seen and rebuilt (it passed
+    the load checks, then every matching call raised IndexError)."""
+    import shutil
+
+    other = tmp_path / "other"
+    other.mkdir()
+    for n in range(40):
+        (other / f"o{n}.md").write_text(f"The gazelle {n} of another folder, and the plain.\n" * 3)
+    _index(other, tmp_path / "other-idx")
+    store = tmp_path / "idx"
+    _index(docs, store)
+    shutil.rmtree(store / "bm25")
+    shutil.copytree(tmp_path / "other-idx" / "bm25", store / "bm25")
+    rebuilt = _index(docs, store)
+    assert "BM25 index" in (rebuilt.warning() or "") and rebuilt.reused == 7
+    _calls_work(rebuilt)
+    assert _index(docs, store).warning() is None
+
+
+def test_another_folders_index_is_not_this_ones(docs: Path, tmp_path: Path) -> None:
+    """A whole index of another folder given as --index reuses none of its files."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "page0.md").write_text("The okapi of another folder.\n")
+    _index(other, tmp_path / "idx")
+    index = _index(docs, tmp_path / "idx")
+    assert index.reused == 0
+    _calls_work(index)
+
+
+def test_a_missing_part_is_rebuilt_with_one_warning_line_on_stderr(
+    docs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """serve --docs --index with a part of the index removed prints the promised warning, one line
+    on stderr, and serves (docs/mcp.md promised it; nothing was printed)."""
+    import io
+    import shutil
+
+    pytest.importorskip("mcp")
+    import recallpack.adapters.mcp as mcp_adapter
+    from recallpack.cli import main
+
+    monkeypatch.setattr(mcp_adapter, "serve", lambda source, **kw: None)
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    store = tmp_path / "idx"
+    args = ["serve", "--docs", str(docs), "--index", str(store), "--window-tokens", "50", "--overlap-tokens", "10"]
+    assert main(args) == 0
+    shutil.rmtree(store / "bm25")
+    capsys.readouterr()
+    assert main(args) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("recallpack: warning:")]
+    assert len(warnings) == 1 and "BM25 index" in warnings[0] and "rebuilding it" in warnings[0]
+    (store / "manifest.json").unlink()
+    assert main(args) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("recallpack: warning:")]
+    assert len(warnings) == 1 and "manifest.json" in warnings[0]
