@@ -1,4 +1,4 @@
-"""A policy installed as a package is found through its entry point (group ``recallpack.policies``)
+"""A policy (or a host) installed as a package is found through its entry point (group ``recallpack.policies``)
 and packs everywhere a policy's name is taken: ``recall``, the adapters, ``recallpack pack
 --policy`` and ``recallpack serve --policy``; a broken one is skipped with a warning naming its
 distribution.
@@ -49,14 +49,15 @@ class HalfBudget:
 '''
 
 
-def install(root: Path, dist: str, module: str, source: str, entry_points: dict[str, str]) -> Path:
+def install(root: Path, dist: str, module: str, source: str, entry_points: dict[str, str],
+            group: str = "recallpack.policies") -> Path:
     """Lay out ``dist`` in ``root`` as pip would: ``module.py`` and its dist-info; ``root``."""
     (root / f"{module}.py").write_text(source)
     info = root / f"{dist.replace('-', '_')}-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
     lines = "\n".join(f"{name} = {value}" for name, value in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[recallpack.policies]\n{lines}\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\n{lines}\n")
     return root
 
 
@@ -191,3 +192,46 @@ def test_a_broken_installed_policy_is_skipped_with_a_warning_naming_its_distribu
     assert said in warning and "fix or uninstall that distribution" in warning
     if name != "prefix":
         assert said in out["error"] and "is not a policy" in out["error"]
+
+
+#: A throwaway host package: its objects count one token a bead; it is its own reader.
+ABACUS_HOST = '''
+from recallpack.packing.hosts import Host
+from recallpack.packing.tokenizers import CallableTokenizer
+
+HOST = Host("abacus", ("toy_abacus",), "toy_abacus")
+MISNAMED = Host("counting_frame", ("toy_abacus",), "toy_abacus")
+
+
+class Abacus:
+    def beads(self, text):
+        return text.count("o")
+
+
+def read_tokenizer(obj):
+    return CallableTokenizer(obj.beads, name="abacus") if isinstance(obj, Abacus) else None
+'''
+
+
+def test_an_installed_host_reads_its_objects_and_a_misnamed_one_is_skipped(tmp_path: Path) -> None:
+    """A Host under the entry-point group ``recallpack.hosts`` joins the table after the built-ins
+    and its reader reads its objects; one whose Host is named otherwise is skipped with a warning."""
+    root = install(tmp_path, "toy-abacus", "toy_abacus", ABACUS_HOST,
+                   {"abacus": "toy_abacus:HOST", "frame": "toy_abacus:MISNAMED"}, group="recallpack.hosts")
+    done = python(root, (
+        "import json, warnings\n"
+        "from recallpack import get_tokenizer\n"
+        "from recallpack.packing.hosts import hosts\n"
+        "import toy_abacus\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    names = [host.name for host in hosts()]\n"
+        "count = get_tokenizer(toy_abacus.Abacus()).count('two boots')\n"
+        "print(json.dumps({'names': names, 'count': count, 'warnings': [str(w.message) for w in caught]}))\n"
+    ))
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["names"] == ["langchain", "llamaindex", "huggingface", "abacus"] and out["count"] == 3
+    [warning] = out["warnings"]
+    assert "distribution 'toy-abacus'" in warning and "entry point frame = toy_abacus:MISNAMED" in warning
+    assert "name them alike" in warning
