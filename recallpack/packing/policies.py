@@ -59,6 +59,7 @@ BUILT_IN: dict[str, PackingPolicy] = {
 }
 #: The built-in policies' names.
 POLICIES: tuple[str, ...] = tuple(BUILT_IN)
+#: Replaced, never changed in place, so a reader iterating it under threads sees one version.
 _TABLE: dict[str, PackingPolicy] = dict(BUILT_IN)
 #: Each entry point skipped when the table was first read, by name, and why (for check_policy).
 _SKIPPED: dict[str, str] = {}
@@ -102,13 +103,13 @@ def _refused(name: str, policy: object) -> str | None:
 def _table() -> dict[str, PackingPolicy]:
     """The table, with the policies installed packages declare under the entry-point group
     ``recallpack.policies`` (read once, the first time the table is read)."""
-    global _loaded, _version
+    global _TABLE, _loaded, _version
     if not _loaded:
         with _lock:
             if not _loaded:
                 for found in plugins(POLICY_GROUP, _refused):
                     if isinstance(found, Plugin):
-                        _TABLE[found.name] = cast(PackingPolicy, found.value)
+                        _TABLE = {**_TABLE, found.name: cast(PackingPolicy, found.value)}
                     else:
                         _SKIPPED[found[0]] = found[1]
                 _version += 1
@@ -139,22 +140,23 @@ def register_policy(name: str, policy: PackingPolicy) -> None:
     True
     >>> unregister_policy("nothing")
     """
-    global _version
+    global _TABLE, _version
     with _lock:
         _table()
         refused = _refused(name, policy)
         if refused is not None:
             raise ConfigError(refused, field="policy")
-        _TABLE[name] = policy
+        _TABLE = {**_TABLE, name: policy}
         _version += 1
 
 
 def unregister_policy(name: str) -> None:
     """Take back :func:`register_policy`, or an installed policy (a built-in stays)."""
-    global _version
+    global _TABLE, _version
     with _lock:
         _table()
-        if name not in BUILT_IN and _TABLE.pop(name, None) is not None:
+        if name not in BUILT_IN and name in _TABLE:
+            _TABLE = {known: policy for known, policy in _TABLE.items() if known != name}
             _version += 1
 
 
