@@ -11,7 +11,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recallpack import Candidate, ConfigError, Packer, TokenizerError, budget_for, get_tokenizer, recall
+from recallpack import (
+    Candidate,
+    ConfigError,
+    Packer,
+    RecallResult,
+    TokenizerError,
+    budget_for,
+    get_tokenizer,
+    recall,
+)
+from recallpack.adapters._depth import own_depth
+from recallpack.adapters._served import Served
 from recallpack.packing.embedding import Similarity
 from recallpack.packing.hosts import HOSTS, Host, hosts, register_host, unregister_host
 from recallpack.packing.model_budget import ModelWindow
@@ -94,6 +105,37 @@ def read_model(obj: object) -> ModelWindow | None:
     return ModelWindow(obj.window, 100, "Abacus.window", "give the Abacus a window", counter=obj)
 
 
+class AbacusRetriever:
+    """A toy host's retriever: it returns its ``rods`` (its own depth) of beads, in order."""
+
+    rods = 7
+
+    def beads(self) -> list[Candidate]:
+        return [Candidate(text=f"bead {n} " * 20, metadata={"source": f"rod-{n}"}) for n in range(self.rods)]
+
+
+class BudgetedAbacus:
+    """What the toy host's reader wraps an AbacusRetriever in for ``recallpack serve``."""
+
+    def __init__(self, upstream: AbacusRetriever, **settings: object) -> None:
+        self.upstream, self.packer = upstream, Packer(**settings)  # type: ignore[arg-type]
+
+    async def arecall(self, query: str, *, max_tokens: int, reader: object = None) -> RecallResult:
+        return self.packer.recall(self.upstream.beads(), query=query, max_tokens=max_tokens)
+
+
+def read_depth(obj: object) -> int | None:
+    """The toy host's depth reader: an AbacusRetriever returns its rods."""
+    return obj.rods if isinstance(obj, AbacusRetriever) else None
+
+
+def read_retriever(obj: object) -> Served | None:
+    """The toy host's retriever, as ``recallpack serve --retriever`` wraps it."""
+    if not isinstance(obj, AbacusRetriever):
+        return None
+    return Served("Abacus", lambda **settings: BudgetedAbacus(obj, **settings))
+
+
 @pytest.fixture
 def abacus() -> Iterator[Host]:
     """The toy host, registered for one test; the table is as it was afterwards."""
@@ -152,8 +194,9 @@ def test_unregistered_the_duck_typing_of_the_built_in_hosts_reads_it() -> None:
 
 def test_registering_is_checked_and_undone_explicitly(abacus: Host) -> None:
     """A taken name, a reader that is no module, an unknown name to undo: each a ConfigError saying the fix."""
-    with pytest.raises(ConfigError, match=r"unregister_host\('abacus'\) first"):
+    with pytest.raises(ConfigError, match=r"unregister_host\('abacus'\) first") as taken:
         register_host(Host("abacus", ("tests",), __name__))
+    assert taken.value.field == "host"
     with pytest.raises(ConfigError, match="tests.no_such_reader"):
         register_host(Host("ghost", ("ghost",), "tests.no_such_reader"))
     with pytest.raises(ConfigError, match="no host named 'ghost'"):
@@ -202,3 +245,39 @@ def test_any_registrations_undone_in_any_order_leave_the_table_as_it_was(
         for name in undone:
             unregister_host(name)
     assert hosts() == HOSTS
+
+
+def test_a_retrievers_own_depth_is_what_its_hosts_reader_says(abacus: Host) -> None:
+    """own_depth switches on no host: a registered host's read_depth says its retriever's depth,
+    and the built-in hosts' readers still say LangChain's k and LlamaIndex's similarity_top_k."""
+    assert own_depth(AbacusRetriever()) == 7
+    assert own_depth(type("Bm25", (), {"k": 3})()) == 3
+    assert own_depth(type("Top", (), {"similarity_top_k": 5})()) == 5
+    assert own_depth(lambda query: []) is None
+
+
+def test_unregistered_a_hosts_retriever_has_no_depth() -> None:
+    """Before its host is registered, an AbacusRetriever says no depth: no switch knows it."""
+    assert own_depth(AbacusRetriever()) is None
+
+
+def test_recallpack_serve_wraps_a_registered_hosts_retriever() -> None:
+    """The server's retriever source reads the host table: a registered host's retriever is
+    served (with its label), and refused again once the host is unregistered."""
+    pytest.importorskip("anyio")
+    import anyio
+
+    from recallpack.adapters.mcp_sources import retriever_source
+
+    with pytest.raises(ConfigError, match="must return a LangChain retriever"):
+        retriever_source(AbacusRetriever(), max_tokens=400)
+    register_host(Host("abacus", ("tests",), __name__))
+    try:
+        source = retriever_source(AbacusRetriever(), max_tokens=400)
+        result = anyio.run(source.recall, "bead 3", 200, None)
+    finally:
+        unregister_host("abacus")
+    assert source.what == "the Abacus AbacusRetriever" and source.packer.max_tokens == 400
+    assert 0 < result.report.tokens_used <= 200 and "bead" in result.evidence[0].text
+    with pytest.raises(ConfigError, match="must return a LangChain retriever"):
+        retriever_source(AbacusRetriever(), max_tokens=400)

@@ -114,7 +114,7 @@ def test_an_unregistered_policy_is_gone_everywhere(half_budget: str) -> None:
     [
         ("prefix", HalfBudget(), "built in"),
         ("two words", HalfBudget(), "identifier"),
-        ("nothing", object(), "no summary, needs_query, choose"),
+        ("nothing", object(), "choose.* is not a method; its summary is not a str; its needs_query is not a bool"),
     ],
 )
 def test_registering_refuses_a_built_in_name_a_bad_name_or_a_non_policy(name: str, policy: object, said: str) -> None:
@@ -143,3 +143,59 @@ def test_a_registered_policy_admitting_through_the_ledger_keeps_a_duplicates_cit
     result = recall(copies, max_tokens=2000, policy=half_budget)
     assert result.evidence[0].citations == ("a.txt", "b.txt")
     assert result.trace[1].reason is Reason.DUPLICATE and result.trace[1].duplicate_of == 0
+
+
+class _Keeps(HalfBudget):
+    """HalfBudget with its own summary, so that two registrations can be told apart."""
+
+    def __init__(self, summary: str) -> None:
+        self.summary = summary
+
+
+@pytest.mark.parametrize(
+    ("part", "value", "said"),
+    [
+        ("choose", 5, r"choose\(ledger, query, embed\) is not a method"),
+        ("summary", None, "its summary is not a str"),
+        ("needs_query", "yes", "its needs_query is not a bool"),
+    ],
+)
+def test_the_shape_is_checked_when_registering(part: str, value: object, said: str) -> None:
+    """``choose = 5`` (or a summary that is not a str, a needs_query that is not a bool) is refused
+    when registered, as a ConfigError on the field ``policy``, not a TypeError in the first call."""
+    policy = _Keeps("keeps")
+    setattr(policy, part, value)
+    with pytest.raises(ConfigError, match=said) as caught:
+        register_policy("misshapen", policy)
+    assert caught.value.field == "policy" and "misshapen" not in policy_names()
+
+
+def test_a_taken_name_is_refused_until_unregistered(half_budget: str) -> None:
+    """Registering a name twice is a ConfigError on ``policy`` saying to unregister it first."""
+    with pytest.raises(ConfigError, match=r"registered already; unregister_policy\('half_budget'\) first") as caught:
+        register_policy(half_budget, HalfBudget())
+    assert caught.value.field == "policy"
+
+
+class _Nothing:
+    """Keeps nothing at all: every candidate ends the walk over budget (the floor still shows one)."""
+
+    summary = "keeps nothing"
+    needs_query = False
+
+    def choose(self, ledger: Ledger, query: str | None, embed: EmbedFn | None) -> None:
+        c = ledger.admit(0)
+        assert c is not None
+        ledger.end(0, c, Reason.OVER_BUDGET)
+
+
+def test_recall_runs_the_policy_registered_last_under_a_name() -> None:
+    """recall() reuses its Packers, yet a name unregistered and registered again runs the new
+    policy object, not the one a cached Packer held."""
+    candidates = _candidates()
+    with policy_registered("swapped", HalfBudget()):
+        first = recall(candidates, max_tokens=600, policy="swapped")
+    with policy_registered("swapped", _Nothing()):
+        second = recall(candidates, max_tokens=600, policy="swapped")
+    assert first.report.items_selected > 1
+    assert second.report.items_selected <= 1 < first.report.items_selected

@@ -2,7 +2,9 @@
 
 Shared by both adapters, and duck-typed, so it imports no host framework: a LangChain
 ``VectorStoreRetriever`` says its depth in ``search_kwargs["k"]``, LangChain's ``BM25Retriever``
-in its ``k`` field, a LlamaIndex retriever (vector index, BM25) in ``similarity_top_k``. How much
+in its ``k`` field, a LlamaIndex retriever (vector index, BM25) in ``similarity_top_k``. Which
+of these a retriever is, the host table says (each host's reader's ``read_depth``), not a switch
+here. How much
 to ask for is the core's pipeline's (:meth:`recallpack.packing.pipeline.Pipeline.depths`).
 """
 
@@ -12,9 +14,13 @@ import copy
 import inspect
 from typing import Any, Literal, TypeVar
 
+from recallpack.packing.hosts import read_host
 from recallpack.packing.validation import is_int
 
-__all__ = ["Forward", "forwarding", "own_depth", "search_kwargs_for", "corpus_size", "with_top_k", "deepened"]
+__all__ = [
+    "Forward", "forwarding", "own_depth", "langchain_depth", "llamaindex_depth", "search_kwargs_for",
+    "corpus_size", "with_top_k", "deepened",
+]
 
 #: How a depth reaches a LangChain retriever: a per-call ``k=``, a copy with its ``k`` set, or not.
 Forward = Literal["kwarg", "copy", "none"]
@@ -36,14 +42,23 @@ def _is_vector_store_retriever(upstream: object) -> bool:
 
 
 def own_depth(upstream: object) -> int | None:
-    """How many results ``upstream`` returns by its own settings, when it says (else None)."""
+    """How many results ``upstream`` returns by its own settings, when it says (else None): what
+    the first host in the host table whose reader knows it says (its ``read_depth``)."""
+    depth = read_host("depth", upstream)
+    return depth if isinstance(depth, int) else None
+
+
+def langchain_depth(upstream: object) -> int | None:
+    """A LangChain retriever's depth: a vector store retriever's ``search_kwargs["k"]`` (4 when
+    unset), or a ``k`` field (BM25Retriever)."""
     if _is_vector_store_retriever(upstream):
         return _positive(getattr(upstream, "search_kwargs").get("k", VECTOR_STORE_K))  # noqa: B009
-    for attribute in ("similarity_top_k", "k"):
-        depth = _positive(getattr(upstream, attribute, None))
-        if depth is not None:
-            return depth
-    return None
+    return _positive(getattr(upstream, "k", None))
+
+
+def llamaindex_depth(upstream: object) -> int | None:
+    """A LlamaIndex retriever's depth: its ``similarity_top_k``."""
+    return _positive(getattr(upstream, "similarity_top_k", None))
 
 
 def forwarding(retriever: object) -> Forward:

@@ -7,12 +7,16 @@ the first time it meets an object it does not know itself.
 
 from __future__ import annotations
 
+from typing import Any
+
+from recallpack.adapters._depth import langchain_depth
 from recallpack.adapters._embeddings import HOST_ACCEPTS, embedding_of
+from recallpack.adapters._served import Served, comes_from
 from recallpack.adapters.sizing import chat_model_window
 from recallpack.adapters.tokenizers import read_language_model
 from recallpack.packing.embedding import Similarity
 
-__all__ = ["EMBEDDINGS", "read_tokenizer", "read_embedding", "read_model"]
+__all__ = ["EMBEDDINGS", "read_tokenizer", "read_embedding", "read_model", "read_depth", "read_retriever"]
 
 #: What :func:`read_embedding` takes, in an error message's words.
 EMBEDDINGS = HOST_ACCEPTS["langchain"]
@@ -20,8 +24,23 @@ EMBEDDINGS = HOST_ACCEPTS["langchain"]
 read_tokenizer = read_language_model
 #: A LangChain chat model's window, for ``budget_for``.
 read_model = chat_model_window
+#: A LangChain retriever's own depth (``search_kwargs["k"]``, or its ``k``).
+read_depth = langchain_depth
 
 
 def read_embedding(obj: object) -> Similarity | None:
     """A Similarity over a LangChain ``Embeddings``; None for anything else."""
     return embedding_of("langchain", obj)
+
+
+def read_retriever(obj: object) -> Served | None:
+    """How ``recallpack serve`` wraps a LangChain retriever (any ``langchain_core`` Runnable)."""
+    if not comes_from(obj, "langchain_core"):
+        return None
+
+    def wrap(**settings: Any) -> Any:
+        from recallpack.adapters.langchain import BudgetedRetriever
+
+        return BudgetedRetriever(retriever=obj, **settings)
+
+    return Served("LangChain", wrap)

@@ -8,18 +8,37 @@ the first time it meets an object it does not know itself.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
+from recallpack.adapters._depth import llamaindex_depth
 from recallpack.adapters._embeddings import HOST_ACCEPTS, embedding_of
+from recallpack.adapters._served import Served, comes_from
 from recallpack.adapters.sizing import llm_window
 from recallpack.packing.embedding import Similarity
 
-__all__ = ["EMBEDDINGS", "read_embedding", "read_model"]
+__all__ = ["EMBEDDINGS", "read_embedding", "read_model", "read_depth", "read_retriever"]
 
 #: What :func:`read_embedding` takes, in an error message's words.
 EMBEDDINGS = HOST_ACCEPTS["llamaindex"]
 #: A LlamaIndex LLM's window, for ``budget_for``.
 read_model = llm_window
+#: A LlamaIndex retriever's own depth (its ``similarity_top_k``).
+read_depth = llamaindex_depth
 
 
 def read_embedding(obj: object) -> Similarity | None:
     """A Similarity over a LlamaIndex ``BaseEmbedding``; None for anything else."""
     return embedding_of("llamaindex", obj)
+
+
+def read_retriever(obj: object) -> Served | None:
+    """How ``recallpack serve`` wraps a LlamaIndex retriever (a class from ``llama_index``)."""
+    if not comes_from(obj, "llama_index"):
+        return None
+
+    def wrap(**settings: Any) -> Any:
+        from recallpack.adapters.llamaindex import BudgetedRetriever
+
+        return BudgetedRetriever(cast(Any, obj), **settings)
+
+    return Served("LlamaIndex", wrap)

@@ -12,7 +12,7 @@ import importlib
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any
 
 from recallpack.adapters._extras import require
 
@@ -21,8 +21,10 @@ require("anyio", extra="mcp", feature=__name__)
 import anyio.to_thread
 
 from recallpack import Candidate, ConfigError, Packer, Reader, RecallResult
+from recallpack.adapters._served import Served
 from recallpack.adapters.mcp_docs import DocsIndex
 from recallpack.adapters.mcp_windows import spans_template, spans_uri
+from recallpack.packing.hosts import read_host
 from recallpack.packing.validation import did_you_mean
 
 __all__ = [
@@ -167,17 +169,18 @@ def _as(reader: CallReader) -> dict[str, Any]:
     return {} if reader is None else {"reader": reader}
 
 
-def _host_of(retriever: object) -> str:
+def _host_of(retriever: object) -> Served:
+    """How the host the retriever comes from is served: the host table's readers say (their
+    ``read_retriever``), so that a host registered there is served too."""
     modules = [cls.__module__ for cls in type(retriever).__mro__]
     if any(m.startswith("recallpack.") for m in modules):
         raise ConfigError(
             f"the factory returned a recallpack {type(retriever).__name__}; return the retriever it "
             "wraps: recallpack serve wraps it with the packing settings it was given"
         )
-    if any(m.startswith("langchain_core.") for m in modules):
-        return "langchain"
-    if any(m.startswith("llama_index.") for m in modules):
-        return "llamaindex"
+    served = read_host("retriever", retriever)
+    if isinstance(served, Served):
+        return served
     raise ConfigError(
         f"the factory returned a {type(retriever).__name__}; it must return a LangChain retriever "
         "(or a Runnable str -> list[Document]) or a LlamaIndex retriever (for a vector store or "
@@ -186,33 +189,20 @@ def _host_of(retriever: object) -> str:
 
 
 def retriever_source(retriever: object, **settings: Any) -> RecallSource:
-    """A user's LangChain or LlamaIndex retriever, wrapped in the matching ``BudgetedRetriever``
-    with ``settings`` (Packer settings). It can serve again only what it has shown."""
+    """A user's LangChain or LlamaIndex retriever (or a registered host's), wrapped in the
+    matching ``BudgetedRetriever`` with ``settings`` (Packer settings). It can serve again only
+    what it has shown."""
     shown = _Shown()
     name = type(retriever).__name__
-    if _host_of(retriever) == "langchain":
-        from recallpack.adapters import langchain
+    served = _host_of(retriever)
+    wrapped = served.wrap(**settings)
 
-        wrapped = langchain.BudgetedRetriever(retriever=retriever, **settings)
-
-        async def recall(query: str, max_tokens: int, reader: CallReader) -> RecallResult:
-            result = await wrapped.arecall(query, max_tokens=max_tokens, **_as(reader))
-            return shown.remember(result, reader)
-
-        return RecallSource(
-            recall, packer=wrapped.packer, what=f"the LangChain {name}", summary=f"LangChain {name}",
-            read=shown.get,
-        )
-
-    from recallpack.adapters import llamaindex
-
-    budgeted = llamaindex.BudgetedRetriever(cast(Any, retriever), **settings)
-
-    async def lrecall(query: str, max_tokens: int, reader: CallReader) -> RecallResult:
-        return shown.remember(await budgeted.arecall(query, max_tokens=max_tokens, **_as(reader)), reader)
+    async def recall(query: str, max_tokens: int, reader: CallReader) -> RecallResult:
+        result: RecallResult = await wrapped.arecall(query, max_tokens=max_tokens, **_as(reader))
+        return shown.remember(result, reader)
 
     return RecallSource(
-        lrecall, packer=budgeted.packer, what=f"the LlamaIndex {name}", summary=f"LlamaIndex {name}",
+        recall, packer=wrapped.packer, what=f"the {served.label} {name}", summary=f"{served.label} {name}",
         read=shown.get,
     )
 

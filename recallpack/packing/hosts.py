@@ -22,6 +22,15 @@ purpose and undone the same way::
     register_host(Host("haystack", packages=("haystack",), reader="recallpack.adapters._haystack_reader"))
     ...
     unregister_host("haystack")
+
+or installed: a package's entry point in the group ``recallpack.hosts`` naming a :class:`Host` of
+the same name is registered the first time the table is read (:mod:`recallpack.packing.plugins`).
+A taken name, or a Host whose reader cannot be found, is refused (a ConfigError on ``host``; an
+installed one is skipped with a warning naming its distribution).
+
+Every switch on a host reads this table: a reader may also define ``read_depth`` (how many
+results a retriever returns by its own settings: :func:`recallpack.adapters._depth.own_depth`) and
+``read_retriever`` (how ``recallpack serve --retriever`` wraps one of its retrievers).
 """
 
 from __future__ import annotations
@@ -33,16 +42,19 @@ import threading
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from recallpack.packing.errors import ConfigError
+from recallpack.packing.plugins import HOST_GROUP, Plugin, plugins
 
 __all__ = [
     "Host", "HOSTS", "Capability", "hosts", "register_host", "unregister_host", "read_host", "accepted",
 ]
 
-#: What a reader may read: a tokenizer, an embedding, or a model's window (``budget_for``).
-Capability = Literal["tokenizer", "embedding", "model"]
+#: What a reader may read: a tokenizer, an embedding, a model's window (``budget_for``), how many
+#: results a retriever returns by its own settings (``depth``), and how ``recallpack serve
+#: --retriever`` wraps a retriever (``retriever``: a :class:`recallpack.adapters._served.Served`).
+Capability = Literal["tokenizer", "embedding", "model", "depth", "retriever"]
 
 
 @dataclass(frozen=True)
@@ -89,37 +101,62 @@ HOSTS: tuple[Host, ...] = (
     Host("huggingface", ("tokenizers", "transformers"), "recallpack.adapters._hugging_face_reader"),
 )
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _hosts: tuple[Host, ...] = HOSTS
+_loaded = False
 #: Each reader module as imported, once, or why it could not be.
 _readers: dict[str, ModuleType | ImportError] = {}
 
 
-def hosts() -> tuple[Host, ...]:
-    """The hosts objects are offered to now: :data:`HOSTS`, and those registered since."""
+def _shape(name: str, host: object) -> str | None:
+    """What is wrong with ``host`` as a host called ``name``, in words, or None."""
+    if not isinstance(host, Host):
+        return f"register_host() takes a Host, got {type(host).__name__}"
+    if any(known.name == host.name for known in _hosts):
+        return f"a host named {host.name!r} is registered already; unregister_host({host.name!r}) first"
+    if host.name != name:
+        return f"the entry point is named {name!r} and its Host {host.name!r}; name them alike"
+    try:
+        found = importlib.util.find_spec(host.reader) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        return (
+            f"Host(reader={host.reader!r}) names no module that can be imported; give the import "
+            "name of the module that defines read_tokenizer, read_embedding or read_model"
+        )
+    return None
+
+
+def _table() -> tuple[Host, ...]:
+    """The hosts, with those installed packages declare under the entry-point group
+    ``recallpack.hosts`` after the built-ins (read once, the first time the table is read)."""
+    global _hosts, _loaded
+    if not _loaded:
+        with _lock:
+            if not _loaded:
+                for found in plugins(HOST_GROUP, _shape):
+                    if isinstance(found, Plugin):
+                        _hosts = (*_hosts, cast(Host, found.value))
+                _loaded = True
     return _hosts
+
+
+def hosts() -> tuple[Host, ...]:
+    """The hosts objects are offered to now: :data:`HOSTS`, those installed (entry points in the
+    group ``recallpack.hosts``), and those registered since."""
+    return _table()
 
 
 def register_host(host: Host) -> Host:
     """Offer objects to ``host`` too, after the hosts already known, until :func:`unregister_host`.
     Its reader module must exist (it is found now, imported only when first needed)."""
     global _hosts
-    if not isinstance(host, Host):
-        raise ConfigError(f"register_host() takes a Host, got {type(host).__name__}")
-    try:
-        found = importlib.util.find_spec(host.reader) is not None
-    except (ImportError, ValueError):
-        found = False
-    if not found:
-        raise ConfigError(
-            f"Host(reader={host.reader!r}) names no module that can be imported; give the import "
-            "name of the module that defines read_tokenizer, read_embedding or read_model"
-        )
     with _lock:
-        if any(known.name == host.name for known in _hosts):
-            raise ConfigError(
-                f"a host named {host.name!r} is registered already; unregister_host({host.name!r}) first"
-            )
+        _table()
+        refused = _shape(host.name if isinstance(host, Host) else "", host)
+        if refused is not None:
+            raise ConfigError(refused, field="host")
         _hosts = (*_hosts, host)
     return host
 
@@ -128,11 +165,13 @@ def unregister_host(name: str) -> None:
     """Stop offering objects to the host called ``name`` (one of :data:`HOSTS` too)."""
     global _hosts
     with _lock:
+        _table()
         kept = tuple(host for host in _hosts if host.name != name)
         if len(kept) == len(_hosts):
             raise ConfigError(
                 f"no host named {name!r} is registered; the hosts are "
-                f"{', '.join(host.name for host in _hosts) or 'none'}"
+                f"{', '.join(host.name for host in _hosts) or 'none'}",
+                field="host",
             )
         _hosts = kept
 
@@ -157,7 +196,7 @@ def _offered(obj: object) -> list[Host]:
     """The hosts ``obj`` is offered to, in order: none for what the core knows itself."""
     if inspect.isroutine(obj) or type(obj).__module__ == "builtins":
         return []
-    known, packages = _hosts, _packages_of(type(obj))
+    known, packages = _table(), _packages_of(type(obj))
     claimed = [host for host in known if host.claims_any(packages)]
     return [*claimed, *(host for host in known if all(host is not own for own in claimed))]
 
@@ -182,7 +221,7 @@ def accepted(attribute: str) -> list[str]:
     """What every host's reader says it takes (its ``attribute``, such as ``EMBEDDINGS``), for an
     error message: the readers are imported for it."""
     said = []
-    for host in _hosts:
+    for host in _table():
         text = getattr(_reader(host), attribute, None)
         if isinstance(text, str):
             said.append(text)

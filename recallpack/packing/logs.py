@@ -57,7 +57,7 @@ def log_result(result: RecallResult) -> None:
             report.tokens_used,
             budget,
             report.policy,
-            report.over_budget,
+            report.did_not_fit,
             f"{report.largest_dropped_chars:,}",
             fix,
         )

@@ -43,7 +43,7 @@ from recallpack.packing.errors import (
 )
 from recallpack.packing.ledger import WalkSettings
 from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING
-from recallpack.packing.policies import check_policy
+from recallpack.packing.policies import check_policy, table_version
 from recallpack.packing.render import load_template, newline_join
 from recallpack.packing.result import DEFAULT_RESOURCE_URI_TEMPLATE, RecallResult
 from recallpack.packing.scopes import Reader, replaces_reader
@@ -391,7 +391,9 @@ def _packer(settings: Mapping[str, Any]) -> Packer:
     """A Packer for ``settings``, reused when the same hashable settings, of the same types,
     come again (safe under threads: a lost race builds one Packer too many, nothing worse)."""
     try:
-        key = tuple(sorted((name, _typed(value)) for name, value in settings.items()))
+        # The table's version too: a Packer holds its policy object, and a name registered again
+        # must not run the one it replaced.
+        key = (table_version(), *sorted((name, _typed(value)) for name, value in settings.items()))
         hash(key)
     except TypeError:  # a callable tokenizer, a Reader with scopes: build one for this call
         return Packer(**settings)

@@ -241,7 +241,9 @@ class PassagesChoice:
                 self._keep_document(rank, doc, spans)
             kept_spans[d] = spans
         if len(self.coerced) < len(ledger.candidates):
-            ledger.stop(over)  # the candidates past the reach are the tail
+            # The candidates past the reach are the tail, never read: with the item cap full, none
+            # could have been kept anyway; else nothing is known of whether they would have fitted.
+            ledger.stop(over if over is Reason.OVER_ITEM_CAP else Reason.NOT_REACHED)
         return True
 
     def _keep_document(

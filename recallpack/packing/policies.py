@@ -9,22 +9,26 @@ once, then makes the whole fit and applies the floor through the ledger.
 
 :data:`BUILT_IN` is the table: the ``policy`` setting, the CLI's ``--policy`` choices and their
 help are read from it. A fifth policy is one module and one line here, or, from outside the
-package, one call of :func:`register_policy`.
+package, one call of :func:`register_policy`, or one entry point in the group
+``recallpack.policies`` of an installed package (:mod:`recallpack.packing.plugins`), which makes
+it a choice of ``recallpack pack --policy`` and ``recallpack serve --policy`` too.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import threading
+from typing import Protocol, cast
 
 from recallpack.packing.embedding import EmbedFn
 from recallpack.packing.errors import ConfigError, PolicyError
 from recallpack.packing.in_order import Prefix, Skip, Truncate
 from recallpack.packing.ledger import Counted, Ledger
 from recallpack.packing.passages import Passages
+from recallpack.packing.plugins import POLICY_GROUP, Plugin, plugins
 
 __all__ = [
     "PackingPolicy", "BUILT_IN", "POLICIES", "Policy", "register_policy", "unregister_policy",
-    "policy_named", "policy_names", "policy_help", "check_policy", "is_built_in",
+    "policy_named", "policy_names", "policy_help", "check_policy", "is_built_in", "table_version",
 ]
 
 #: A policy's name, as the ``policy`` setting takes it: one of :func:`policy_names`.
@@ -55,12 +59,77 @@ BUILT_IN: dict[str, PackingPolicy] = {
 }
 #: The built-in policies' names.
 POLICIES: tuple[str, ...] = tuple(BUILT_IN)
+#: Replaced, never changed in place, so a reader iterating it under threads sees one version.
 _TABLE: dict[str, PackingPolicy] = dict(BUILT_IN)
+#: Each entry point skipped when the table was first read, by name, and why (for check_policy).
+_SKIPPED: dict[str, str] = {}
+_lock = threading.RLock()
+_loaded = False
+#: Bumped by every change to the table: what caches a policy object keys on it.
+_version = 0
+
+
+def _shape(name: str, policy: object) -> str | None:
+    """What is wrong with ``policy`` as a policy, in words, or None."""
+    wrong = []
+    if not callable(getattr(policy, "choose", None)):
+        wrong.append("choose(ledger, query, embed) is not a method")
+    if not isinstance(getattr(policy, "summary", None), str):
+        wrong.append("its summary is not a str")
+    if not isinstance(getattr(policy, "needs_query", None), bool):
+        wrong.append("its needs_query is not a bool")
+    if not wrong:
+        return None
+    return (
+        f"policy {name!r} is not a policy: {'; '.join(wrong)} (a policy has a summary, a str, "
+        "needs_query, a bool, and choose(ledger, query, embed))"
+    )
+
+
+def _name_refused(name: object) -> str | None:
+    if not isinstance(name, str) or not name.isidentifier():
+        return f"a policy's name must be an identifier such as 'mmr', got {name!r}"
+    if name in BUILT_IN:
+        return f"policy {name!r} is built in; register yours under another name"
+    if name in _TABLE:
+        return f"a policy named {name!r} is registered already; unregister_policy({name!r}) first"
+    return None
+
+
+def _refused(name: str, policy: object) -> str | None:
+    return _name_refused(name) or _shape(name, policy)
+
+
+def _table() -> dict[str, PackingPolicy]:
+    """The table, with the policies installed packages declare under the entry-point group
+    ``recallpack.policies`` (read once, the first time the table is read)."""
+    global _TABLE, _loaded, _version
+    if not _loaded:
+        with _lock:
+            if not _loaded:
+                for found in plugins(POLICY_GROUP, _refused):
+                    if isinstance(found, Plugin):
+                        _TABLE = {**_TABLE, found.name: cast(PackingPolicy, found.value)}
+                    else:
+                        _SKIPPED[found[0]] = found[1]
+                _version += 1
+                _loaded = True
+    return _TABLE
+
+
+def table_version() -> int:
+    """A number that changes whenever the table does: a cache holding policy objects keys on it,
+    so that a name registered again takes effect."""
+    _table()
+    return _version
 
 
 def register_policy(name: str, policy: PackingPolicy) -> None:
     """Make ``policy`` the one the ``policy`` setting names ``name``, in this process (a worker
-    process registers it again: it is code, not a setting). A built-in name cannot be taken.
+    process registers it again: it is code, not a setting). A name that is taken, built in or
+    registered (or installed: see :mod:`recallpack.packing.plugins`), is refused: unregister it
+    first. The policy's shape is checked now: ``choose`` callable, ``summary`` a str,
+    ``needs_query`` a bool.
 
     >>> class Nothing:
     ...     summary, needs_query = "keeps nothing", False
@@ -71,31 +140,30 @@ def register_policy(name: str, policy: PackingPolicy) -> None:
     True
     >>> unregister_policy("nothing")
     """
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ConfigError(
-            f"a policy's name must be an identifier such as 'mmr', got {name!r}", field="policy"
-        )
-    if name in BUILT_IN:
-        raise ConfigError(f"policy {name!r} is built in; register yours under another name", field="policy")
-    missing = [part for part in ("summary", "needs_query", "choose") if not hasattr(policy, part)]
-    if missing:
-        raise ConfigError(
-            f"policy {name!r} has no {', '.join(missing)}: a policy has a summary (a str), "
-            "needs_query (a bool) and choose(ledger, query, embed)",
-            field="policy",
-        )
-    _TABLE[name] = policy
+    global _TABLE, _version
+    with _lock:
+        _table()
+        refused = _refused(name, policy)
+        if refused is not None:
+            raise ConfigError(refused, field="policy")
+        _TABLE = {**_TABLE, name: policy}
+        _version += 1
 
 
 def unregister_policy(name: str) -> None:
-    """Take back :func:`register_policy` (a built-in stays)."""
-    if name not in BUILT_IN:
-        _TABLE.pop(name, None)
+    """Take back :func:`register_policy`, or an installed policy (a built-in stays)."""
+    global _TABLE, _version
+    with _lock:
+        _table()
+        if name not in BUILT_IN and name in _TABLE:
+            _TABLE = {known: policy for known, policy in _TABLE.items() if known != name}
+            _version += 1
 
 
 def policy_names() -> tuple[str, ...]:
-    """Every policy the ``policy`` setting takes: the built-ins, then those registered."""
-    return tuple(_TABLE)
+    """Every policy the ``policy`` setting takes: the built-ins, then those installed and
+    registered."""
+    return tuple(_table())
 
 
 def is_built_in(policy: PackingPolicy) -> bool:
@@ -105,18 +173,21 @@ def is_built_in(policy: PackingPolicy) -> bool:
 
 def policy_help() -> str:
     """Each policy's name and summary, as a command line's help says them."""
-    return "; ".join(f"{name}: {policy.summary}" for name, policy in _TABLE.items())
+    return "; ".join(f"{name}: {policy.summary}" for name, policy in _table().items())
 
 
 def policy_named(name: str) -> PackingPolicy:
     """The policy registered as ``name``."""
-    return _TABLE[check_policy(name)]
+    return _table()[check_policy(name)]
 
 
 def check_policy(value: object) -> str:
-    """``value`` if it names a policy, else a PolicyError naming the field and the choices."""
-    if not isinstance(value, str) or value not in _TABLE:
+    """``value`` if it names a policy, else a PolicyError naming the field and the choices (and,
+    for an installed policy that was skipped, why)."""
+    table = _table()
+    if not isinstance(value, str) or value not in table:
+        why = f" ({_SKIPPED[value]})" if isinstance(value, str) and value in _SKIPPED else ""
         raise PolicyError(
-            f"policy={value!r} is not a policy; use one of: {', '.join(_TABLE)}", field="policy"
+            f"policy={value!r} is not a policy{why}; use one of: {', '.join(table)}", field="policy"
         )
     return value

@@ -6,6 +6,7 @@ Who may read what (``Reader``, ``Scope``) is an input, not a result: :mod:`recal
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple, overload
 
@@ -77,6 +78,9 @@ class Reason(ValueEnum):
     #: ``passages``: a piece of the same document as a better-ranked candidate, shown inside that
     #: candidate's item (the trace's ``merged_into``), its shared text paid for once.
     MERGED = "merged"
+    #: Never read: past how far the walk reads (``passages`` reads at most 64 documents, or 256
+    #: characters a budget token), so nothing is known of whether it would have fitted.
+    NOT_REACHED = "not_reached"
 
 
 class TraceEntry(BaseModel):
@@ -250,7 +254,7 @@ class PackReport(BaseModel):
     def ran_dry(self) -> bool:
         """The budget was left mostly unused (under half) because the candidates ran out, not
         because of the budget or a cap: more candidates would have been packed."""
-        stopped = ("over_budget", "over_item_cap", "over_lane_budget")
+        stopped = ("over_budget", "over_item_cap", "over_lane_budget", "not_reached")
         return (
             self.fetch_knob is not None
             and self.max_tokens is not None
@@ -259,9 +263,29 @@ class PackReport(BaseModel):
         )
 
     @property
-    def over_budget(self) -> int:
-        """Candidates not kept because they did not fit (the tail the walk never reached included)."""
+    def did_not_fit(self) -> int:
+        """Candidates the walk read and did not keep because they did not fit the budget or
+        their lane's."""
         return self.reasons.get("over_budget", 0) + self.reasons.get("over_lane_budget", 0)
+
+    @property
+    def not_reached(self) -> int:
+        """Candidates the walk never read (``reasons["not_reached"]``): past its reach."""
+        return self.reasons.get("not_reached", 0)
+
+    @property
+    def over_budget(self) -> int:
+        """Deprecated: :attr:`did_not_fit`, plus, for one release, the candidates the walk never
+        reached (:attr:`not_reached`), which it counted before they had a reason of their own."""
+        if self.not_reached:
+            warnings.warn(
+                "PackReport.over_budget counts the candidates the walk never read too, and will stop "
+                "counting them in the next release; read did_not_fit (what did not fit) and "
+                "not_reached (what was never read) instead",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        return self.did_not_fit + self.not_reached
 
     def _repr_html_(self) -> str:
         return report_html(self)
@@ -296,6 +320,12 @@ class PackReport(BaseModel):
             )
         if self.largest_dropped_chars:
             line += f". The largest item dropped for size has {self.largest_dropped_chars:,} characters"
+        if self.not_reached:
+            line += (
+                f". {self.not_reached} {'match was' if self.not_reached == 1 else 'matches were'} never "
+                "read, past how far the walk reads: to reach them, pass fewer, larger candidates or "
+                "pre-filter them (a larger max_tokens reads more characters, not more documents)"
+            )
         if self.ran_dry:
             line += ". " + self._ran_dry_note()
         for note in self.notes:
