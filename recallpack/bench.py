@@ -7,6 +7,7 @@ counts only what it reaches. Texts are made unique per repetition so no count ca
     python -m recallpack.bench            # everything, adapters included when installed
     python -m recallpack.bench --core     # the packer only
     python -m recallpack.bench --check    # exit 1 if a target is missed
+    python -m recallpack.bench --check --quick  # only the targets, short and noise-aware (CI)
     python -m recallpack.bench --quality  # does the answer survive? SQuAD questions, every policy
     python -m recallpack.bench --quality --languages [ar,zh,...]  # the same in 12 languages (XQuAD)
 """
@@ -163,7 +164,7 @@ def core(repeat: int = 5) -> tuple[list[str], dict[str, tuple[float, float, bool
         ),
         # The rendered block holds more tokens than the raw texts (labels, indentation), and its
         # last item is counted again without its joining newline: that is most of the gap.
-        "recall / encoding only the kept texts (<= 2x)": (kept_ratio, 2.0, kept_ratio <= 2),
+        "recall / encoding only the kept texts (<= 1.3x)": (kept_ratio, 1.3, kept_ratio <= 1.3),
         # Forked workers on 2 cores (docs/scaling.md): fork, pickling and copy-on-write cost
         # about a tenth of the work, so 2x is out of reach, 1.6x is not.
         "recall_many / loop of recall (>= 1.6x)": (many_ratio, 1.6, many_ratio >= 1.6),
@@ -221,6 +222,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument(
+        "--quick", action="store_true",
+        help="only the ratios that have a target, each the best of a few runs and measured again "
+        "before it counts as missed (about a minute; what CI runs with --check)",
+    )
+    parser.add_argument(
         "--quality", action="store_true",
         help="only the quality section: how often the answer survives packing, on SQuAD questions",
     )
@@ -254,6 +260,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="with --languages: write every cell, and which questions kept their answer, to PATH",
     )
     args = parser.parse_args(argv)
+    if args.quick and (args.quality or args.languages is not None or args.core):
+        parser.error("--quick runs the targets of every section: leave out --quality, --languages and --core")
     if args.languages is None and (args.shapes or args.budgets or args.json):
         parser.error("--shapes, --budgets and --json need --languages")
     if args.languages is not None:
@@ -269,6 +277,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print("\n".join(lines))
         return 1 if args.check and any("MISS" in line for line in lines) else 0
+    if args.quick:
+        from recallpack._bench import guard
+
+        print("bench targets, quick: best of a few runs each, a miss measured once more")
+        passed = guard.run_checks(guard.checks())
+        return 1 if args.check and not passed else 0
     if args.quality:
         from recallpack._bench import quality
 
