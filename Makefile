@@ -32,7 +32,7 @@ define install
 
 endef
 
-.PHONY: install demo test test-steps $(TEST_STEPS) docs notebook bench bench-check lint serve clean FORCE
+.PHONY: install inspector demo test test-steps $(TEST_STEPS) docs notebook bench bench-check lint serve clean FORCE
 
 # Without pip the venv is made in a fraction of a second; the interpreter's own pip puts uv in it.
 $(BIN)/python:
@@ -54,7 +54,8 @@ install: $(VENV)/.installed-dev
 
 demo: $(VENV)/.installed-demo
 	@echo "== examples/stdlib_demo.py"; $(BIN)/python examples/stdlib_demo.py "how do I parse command line arguments"
-	@for example in examples/langchain_chain.py examples/llamaindex_query_engine.py examples/mcp_client.py; do \
+	@for example in examples/langchain_chain.py examples/llamaindex_query_engine.py examples/mcp_client.py \
+			examples/agent_memory.py; do \
 		if [ -f $$example ]; then echo; echo "== $$example"; $(BIN)/python $$example || exit 1; fi; \
 	done
 
@@ -80,7 +81,7 @@ test: $(VENV)/.installed-dev lint docs $(TEST_STEPS)
 test-steps:
 	@echo $(TEST_STEPS)
 
-test-main: $(VENV)/.installed-dev
+test-main: $(VENV)/.installed-dev inspector
 	@echo "== test-main: every test but the steps below, on $(WORKERS) workers"
 	$(PYTEST) -n $(WORKERS) --dist loadscope $(foreach f,$(FORK_TESTS) $(RAY_TESTS) $(NOTEBOOK_TESTS),--ignore=$(f))
 
@@ -95,6 +96,22 @@ test-ray: $(VENV)/.installed-dev
 test-notebook: $(VENV)/.installed-dev
 	@echo "== test-notebook: the quickstart notebook in a fresh kernel"
 	$(PYTEST) $(NOTEBOOK_TESTS)
+
+# The MCP Inspector, the reference MCP client that tests/test_mcp_inspector.py drives (its --cli
+# mode), at a pinned version, into build/inspector with npm. Without npm it is left out (.ci/run
+# installs Debian's nodejs and npm where node is missing), and that test skips, saying so.
+INSPECTOR_VERSION := 2.12.0
+INSPECTOR_STAMP := build/inspector/.installed-$(INSPECTOR_VERSION)
+inspector: $(INSPECTOR_STAMP)
+$(INSPECTOR_STAMP):
+	@if command -v npm >/dev/null 2>&1; then \
+		echo "installing @modelcontextprotocol/inspector@$(INSPECTOR_VERSION) into build/inspector"; \
+		mkdir -p build/inspector; \
+		npm install --prefix build/inspector --no-audit --no-fund --omit=dev --ignore-scripts \
+			@modelcontextprotocol/inspector@$(INSPECTOR_VERSION) >build/inspector/install.log 2>&1 \
+			|| { cat build/inspector/install.log; echo "npm install of the MCP Inspector failed"; exit 1; }; \
+		touch $@; \
+	else echo "npm is not installed: the MCP Inspector is left out, and tests/test_mcp_inspector.py skips"; fi
 
 # The site and API reference (mkdocs.yml), offline, into site/; warnings are errors.
 docs: $(VENV)/.installed-docs

@@ -10,6 +10,7 @@ counts only what it reaches. Texts are made unique per repetition so no count ca
     python -m recallpack.bench --check --quick  # only the targets, short and noise-aware (CI)
     python -m recallpack.bench --quality  # does the answer survive? SQuAD questions, every policy
     python -m recallpack.bench --quality --languages [ar,zh,...]  # the same in 12 languages (XQuAD)
+    python -m recallpack.bench --memory   # agent memory: a LangGraph store's search(limit=k) vs packing
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from recallpack.testing import stdlib_docs
 MAX_TOKENS = 2048
 SIZES = (100, 1_000, 10_000, 100_000)
 #: The sections after the core, in order: each a module of recallpack._bench with a run().
-SECTIONS = ("cuts", "growth", "langchain", "llamaindex", "splitters", "ray")
+SECTIONS = ("cuts", "growth", "langchain", "langgraph", "llamaindex", "splitters", "ray")
 _run_ids = count()
 
 
@@ -237,6 +238,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--markdown", action="store_true", help="the quality table as Markdown too")
     parser.add_argument(
+        "--memory", action="store_true",
+        help="only the memory section: MemoryBank questions through a LangGraph store, search(limit=k) "
+        "against packing at three budgets",
+    )
+    parser.add_argument(
         "--articles", type=_articles, default=None, metavar="FIRST-LAST",
         help="ask only the questions of articles FIRST to LAST (1 to 12; the retriever still reads "
         "all 12): does a result hold on other articles than it was tuned on? (default: all)",
@@ -283,6 +289,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("bench targets, quick: best of a few runs each, a miss measured once more")
         passed = guard.run_checks(guard.checks())
         return 1 if args.check and not passed else 0
+    if args.memory:
+        from recallpack._bench import memory
+
+        lines = memory.run()
+        print("\n".join(lines))
+        return 1 if args.check and any("MISS" in line for line in lines) else 0
     if args.quality:
         from recallpack._bench import quality
 

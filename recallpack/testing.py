@@ -22,7 +22,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
-import re
 import sys
 import sysconfig
 import warnings
@@ -31,6 +30,9 @@ from functools import lru_cache
 from math import sqrt
 from pathlib import Path
 from typing import Any
+
+from recallpack.packing.analysis import AUTO, Reading, check_language
+from recallpack.packing.errors import ConfigError
 
 __all__ = [
     "stdlib_docs",
@@ -41,7 +43,6 @@ __all__ = [
 
 # Modules that print, open windows, or change the process when imported.
 _SKIP = {"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "__main__", "__phello__"}
-_WORD = re.compile(r"[a-z0-9]+")
 
 
 @lru_cache(maxsize=1)
@@ -99,22 +100,38 @@ def source_paragraphs(limit: int, min_words: int = 8) -> list[tuple[str, int, st
     return out
 
 
-def hashed_bag_of_words(text: str, dim: int = 256) -> list[float]:
+def hashed_bag_of_words(text: str, dim: int = 256, *, language: str | None = None) -> list[float]:
     """A lexical embedding: words hashed into ``dim`` signed buckets, L2-normalised.
 
     Real retrieval (texts sharing words are near), deterministic across processes (crc32, not
-    ``hash()``), and no model to download. A text without words embeds as all zeros.
+    ``hash()``), and no model to download. Words are read by recallpack's analysis chain, in
+    every script: words as written by default, pairs of characters in scripts written without
+    spaces (Chinese, Japanese, Thai); ``language`` (an ISO 639-1 code such as ``"ru"``) also
+    matches inflections by that language's stemmer. It is the same for the query and the texts,
+    so they are read alike (``"auto"`` is refused: a short query and its texts could be read as
+    two languages). A text without a letter or a digit embeds as all zeros.
 
     >>> a, b = hashed_bag_of_words("Berlin office"), hashed_bag_of_words("the Berlin office")
     >>> round(sum(x * y for x, y in zip(a, b)), 2)
     0.82
     """
     vector = [0.0] * dim
-    for word in _WORD.findall(text.lower()):
+    for word in _reading(language).keys(text):
         code = zlib.crc32(word.encode())
         vector[code % dim] += 1.0 if (code >> 16) & 1 else -1.0
     norm = sqrt(sum(v * v for v in vector)) or 1.0
     return [v / norm for v in vector]
+
+
+@lru_cache(maxsize=64)
+def _reading(language: str | None) -> Reading:
+    if language == AUTO:
+        raise ConfigError(
+            "language='auto' would read a query and its texts apart; name the language ('ru') "
+            "or pass None (words as written)",
+            field="language",
+        )
+    return Reading(check_language(language))
 
 
 def _langchain_embeddings() -> type:
@@ -127,14 +144,15 @@ def _langchain_embeddings() -> type:
         random: fine for plumbing, not for a search whose results a reader can check.
         """
 
-        def __init__(self, dim: int = 256) -> None:
+        def __init__(self, dim: int = 256, *, language: str | None = None) -> None:
             self.dim = dim
+            self.language = _reading(language).language  # checked here, not at the first text
 
         def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return [hashed_bag_of_words(text, self.dim) for text in texts]
+            return [hashed_bag_of_words(text, self.dim, language=self.language) for text in texts]
 
         def embed_query(self, text: str) -> list[float]:
-            return hashed_bag_of_words(text, self.dim)
+            return hashed_bag_of_words(text, self.dim, language=self.language)
 
     return HashingEmbeddings
 
@@ -151,13 +169,16 @@ def _llamaindex_embedding() -> type:
         """
 
         dim: int = Field(default=256, gt=0, description="Number of hash buckets.")
+        language: str | None = Field(
+            default=None, description="None: words as written; an ISO 639-1 code: its stemmer too."
+        )
 
         @classmethod
         def class_name(cls) -> str:
             return "HashingEmbedding"
 
         def embed(self, text: str) -> list[float]:
-            return hashed_bag_of_words(text, self.dim)
+            return hashed_bag_of_words(text, self.dim, language=self.language)
 
         def _get_query_embedding(self, query: str) -> list[float]:
             return self.embed(query)

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recallpack import Candidate, ConfigError, Packer, RecallpackError, count_tokens, recall
-from recallpack.packing import analysis, scoring
+from recallpack.packing import languages
 from recallpack.packing.analysis import Reading, check_language, language_of, phrase_letters
 from recallpack.packing.cuts import cut_focus
 from recallpack.packing.tokenizers import get_tokenizer
@@ -119,7 +119,7 @@ def test_english_suffix_rules_never_read_another_language() -> None:
     """English matches "played" in "playing" by its suffix rules; words with no stemmer, or
     another language's stemmer, do not: the rules read English alone."""
     text = "he was playing."
-    assert scoring.hits(text, ["played"], 10) == {"played": [7]}
+    assert Reading("en").hits(text, ["played"], 10) == {"played": [7]}
     assert Reading("en").english and not Reading(None).english and not Reading("es").english
     assert Reading(None).hits(text, ["played"], 10) == {}
     assert Reading("es").hits(text, ["played"], 10) == {}
@@ -191,7 +191,7 @@ def test_a_stemmer_that_is_not_installed_is_a_clear_error(monkeypatch: pytest.Mo
     import Stemmer
 
     monkeypatch.setattr(Stemmer, "algorithms", lambda: ["english"])
-    monkeypatch.setattr(analysis, "_STEMMERS", type(analysis._STEMMERS)())
+    monkeypatch.setattr(languages, "_STEMMERS", type(languages._STEMMERS)())
     with pytest.raises(ConfigError, match="has no 'greek' stemmer.*pip install -U PyStemmer"):
         Packer(language="el")
 

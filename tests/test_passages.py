@@ -431,9 +431,9 @@ def test_a_huge_candidate_is_read_only_as_far_as_the_walk_reaches(shape: str) ->
 def test_a_hostile_query_costs_about_one_pass(query: str) -> None:
     """A megabyte-long word, a repeated word, 100,000 distinct words, a case-folding letter: the
     query's terms are bounded and the packing is exact."""
-    from recallpack.packing.passages import MAX_QUERY_TERMS, query_terms
+    from recallpack.packing.analysis import MAX_TERMS, Reading
 
-    assert len(query_terms(query)) <= MAX_QUERY_TERMS
+    assert len(Reading.of("auto", query, "").terms(query)) <= MAX_TERMS
     ranked = [Candidate(text=DOCS[n] * 20) for n in ("argparse", "json")]
     result = recall(ranked, max_tokens=500, query=query, policy="passages")
     assert count_tokens(result.to_markdown()) == result.report.tokens_used <= 500

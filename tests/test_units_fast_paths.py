@@ -1,4 +1,4 @@
-"""The passages policy's scoring reads every character it is handed, so its two scans (units and
+"""Scoring reads every character it is handed, so its two scans (units, and the English chain's
 query words) take fast paths; these tests hold each to its plain definition on hostile text."""
 
 from __future__ import annotations
@@ -9,9 +9,14 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recallpack.packing.cuts import _term_hits
-from recallpack.packing.scoring import INFLECTED_TERM, INFLECTIONS, base_of, hits
-from recallpack.packing.units import fold, split_units
+from recallpack.packing.analysis import Reading, fold
+from recallpack.packing.english import INFLECTED_TERM, INFLECTIONS, base_of
+from recallpack.packing.units import split_units
+
+
+def hits(text: str, terms: list[str], limit: int) -> dict[str, list[int]]:
+    """The English chain's hits, as every scorer reads them."""
+    return Reading("en").hits(fold(text), terms, limit)
 
 # Terminators, closers, spaces, line breaks, CJK ends, combining marks, code markers, letters.
 _ALPHABET = list(".!?…。！？ \t\n\r\"')]}»”’>abAİ\u0301\u200d_1é")
@@ -64,12 +69,10 @@ def _hits_by_definition(text: str, terms: list[str], limit: int) -> dict[str, li
     found = {}
     for term in terms:
         base = base_of(term)
-        if not 0 < lowered.count(base) <= limit:
-            continue  # its base found, even inside other words, more than limit times: left out
         endings = INFLECTIONS if len(term) >= INFLECTED_TERM else ("",)
         inflected = "|".join(map(re.escape, endings))
         whole = [m.start() for m in re.finditer(rf"(?<!\w){re.escape(base)}(?:{inflected})(?!\w)", lowered)]
-        if whole:
+        if 0 < len(whole) <= limit:  # found more than limit times: left out
             found[term] = whole
     return found
 
@@ -85,27 +88,10 @@ _words = st.text(alphabet=st.sampled_from(list("ab_1é")), min_size=1, max_size=
 )
 def test_query_word_hits_are_their_definition(text: str, terms: list[str], limit: int) -> None:
     """Whole-word hits of each query word, with a word found more than ``limit`` times left out,
-    whether the search tells it by counting first, by stopping past the limit, or (a query of
-    more than 16 words) from one pass over the text's words."""
+    whether the search tells a frequent base by counting first, by stopping past the limit (then
+    one scan in C counts the whole words), or (a query of more than 16 words) from one pass over
+    the text's words."""
     assert hits(text, terms, limit) == _hits_by_definition(text, terms, limit)
-
-
-def _whole_words_by_definition(lowered: str, terms: list[str]) -> dict[str, list[int]]:
-    found = {t: [m.start() for m in re.finditer(rf"(?<!\w){re.escape(t)}(?!\w)", lowered)] for t in terms}
-    return {t: where for t, where in found.items() if where}
-
-
-@settings(max_examples=800, deadline=None)
-@given(
-    st.text(alphabet=st.sampled_from(list("ab_1é .\n-")), max_size=300),
-    st.lists(_words | st.sampled_from(["zz", "qq", "absent"]), min_size=1, max_size=40, unique=True),
-)
-def test_focus_cut_word_hits_are_their_definition(text: str, terms: list[str]) -> None:
-    """The focus cut's search finds each term's whole-word occurrences, whether it searches the
-    terms one by one (the few the text has: one it lacks is no search) or reads the text's words
-    once (many terms, or terms that occur very often)."""
-    lowered = fold(text)
-    assert _term_hits(lowered, terms) == _whole_words_by_definition(lowered, terms)
 
 
 # Query words long enough to match their inflections, and texts made of them, their bases with

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from recallpack.packing.analysis import AUTO, Reading
 from recallpack.packing.candidate import Candidate, Span
 from recallpack.packing.packer import Packer
 from recallpack.packing.result import RecallResult
@@ -209,7 +210,7 @@ def reading_floor(tok: TiktokenTokenizer) -> Method:
 
     def method(candidates: Sequence[Candidate], query: str, budget: int) -> tuple[str, int]:
         layout = layout_of([c.text for c in candidates], budget)
-        best, _ = combined(lexical(layout, query), layout.units)
+        best, _ = combined(lexical(layout, query, Reading.of(AUTO, query, layout.text)), layout.units)
         sorted(best, key=best.__getitem__, reverse=True)  # timed as passages ranks; the order is not used
         return "", len(_encode(tok, layout.text[: _FLOOR_CHARS_PER_TOKEN * budget]))
 

@@ -8,7 +8,7 @@ and output schemas a host validates against. Needs the ``mcp`` extra.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, get_args
 
 from recallpack.adapters._extras import require
 
@@ -21,8 +21,8 @@ from recallpack.adapters.mcp_sources import RecallSource
 from recallpack.packing.validation import check_known, json_type
 
 __all__ = [
-    "TOOL_NAME", "MAX_QUERY_CHARS", "check_arguments", "diagnostics", "error_result", "tool",
-    "resource_templates",
+    "TOOL_NAME", "MAX_QUERY_CHARS", "ERROR_CODES", "ErrorCode", "OUTPUT_SCHEMA", "check_arguments",
+    "diagnostics", "error_result", "tool", "resource_templates",
 ]
 
 TOOL_NAME = "recall"
@@ -122,7 +122,12 @@ def _input_schema(default: int, ceiling: int, least: int) -> dict[str, Any]:
 # -- what it answers ------------------------------------------------------------------------
 
 _COUNT = {"type": "integer", "minimum": 0}
-OUTPUT_SCHEMA: dict[str, Any] = {
+#: The ``error_code`` of every tool error the server answers: the caller's input (or a budget the
+#: packer cannot fill), or the search behind it failing.
+ErrorCode = Literal["invalid_input", "recall_failed"]
+ERROR_CODES: tuple[ErrorCode, ...] = get_args(ErrorCode)
+_OK: dict[str, Any] = {
+    "title": "A recall",
     "type": "object",
     "properties": {
         "status": {"const": "ok"},
@@ -144,13 +149,40 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                     "truncated": {"type": "boolean"},
                 },
                 "required": ["citation", "label", "provenance", "scopes", "token_count", "truncated"],
+                "additionalProperties": False,
             },
         },
         "receipt": {"type": "object", "description": "Present when the server has a receipt key."},
     },
     "required": ["status", "context_tokens_used", "chunks_selected", "chunks_dropped", "tokenizer_used",
                  "report", "items"],
+    "additionalProperties": False,
 }  # fmt: skip
+_ERROR: dict[str, Any] = {
+    "title": "A tool error (isError): seed 003's envelope",
+    "type": "object",
+    "properties": {
+        "status": {"const": "error"},
+        "error_code": {
+            "enum": list(ERROR_CODES),
+            "description": "invalid_input: the call's arguments (the message says what to fix); "
+            "recall_failed: the search failed (the server's log has the details).",
+        },
+        "error_message": {"type": "string"},
+    },
+    "required": ["status", "error_code", "error_message"],
+    "additionalProperties": False,
+}
+#: Every answer's structured content: a recall, or a tool error's envelope, told apart by
+#: ``status``. A client that validates (the MCP Inspector does, even a result with ``isError``)
+#: checks an error against it too, so the envelope is one of the answers it describes. The root
+#: is an object, as MCP asks of an output schema.
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"status": {"enum": ["ok", "error"]}},
+    "required": ["status"],
+    "oneOf": [_OK, _ERROR],
+}
 
 
 def diagnostics(result: RecallResult) -> dict[str, Any]:
@@ -177,8 +209,8 @@ def diagnostics(result: RecallResult) -> dict[str, Any]:
     }
 
 
-def error_result(code: str, message: str) -> types.CallToolResult:
-    """A tool error carrying seed 003's envelope."""
+def error_result(code: ErrorCode, message: str) -> types.CallToolResult:
+    """A tool error carrying seed 003's envelope (one of :data:`OUTPUT_SCHEMA`'s answers)."""
     envelope = {"status": "error", "error_code": code, "error_message": message}
     return types.CallToolResult(
         content=[types.TextContent(text=f"{code}: {message}")], structured_content=envelope, is_error=True

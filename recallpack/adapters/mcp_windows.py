@@ -26,7 +26,7 @@ from recallpack import Candidate, ConfigError
 from recallpack.adapters.mcp_front_matter import FrontMatter
 from recallpack.packing.candidate import Span
 from recallpack.packing.text import LINE_BREAKS
-from recallpack.packing.units import MARK, has_text
+from recallpack.packing.units import MARK, has_text, sentence_start
 from recallpack.packing.windows import Window
 
 __all__ = [
@@ -94,7 +94,8 @@ def runs(text: str, windows: Sequence[Window]) -> list[tuple[int, int]]:
     """The ranges of ``text`` (the file's, after its front matter) that ``windows`` cover, in file
     order: windows that overlap or touch (or have only white space between them) are one range,
     without the white space at its ends (a window is cut at a token, often before a line break
-    or an indent: a cost with nothing to read)."""
+    or an indent: a cost with nothing to read), nor the end of a sentence begun before it (a
+    window can begin at the ". " after one: shown after the mark, it would read "….")."""
     out: list[tuple[int, int]] = []
     for window in sorted(windows, key=lambda w: w.start):
         if out and not has_text(text, out[-1][1], window.start):
@@ -105,6 +106,7 @@ def runs(text: str, windows: Sequence[Window]) -> list[tuple[int, int]]:
     for start, end in out:
         while start < end and text[start].isspace():
             start += 1
+        start = sentence_start(text, start, end)
         while end > start and text[end - 1].isspace():
             end -= 1
         if start < end:
@@ -114,7 +116,13 @@ def runs(text: str, windows: Sequence[Window]) -> list[tuple[int, int]]:
 
 def shown(text: str, spans: Spans) -> str:
     """The ``spans`` of ``text`` (in order, apart), joined by the elision mark on a line of its
-    own: what an item of those ranges shows, and what their URI reads back."""
+    own, and with it last where the text goes on after the last range (an item cut before its
+    file ends says so, never ending mid-line as if that were all): what an item of those ranges
+    shows, and what their URI reads back. A file's first range needs no mark before it: a
+    window's text after the header of its file reads as an excerpt, and at the least budget a
+    line more would leave no room for the evidence."""
+    if not spans:
+        return ""
     parts: list[str] = []
     for start, end in spans:
         if parts:
@@ -122,6 +130,9 @@ def shown(text: str, spans: Spans) -> str:
             after = "" if text[start:start + 1] in LINE_BREAKS else "\n"
             parts.append(f"{before}{MARK}{after}")
         parts.append(text[start:end])
+    if has_text(text, spans[-1][1], len(text)):
+        parts.append("" if parts[-1][-1:] in LINE_BREAKS else "\n")
+        parts.append(MARK)
     return "".join(parts)
 
 

@@ -11,13 +11,20 @@ terms, the language how a term matches its inflected forms, and both are chosen 
 - **Scripts without spaces** (Han, kana, Thai, Lao, Khmer, Myanmar): a run is matched by its
   overlapping pairs of grapheme clusters (Lucene's CJK bigrams), found anywhere in the text.
 - **Inflections**: a language with a Snowball stemmer (PyStemmer) matches a word by its stem;
-  English keeps the suffix rules measured on SQuAD (:mod:`recallpack.packing.scoring`); a
+  English keeps the suffix rules measured on SQuAD (:mod:`recallpack.packing.english`); a
   language without a stemmer is matched word for word. English rules never read another
   language.
 
+Everything that reads text for a query reads it through one :class:`Reading`, chosen once per
+call: ``passages``, the focus cut of every policy (both score with
+:func:`recallpack.packing.bm25.unit_scores`), the MCP docs index (:meth:`Reading.keys`) and the
+offline :class:`~recallpack.testing.HashingEmbeddings`. No other module matches words
+(``tests/test_analysis_chain.py`` checks it).
+
 The language is the caller's ``language=`` or, by default (``"auto"``), read from the query's
 script, and for the Latin script from letters that only one language uses (``ñ``, ``ß``,
-``ğ``...): :func:`language_of`. ``docs/how-the-walk-decides.md`` says what each script gets.
+``ğ``...): :mod:`recallpack.packing.languages`. ``docs/how-the-walk-decides.md`` says what each
+script gets.
 
 >>> Reading.of("auto", "Какие книги читали?", "").language
 'ru'
@@ -28,21 +35,31 @@ script, and for the Latin script from letters that only one language uses (``ñ`
 from __future__ import annotations
 
 import functools
-import importlib
 import re
-import threading
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import regex
 
-from recallpack.packing.errors import ConfigError
-from recallpack.packing.validation import did_you_mean
+from recallpack.packing import english
+from recallpack.packing.languages import (
+    AUTO,
+    MAX_TERM_CHARS,
+    MAX_TERMS,
+    SPACELESS_SCRIPTS,
+    STEMMED_LANGUAGES,
+    check_language,
+    fold,
+    language_of,
+    stemmer,
+)
 
 __all__ = [
+    "ANALYSIS_VERSION",
     "AUTO",
+    "CallReading",
     "MAX_TERMS",
     "MAX_TERM_CHARS",
     "STEMMED_LANGUAGES",
@@ -56,209 +73,17 @@ __all__ = [
     "phrase_letters",
 ]
 
-#: The ``language=`` that reads the language from the query (and the texts' letters).
-AUTO = "auto"
+#: Changes whenever what :meth:`Reading.keys` gives for a text changes: an index that stored
+#: keys under another version is rebuilt (``recallpack serve --docs --index``).
+ANALYSIS_VERSION = "1"
 
-#: Every language with a Snowball stemmer, by ISO 639-1 code, with the stemmer's name.
-STEMMED_LANGUAGES: Mapping[str, str] = {
-    "ar": "arabic", "ca": "catalan", "da": "danish", "de": "german", "el": "greek",
-    "en": "english", "es": "spanish", "eu": "basque", "fi": "finnish", "fr": "french",
-    "ga": "irish", "hi": "hindi", "hu": "hungarian", "hy": "armenian", "id": "indonesian",
-    "it": "italian", "lt": "lithuanian", "ne": "nepali", "nl": "dutch", "no": "norwegian",
-    "pt": "portuguese", "ro": "romanian", "ru": "russian", "sr": "serbian", "sv": "swedish",
-    "ta": "tamil", "tr": "turkish", "yi": "yiddish",
-}
-_BY_NAME = {name: code for code, name in STEMMED_LANGUAGES.items()}
-
-#: Scripts whose words are not written apart: matched by pairs of grapheme clusters.
-SPACELESS_SCRIPTS = ("Han", "Hiragana", "Katakana", "Thai", "Lao", "Khmer", "Myanmar")
-_SPACELESS = regex.compile(
-    "[" + "".join(rf"\p{{{s}}}" for s in SPACELESS_SCRIPTS) + r"\u30fc\u3005]+"
-)
+_SPACELESS_CLASS = "[" + "".join(rf"\p{{{s}}}" for s in SPACELESS_SCRIPTS) + r"\u30fc\u3005]"
+_SPACELESS = regex.compile(_SPACELESS_CLASS + "+")
 _WORD = regex.compile(r"\w+")
+_ASCII_WORD = re.compile(r"\w+", re.ASCII)
+#: A run of a script without spaces, or a word of the others.
+_KEY_PARTS = regex.compile(rf"(?P<run>{_SPACELESS_CLASS}+)|(?:(?!{_SPACELESS_CLASS})\w)+")
 _CLUSTER = regex.compile(r"\X")
-
-#: A script that one stemmed language writes (nearly) alone: its letters name the language.
-_SCRIPT_LANGUAGE = {
-    "Cyrillic": "ru", "Greek": "el", "Arabic": "ar", "Devanagari": "hi", "Tamil": "ta",
-    "Armenian": "hy",
-}
-#: Letters of one script that tell a language apart from the others that write it, and the
-#: language they tell (None: a language without a stemmer, matched word for word).
-_MARKERS: dict[str, tuple[tuple[str | None, str], ...]] = {
-    "Latin": (
-        ("de", "äöüß"), ("es", "ñ¿¡áíóú"), ("pt", "ãõâêôáíóúç"), ("fr", "œæèêëçàùûîïÿ"),
-        ("it", "àèìòù"), ("ro", "ășțţâî"), ("tr", "ğışöüç"), ("hu", "őűöüáíóú"), ("sv", "åäö"),
-        ("fi", "äö"), ("no", "æøå"), (None, "ơưđ\u1ea0-\u1ef9"),  # Vietnamese: no stemmer
-    ),
-    "Cyrillic": (("sr", "ђћџљњј"), (None, "іїєґў")),  # Ukrainian, Belarusian: no stemmer
-    "Arabic": ((None, "پچژگکیےٹڈڑں"),),  # Persian, Urdu: no stemmer
-}
-#: Scripts read apart from the others, with no language of their own here (None).
-_OTHER_SCRIPTS = ("Hebrew", "Hangul", "Bengali", "Gurmukhi", "Gujarati", "Telugu", "Kannada",
-                  "Malayalam", "Sinhala", "Georgian", "Ethiopic", "Tibetan")
-_SCRIPT_RUNS = regex.compile("|".join(
-    rf"(?P<{s}>\p{{{s}}}+)" for s in ("Latin", *_SCRIPT_LANGUAGE, *SPACELESS_SCRIPTS, *_OTHER_SCRIPTS)
-))
-#: Of the letters of a script, this share of one language's markers names it: a name or two
-#: ("Zürich", "José") in English text does not; German (ä, ö, ü, ß) writes about 1.5%, the
-#: others more.
-_MARKER_SHARE = 0.008
-#: Latin letters this plain (ASCII) with no language's markers read as English.
-_PLAIN_ENGLISH = 0.98
-#: An ASCII query over texts with fewer bytes beyond ASCII than this share reads as English
-#: without weighing scripts (a dash, a curly quote or a name in English text).
-_FEW_BYTES = 0.0025
-#: Letters read to tell the language: the query's, then the texts' first ones.
-_SAMPLE_CHARS = 4000
-
-
-def check_language(value: object) -> str | None:
-    """The ``language=`` setting as a code (``"ru"``), ``"auto"``, or None (words as written).
-
-    Accepts an ISO 639-1 code or a Snowball stemmer's name, in any case."""
-    if value is None or value == AUTO:
-        return value
-    if not isinstance(value, str):
-        raise ConfigError(
-            f"language={value!r} must be a str: 'auto', an ISO 639-1 code such as 'ru', or None",
-            field="language",
-        )
-    key = value.strip().lower().replace("_", "-").split("-")[0]
-    code = key if key in STEMMED_LANGUAGES else _BY_NAME.get(key)
-    if code is None:
-        close = did_you_mean(key, sorted({*STEMMED_LANGUAGES, *_BY_NAME}))
-        hint = f"did you mean {close!r}? " if close else ""
-        raise ConfigError(
-            f"language={value!r} has no Snowball stemmer; {hint}use one of "
-            f"{', '.join(sorted(STEMMED_LANGUAGES))}, 'auto' (read from the query), or None "
-            "(match words as written, e.g. for Vietnamese; Chinese, Japanese and Thai need none)",
-            field="language",
-        )
-    _stemmer(STEMMED_LANGUAGES[code])  # a stemmer that is not installed fails here
-    return code
-
-
-#: PyStemmer's stemmers are not thread-safe: each thread has its own, made on first use.
-_STEMMERS = threading.local()
-
-
-def _stemmer(name: str) -> Any:
-    """The Snowball stemmer ``name`` of this thread (its own cache makes a repeated word free)."""
-    made: dict[str, Any] = _STEMMERS.__dict__.setdefault("made", {})
-    stemmer = made.get(name)
-    if stemmer is None:
-        try:
-            # PyStemmer ships no type stubs.
-            Stemmer: Any = importlib.import_module("Stemmer")
-        except ImportError as exc:  # a core dependency: only a broken install gets here
-            raise ConfigError(
-                f"language={name!r} needs PyStemmer, which is not installed: pip install PyStemmer",
-                field="language",
-            ) from exc
-        if name not in Stemmer.algorithms():
-            raise ConfigError(
-                f"language={name!r}: the installed PyStemmer has no {name!r} stemmer; upgrade it "
-                "(pip install -U PyStemmer) or pass language=None",
-                field="language",
-            )
-        stemmer = made[name] = Stemmer.Stemmer(name)
-    return stemmer
-
-
-def language_of(query: str, texts: Iterable[str] = ()) -> str | None:
-    """The language the query is in, from its script and letters (None: one with no stemmer).
-
-    Plain ASCII reads as English; other letters by their script, and within a script that
-    several languages write (Latin, Cyrillic, Arabic) by letters that only one of them uses,
-    counted over the query and the texts' first letters. No clear winner: None."""
-    # The query's distinct words, as they are scored: a word repeated (end-user input) weighs once.
-    query = " ".join(_distinct_words(query))
-    sample = query + " " + "".join(_first(texts))
-    if sample.isascii():
-        return "en"
-    # Nearly all ASCII (an English text with a dash, a quote or a name): no script to weigh.
-    if query.isascii() and len(sample.encode("utf-8")) - len(sample) < _FEW_BYTES * len(sample):
-        return "en"
-    script = _main_script(query) or _main_script(sample)
-    if script is None or script in SPACELESS_SCRIPTS:
-        return None
-    letters = sample.lower()
-    runs = "".join(_script_runs(script).findall(sample))
-    # The language with the most markers; a tie goes to the one listed first (Spanish before
-    # Portuguese and Hungarian, which write ã, ç or ő, ű almost always as well).
-    markers = _MARKERS.get(script, ())
-    counts = ((sum(map(letters.count, _expand(chars))), -i) for i, (_, chars) in enumerate(markers))
-    best, first = max(counts, default=(0, 0))
-    if best >= max(2, _MARKER_SHARE * len(runs)):
-        return markers[-first][0]
-    if script == "Latin":
-        # Latin letters with no language's markers: English if they are (nearly) plain ASCII.
-        return "en" if len(runs.encode("ascii", "ignore")) >= _PLAIN_ENGLISH * len(runs) else None
-    return _SCRIPT_LANGUAGE.get(script)
-
-
-def _distinct_words(query: str) -> list[str]:
-    words: dict[str, None] = {}
-    for match in _WORD.finditer(query):
-        if len(match.group()) <= MAX_TERM_CHARS:
-            words.setdefault(fold(match.group()), None)
-            if len(words) >= MAX_TERMS:
-                break
-    return list(words)
-
-
-def _main_script(text: str) -> str | None:
-    """The script most of ``text``'s letters are in, of those this module reads apart."""
-    counts: dict[str, int] = {}
-    for run in _SCRIPT_RUNS.finditer(text):
-        name = run.lastgroup or ""
-        counts[name] = counts.get(name, 0) + len(run.group())
-    return max(counts, key=counts.__getitem__) if counts else None
-
-
-@functools.cache
-def _script_runs(script: str) -> Any:
-    return regex.compile(rf"\p{{{script}}}+")
-
-
-def _first(texts: Iterable[str]) -> Iterable[str]:
-    room = _SAMPLE_CHARS
-    for text in texts:
-        if room <= 0:
-            return
-        yield text[:room]
-        room -= len(text)
-
-
-@functools.cache
-def _expand(chars: str) -> tuple[str, ...]:
-    """The letters of a marker string, its ``a-b`` ranges spelled out."""
-    out: list[str] = []
-    i = 0
-    while i < len(chars):
-        if i + 2 < len(chars) and chars[i + 1] == "-":
-            out.extend(map(chr, range(ord(chars[i]), ord(chars[i + 2]) + 1)))
-            i += 3
-        else:
-            out.append(chars[i])
-            i += 1
-    return tuple(out)
-
-
-#: The one character whose lower case is longer than itself ("İ" becomes "i" and a combining
-#: dot): folded to "i" first, so the folded text keeps every position of the original.
-_DOTTED_CAPITAL_I = "\u0130"
-
-
-def fold(text: str) -> str:
-    """``text`` in lower case, of the same length, so that a position in it is one in ``text``."""
-    if _DOTTED_CAPITAL_I in text:
-        text = text.replace(_DOTTED_CAPITAL_I, "i")
-    folded = text.lower()
-    if len(folded) != len(text):  # a letter a later Unicode lengthens: it stays as it is
-        folded = "".join(low if len(low := char.lower()) == 1 else char for char in text)
-    return folded
 
 
 # --- character classes for the standard library's `re` ------------------------------------------
@@ -307,12 +132,6 @@ def phrase_letters() -> frozenset[str]:
 
 # --- one call's reading -----------------------------------------------------------------------
 
-#: The distinct terms of a query that are scored, in the order the query gives them. The query is
-#: end-user input: past this many, more terms would cost a pass each and add no passage.
-MAX_TERMS = 64
-#: A query word longer than this is no term (no word of a passage is a megabyte long: searching
-#: for it would cost in proportion to its length); a run of a script without spaces gives its pairs.
-MAX_TERM_CHARS = 128
 #: The longest grapheme cluster of a script without spaces read whole (a Thai consonant with its
 #: vowel and tone marks); longer ones are rare, and only bound how far a run is read.
 _MAX_CLUSTER_CHARS = 4
@@ -333,9 +152,11 @@ def _inside_word(char: str) -> bool:
 
 @dataclass(frozen=True)
 class Reading:
-    """How one call reads its text: the language's matching of words (``language`` None: words
-    as written; ``"en"``: the English suffix rules, which :mod:`recallpack.packing.scoring`
-    applies), and pairs of clusters for scripts without spaces."""
+    """How one call reads its text, in the shape of Lucene's analysis chain: a tokenizer (words;
+    for a run of a script without spaces, its overlapping pairs of grapheme clusters), then the
+    language's filters (case; accents and the Snowball stem for a stemmed ``language``; the
+    English suffix rules for ``"en"``; words as written for None). The query and the text are
+    read by the same one."""
 
     language: str | None
 
@@ -350,6 +171,12 @@ class Reading:
     def english(self) -> bool:
         """Whether words match by the English suffix rules (the measured SQuAD path)."""
         return self.language == "en"
+
+    @property
+    def signature(self) -> str:
+        """What names this chain, for an index that stores its keys: the analysis version and
+        the language."""
+        return f"{ANALYSIS_VERSION}:{self.language or '-'}"
 
     def terms(self, query: str) -> list[str]:
         """The query's distinct terms, case folded, in order: its words, and for a run of a
@@ -370,26 +197,82 @@ class Reading:
 
     def hits(self, lowered: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
         """Where each term occurs in ``lowered`` (the folded text): a pair of clusters anywhere,
-        a word as a whole word or (with a stemmer) as any word of the same stem. A term found
-        more than ``limit`` times is left out (it tells no unit from another); the work is
-        linear in the text, and per term stops past the limit."""
+        a word as a whole word or (with a stemmer) as any word of the same stem, (English) as the
+        word or one of its inflections. A term found more than ``limit`` times is left out (it
+        tells no unit from another); the work is linear in the text, and per term stops past
+        the limit."""
+        if self.english:
+            return self._english_hits(lowered, terms, limit)
         found: dict[str, list[int]] = {}
-        stemmer = None
+        snowball = None
         plain = lowered
-        if self.language is not None and self.language != "en":
-            stemmer = _stemmer(STEMMED_LANGUAGES[self.language])
+        if self.language is not None:
+            snowball = stemmer(STEMMED_LANGUAGES[self.language])
             if not lowered.isascii():
                 plain = lowered.translate(_unaccented())
         for term in terms:
             if _SPACELESS.fullmatch(term):
                 where = _occurrences(lowered, term, limit)
-            elif stemmer is not None and len(stem := stemmer.stemWord(term)) >= _LEAST_STEM:
-                where = _stem_hits(lowered, plain, term, stem, stemmer, limit)
+            elif snowball is not None and len(stem := snowball.stemWord(term)) >= _LEAST_STEM:
+                where = _stem_hits(lowered, plain, term, stem, snowball, limit)
             else:
                 where = _word_hits(lowered, term, limit)
             if where:
                 found[term] = where
         return found
+
+    @staticmethod
+    def _english_hits(lowered: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
+        """English words by the suffix rules; a pair of a script without spaces anywhere (an
+        English query may name a Chinese place)."""
+        words = [t for t in terms if not _SPACELESS.fullmatch(t)]
+        found = english.hits(lowered, words, limit) if words else {}
+        if len(words) < len(terms):
+            pairs = {t: _occurrences(lowered, t, limit) for t in terms if _SPACELESS.fullmatch(t)}
+            found = {t: where for t in terms if (where := found.get(t) or pairs.get(t))}
+        return found
+
+    def keys(self, text: str) -> list[str]:
+        """What an index stores for ``text``, a bag of keys: each word folded and reduced by the
+        language's filter (its Snowball stem; English's suffix rules; as written for None), then
+        for each run of a script without spaces its pairs of clusters. A query read by the same
+        reading shares its keys with the words it matches."""
+        folded = fold(text)
+        if folded.isascii():
+            words = [w for w in _ASCII_WORD.findall(folded) if len(w) <= MAX_TERM_CHARS]
+            runs: list[str] = []
+        else:
+            words, runs = [], []
+            for match in _KEY_PARTS.finditer(folded):
+                part = match.group()
+                if match.lastgroup == "run":
+                    runs.extend(_pairs(part))
+                elif len(part) <= MAX_TERM_CHARS:
+                    words.append(part)
+        if self.english:
+            words = [english.key(w) for w in words]
+        elif self.language is not None:
+            words = stemmer(STEMMED_LANGUAGES[self.language]).stemWords(words)
+        return words + runs if runs else words
+
+
+class CallReading:
+    """The one :class:`Reading` of a call, chosen from the first texts it reads: every scorer of
+    the call (``passages``, each focus cut) then reads the query and every text the same way.
+    Only texts that passed the gate are read to choose it (the walk hands nothing else)."""
+
+    __slots__ = ("setting", "query", "_chosen")
+
+    def __init__(self, setting: str | None, query: str) -> None:
+        self.setting = setting
+        self.query = query
+        self._chosen: Reading | None = None
+
+    def of(self, texts: str | Sequence[str]) -> Reading:
+        """The call's reading: chosen from ``texts`` the first time, the same one after."""
+        if self._chosen is None:
+            self._chosen = Reading.of(self.setting, self.query, texts)
+        return self._chosen
 
 
 def _by_spacing(word: str) -> Iterable[tuple[str, bool]]:

@@ -8,8 +8,9 @@ and give the same bytes for the same input.
 
 - :func:`cut_head` keeps the beginning, ending at a sentence or line end when that keeps at least
   two thirds of the room. Its work grows with the room, not with the text.
-- :func:`cut_focus` keeps the passages that best match a query: lexical (BM25) scoring over the
-  text's sentences and lines by default, or an embedding the caller passes. It reads the text
+- :func:`cut_focus` keeps the passages that best match a query: lexical scoring over the text's
+  sentences and lines by default (the one BM25, :mod:`recallpack.packing.bm25`, through the
+  call's analysis chain, as ``passages`` scores), or an embedding the caller passes. It reads the text
   once; only the sentences it considers keeping are counted.
 
 >>> from recallpack.packing.tokenizers import get_tokenizer
@@ -24,16 +25,13 @@ and give the same bytes for the same input.
 from __future__ import annotations
 
 import math
-import re
-from bisect import bisect_right
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Literal
 
 from recallpack.packing._compat import moved_names
-from recallpack.packing.analysis import AUTO, Reading, check_language
+from recallpack.packing.analysis import AUTO, CallReading, Reading, check_language
+from recallpack.packing.bm25 import unit_scores
 from recallpack.packing.embedding import EmbedFn, similarities
 from recallpack.packing.errors import BudgetError, ConfigError
 from recallpack.packing.focus import Focus
@@ -44,14 +42,12 @@ from recallpack.packing.units import (
     MAX_QUERY_TERMS,
     MAX_TERM_CHARS,
     Measure,
-    fold,
     has_text,
+    is_stray,
     join_spans,
     last_break,
-    query_terms,
     split_units,
     strip_end,
-    word_hits,
 )
 from recallpack.packing.validation import is_int
 
@@ -65,6 +61,7 @@ __all__ = [
     "Measure",
     "cut_head",
     "cut_focus",
+    "FocusCutter",
 ]
 
 #: Names that moved to :mod:`recallpack.packing.embedding` keep working for one release, with a
@@ -140,11 +137,12 @@ def _head_end(
                 cut = sentence
         cost = measure(before + text[start:cut] + MARK)
         if cost <= max_tokens:
-            return cut
+            return start if is_stray(text, start, cut) else cut  # "!…" shows nothing of the text
         budget -= max(1, cost - max_tokens)
     first = ceil_boundary(text, start + 1, start)
     fits = measure(before + text[start:first] + MARK) <= max_tokens
-    return first if first <= end and has_text(text, start, first) and fits else start
+    shows = has_text(text, start, first) and not is_stray(text, start, first)
+    return first if first <= end and shows and fits else start
 
 
 def _fits_whole(text: str, max_tokens: int, tokenizer: Tokenizer, measure: Measure | None) -> bool:
@@ -180,81 +178,6 @@ def cut_head(
         return None
     spans = ((0, end),)
     return Cut(join_spans(text, spans), spans, "head")
-
-
-# --- focus cut: scoring -----------------------------------------------------------------------
-
-_START = re.Match.start
-_K1 = 1.2
-_B = 0.75
-_TERM_SEARCHES = 16  # query words searched for one by one; a longer query reads the text's words once
-
-
-def _query_terms(query: str) -> list[str]:
-    """The query's terms (:func:`~recallpack.packing.units.query_terms`), sorted."""
-    return sorted(query_terms(query))
-
-
-def _bm25(text: str, starts: list[int], ends: list[int], query: str, reading: Reading) -> dict[int, float]:
-    """BM25 of each unit that holds a query term (the others score zero), over the text's units.
-
-    Unit length is measured in characters, which normalises the same way words would. The text
-    is case folded once, and the terms are found in time linear in its length whatever the query
-    (whose terms are bounded by :data:`MAX_QUERY_TERMS`) and whatever the text: a unit's count
-    of a term is made in C, by bisecting the positions of the term's matches. Terms are read as
-    ``reading`` says: English words as written, another language's by its stemmer, a script
-    without spaces by pairs of characters (a term in more units than there are is left out)."""
-    terms = _query_terms(query) if reading.english else sorted(reading.terms(query))
-    if not terms:
-        return {}
-    lowered = fold(text)
-    n = len(starts)
-    found_terms = _term_hits(lowered, terms) if reading.english else reading.hits(lowered, terms, n)
-    average = max(1.0, (sum(ends) - sum(starts)) / n)
-    scores: dict[int, float] = {}
-    for _, found in sorted(found_terms.items()):
-        # unit + 1 -> occurrences in it; a word belongs to the unit its first character is in.
-        per_unit = Counter(map(bisect_right, repeat(starts, len(found)), found))
-        idf = math.log(1.0 + (n - len(per_unit) + 0.5) / (len(per_unit) + 0.5))
-        # idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average)), as comprehensions:
-        # a text of a million one-word lines has as many units to score.
-        scale, base, slope = idf * (_K1 + 1.0), _K1 * (1.0 - _B), _K1 * _B / average
-        term_scores = {
-            after - 1: count * scale / (count + base + slope * (ends[after - 1] - starts[after - 1]))
-            for after, count in per_unit.items()
-        }
-        if not scores:
-            scores = term_scores
-        else:
-            for unit, score in term_scores.items():
-                scores[unit] = scores.get(unit, 0.0) + score
-    return scores
-
-
-def _term_hits(lowered: str, terms: list[str]) -> dict[str, list[int]]:
-    """Where each term occurs in ``lowered`` as a whole word, in order.
-
-    A few terms are found by one literal search each, many times faster than one pattern of
-    alternatives on ordinary text. The search of a literal tries it wherever it occurs inside
-    words too, so when the terms occur that often (a text of one letter repeated), or there are
-    many terms, the text's words are read once instead: either way the work is linear."""
-    # A literal is tried wherever it occurs, at most its length times per occurrence counted.
-    # A term that is not in the text at all is no search: a long query of words the text does
-    # not have (end-user input) leaves the few it has, each found by its own search.
-    counts = [(term, n) for term in terms if (n := lowered.count(term))]
-    terms = [term for term, _ in counts]
-    tries = sum(n * len(term) for term, n in counts)
-    if len(terms) <= _TERM_SEARCHES and tries <= 2 * len(lowered):
-        hits: dict[str, list[int]] = {}
-        for term in terms:
-            # The boundary before a match is a lookbehind after the literal, so the search keeps
-            # its fast scan for the literal, and only whole words come back.
-            pattern = re.escape(term) + rf"(?<!\w{re.escape(term)})(?!\w)"
-            found = list(map(_START, re.finditer(pattern, lowered)))
-            if found:
-                hits[term] = found
-        return hits
-    return word_hits(lowered, terms)
 
 
 # --- focus cut: assembly ----------------------------------------------------------------------
@@ -360,6 +283,7 @@ def cut_focus(
     embed: EmbedFn | None = None,
     measure: Measure | None = None,
     language: str | None = AUTO,
+    reading: Reading | None = None,
 ) -> Cut | None:
     """The passages of ``text`` that best match ``query``, in their order, within ``max_tokens``.
 
@@ -377,9 +301,14 @@ def cut_focus(
     for :func:`cut_head`: the cut is exact for it, and the text is still read only once.
     ``language`` is how query words match the text's (:mod:`recallpack.packing.analysis`):
     ``"auto"`` reads it from the query, an ISO 639-1 code names it, None matches words as written.
+    ``reading`` is the chain already chosen for the call (the walk chooses one per call, so every
+    item is read the same way), and then ``language`` is not read.
     """
     _check(text, max_tokens, tokenizer, measure)
-    language = check_language(language)
+    if reading is None:
+        language = check_language(language)
+    elif not isinstance(reading, Reading):
+        raise ConfigError(f"reading={reading!r} must be a Reading (analysis.Reading.of)", field="reading")
     if not isinstance(query, str):
         raise ConfigError(f"query={type(query).__name__} must be a str: the question being answered")
     if _fits_whole(text, max_tokens, tokenizer, measure):
@@ -388,7 +317,7 @@ def cut_focus(
     if not starts:
         return cut_head(text, max_tokens, tokenizer, measure=measure)
     if embed is None:
-        scores = _bm25(text, starts, ends, query, Reading.of(language, query, text))
+        scores = unit_scores(reading or Reading.of(language, query, text), text, starts, ends, query)
         if not scores:
             return cut_head(text, max_tokens, tokenizer, measure=measure)
     else:
@@ -400,3 +329,19 @@ def cut_focus(
     focus = _FocusCut(text, starts, ends, max_tokens, tokenizer).checked_by(measure)
     cut = focus.assemble(ranked, scores, floor)
     return cut if cut is not None else cut_head(text, max_tokens, tokenizer, measure=measure)
+
+
+@dataclass(frozen=True)
+class FocusCutter:
+    """A call's focus cut, as the walk hands it down: ``cutter(text, max_tokens=..., measure=...)``
+    cuts by :func:`cut_focus`, every text read by the call's one reading."""
+
+    query: str
+    tokenizer: Tokenizer
+    embed: EmbedFn | None
+    reading: CallReading
+
+    def __call__(self, text: str, *, max_tokens: int, measure: Measure | None = None) -> Cut | None:
+        reading = None if self.embed is not None else self.reading.of(text)
+        return cut_focus(text, self.query, max_tokens, self.tokenizer, embed=self.embed, measure=measure,
+                         reading=reading)

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from recallpack.packing.analysis import CallReading
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, coerce_candidate, item_scopes
 from recallpack.packing.citations import resource_of
 from recallpack.packing.render import View
@@ -305,6 +306,8 @@ class Ledger(Tally):
     an item to its room (by focus on the query, or by head)."""
 
     cutter: Cutter | None = None
+    #: How the call reads its query and texts, chosen once (:class:`.CallReading`).
+    reading: CallReading | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()

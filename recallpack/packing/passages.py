@@ -44,7 +44,7 @@ from recallpack.packing.scoring import NEIGHBOR_SHARE, RANK_PRIOR, UNIT_CHARS
 from recallpack.packing.selection import CONTEXT_SHARE, Chooser, Selection, choose
 from recallpack.packing.tokenizers.pieces import PieceCounts
 from recallpack.packing.twins import compared_text, dedupe_key
-from recallpack.packing.units import MARK, MAX_QUERY_TERMS, join_spans, query_terms
+from recallpack.packing.units import MARK, MAX_QUERY_TERMS, join_spans
 
 __all__ = [
     "Passages",
@@ -54,7 +54,6 @@ __all__ = [
     "NEIGHBOR_SHARE",
     "UNIT_CHARS",
     "MAX_QUERY_TERMS",
-    "query_terms",
 ]
 
 #: How far the walk reads: at most this many documents, and this many characters per budget token.
@@ -163,7 +162,9 @@ class PassagesChoice:
         ledger.reset()
         header_estimate = ledger.view.header_delta(ledger, ())
         lane_keys = [ledger.lane_keys(doc.candidate) for doc in self.documents]
-        chooser = Chooser(self.settings, ledger.tok, ledger.framing, lane_keys, header_estimate)
+        chooser = Chooser(
+            self.settings, ledger.tok, ledger.framing, lane_keys, header_estimate, ledger.reading
+        )
         self.selection = choose(self.documents, self.query, self.embed, chooser)
         self._materialize()
         ledger.floor_if_empty()

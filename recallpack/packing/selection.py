@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import InitVar, dataclass
 from operator import itemgetter, neg
 
+from recallpack.packing.analysis import CallReading
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.documents import Document
 from recallpack.packing.embedding import EmbedFn
@@ -74,6 +75,7 @@ class Chooser:
     framing_of: Callable[[Candidate], int]
     lane_keys: list[list[LaneKey]]
     header_estimate: int
+    reading: CallReading | None
 
 
 @dataclass(eq=False)
@@ -271,8 +273,11 @@ def choose(documents: list[Document], query: str, embed: EmbedFn | None, by: Cho
     texts = [doc.text for doc in documents]
     layout = layout_of(texts, max_tokens)
     units = layout.units
-    scores = (lexical(layout, query, by.settings.language) if embed is None
-              else embedded(texts, units, query, embed))
+    if embed is None:
+        reading = by.reading or CallReading(by.settings.language, query)
+        scores = lexical(layout, query, reading.of(layout.text))
+    else:
+        scores = embedded(texts, units, query, embed)
     best, raised = combined(scores, units)
     # Best first, ties by place: the pairs sort as they are, with no key function to call.
     ranked = list(map(itemgetter(1), sorted(zip(map(neg, best.values()), best.keys()))))

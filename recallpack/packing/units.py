@@ -3,10 +3,10 @@
 The focus cut (:mod:`recallpack.packing.cuts`) and the passages policy
 (:mod:`recallpack.packing.passages`) both choose units of a text to keep and show them in order,
 with the mark "…" wherever something was dropped. This module is what they share: where a text's
-units begin and end (:func:`split_units`), its words and where they occur (:data:`WORD`,
-:func:`word_hits`) and their case folding (:func:`fold`), the kept ranges written out
-(:func:`join_spans`). What keeping units costs is :mod:`recallpack.packing.focus`. Every start and
-end it gives is a grapheme boundary.
+units begin and end (:func:`split_units`) and the kept ranges written out (:func:`join_spans`).
+Which words of a text match a query is the analysis chain's alone
+(:mod:`recallpack.packing.analysis`). What keeping units costs is :mod:`recallpack.packing.focus`.
+Every start and end it gives is a grapheme boundary.
 
 >>> text = "One. Two!\\n    code = 1\\nThree"
 >>> starts, ends = split_units(text, 800)
@@ -22,6 +22,7 @@ import functools
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
 from operator import itemgetter, sub
 
 import regex
@@ -39,25 +40,22 @@ from recallpack.packing.text import LINE_BREAKS, ceil_boundary, clear_boundary, 
 
 __all__ = [
     "MARK",
-    "WORD",
     "MAX_QUERY_TERMS",
     "MAX_TERM_CHARS",
     "Measure",
     "fold",
     "has_text",
+    "is_stray",
     "join_spans",
     "last_break",
-    "query_terms",
+    "sentence_start",
     "split_units",
     "strip_end",
-    "word_hits",
 ]
 
 MARK = ELLIPSIS  # the walk's mark for text cut out of an item, one definition
 #: What a cut's text costs where it is spent (inside its rendered item, say), in tokens.
 Measure = Callable[[str], int]
-#: A word, as the lexical scores count them.
-WORD = re.compile(r"\w+")
 
 _LB = re.escape(LINE_BREAKS)
 #: Terminators that end a sentence only before a space ("3.14", "e.g.", "Wait...").
@@ -137,35 +135,9 @@ def last_break(text: str, start: int, end: int) -> int | None:
     return last if last is not None and last > start else None
 
 
-# --- words and their case folding -------------------------------------------------------------
-
 #: The distinct words of a query that are scored, in the order the query gives them
 #: (:data:`~recallpack.packing.analysis.MAX_TERMS`, one definition for every language).
 MAX_QUERY_TERMS = MAX_TERMS
-
-
-def query_terms(query: str) -> list[str]:
-    """The query's distinct words, case folded, in the order they come: the first
-    :data:`MAX_QUERY_TERMS` of them of at most :data:`MAX_TERM_CHARS` characters."""
-    terms: dict[str, None] = {}
-    for match in WORD.finditer(query):
-        if match.end() - match.start() <= MAX_TERM_CHARS:
-            terms.setdefault(fold(match.group()), None)
-            if len(terms) >= MAX_QUERY_TERMS:
-                break
-    return list(terms)
-
-
-def word_hits(lowered: str, words: Iterable[str]) -> dict[str, list[int]]:
-    """Where each of ``words`` occurs in ``lowered`` as a whole word, in order, from one pass
-    over the text's words (its work does not grow with how many words are asked)."""
-    known = set(words)
-    grouped: dict[str, list[int]] = {}
-    for match in WORD.finditer(lowered):
-        word = match.group()
-        if word in known:
-            grouped.setdefault(word, []).append(match.start())
-    return grouped
 
 
 # --- sentences and lines ----------------------------------------------------------------------
@@ -207,6 +179,11 @@ class _Scripts:
         self.phrase_letters = phrase_letters()
         spaced = class_of(self.phrase_letters)
         self.phrase_split = re.compile(f"(?<=[{spaced}])[ \t]+(?=[{spaced}])")
+        #: A sentence's end at the start of a range (:func:`sentence_start`).
+        ascii_ = re.escape(_TERMINATORS)
+        self.stray = re.compile(
+            rf"(?:[{closers}]*(?:[{ascii_}]+[{closers}]*(?:\s+|$)|[{other}][{other}{ascii_}{closers}]*\s*))+"
+        )
 
 
 @functools.lru_cache(maxsize=1)
@@ -263,6 +240,13 @@ def split_units(
         splits = sorted(splits + sentences)
     starts = [first, *map(_SECOND, splits)]
     ends = [*map(_FIRST, splits), last]
+    # A unit is terminators alone only where they stand apart (" . ", "。。", a line that begins
+    # ". The", a quote closed after a line's last terminator): the units' first characters are
+    # read in one pass, and only a unit that begins with one is read further.
+    terminals = _TERMINAL_SET if scripts is None else _TERMINAL_SET | scripts.terminators
+    heads = "".join(map(text.__getitem__, starts))
+    if not terminals.isdisjoint(heads) or not _CLOSER_SET.isdisjoint(heads):
+        starts, ends = _join_strays(text, starts, ends, terminals)
     # Splits sit next to whitespace, so only a non-ASCII neighbour can join a cluster across
     # one (a combining mark after a space, a prepended mark before it).
     if not text.isascii():
@@ -279,6 +263,85 @@ def split_units(
     if longest > max_chars or (max_bytes is not None and 4 * longest > max_bytes):
         return _split_long(text, starts, ends, max_chars, piece_bytes, max_bytes)
     return starts, ends
+
+
+_TERMINAL_SET = frozenset(_TERMINATORS)
+_CLOSER_SET = frozenset(_CLOSERS)
+#: A unit of terminators alone is short; a longer unit is read no further than this.
+_STRAY_READ = 16
+
+
+def _join_strays(
+    text: str, starts: list[int], ends: list[int], terminals: frozenset[str]
+) -> tuple[list[int], list[int]]:
+    """The units with each that is terminators and closing quotes alone joined to the unit
+    before it on its line, or failing one, to the unit after it there: kept or dropped alone,
+    such a unit would read as a stray ".", "।" or "。" beside the mark (".…"). A line that is
+    terminators alone stays a unit."""
+    if not any(map(_terminators_only, repeat(text), starts, ends, repeat(terminals))):
+        return starts, ends
+    out_starts: list[int] = []
+    out_ends: list[int] = []
+    alone = False  # the last unit is terminators alone, with no unit before it on its line
+    for s, e in zip(starts, ends):
+        stray = _terminators_only(text, s, e, terminals)
+        if out_ends and (stray or alone) and not _crosses_line(text, out_ends[-1], s):
+            out_ends[-1] = e
+            alone = alone and stray
+        else:
+            out_starts.append(s)
+            out_ends.append(e)
+            alone = stray
+    return out_starts, out_ends
+
+
+def _terminators_only(text: str, s: int, e: int, terminals: frozenset[str]) -> bool:
+    if (text[s] not in terminals and text[s] not in _CLOSER_SET) or e - s > _STRAY_READ:
+        return False
+    return all(c in terminals or c in _CLOSERS or c.isspace() for c in text[s:e])
+
+
+def is_stray(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is terminators and closing quotes alone (a few characters at
+    most, as ``"!"`` or ``"。」"``): a piece of no sentence, which beside the mark reads "!…"."""
+    while start < end and text[start].isspace():
+        start += 1
+    if start >= end:
+        return False
+    piece_ascii = text[start:min(end, start + _STRAY_READ)].isascii()
+    terminals = _TERMINAL_SET if piece_ascii else _TERMINAL_SET | _scripts().terminators
+    return _terminators_only(text, start, end, terminals)
+
+
+def _crosses_line(text: str, end: int, start: int) -> bool:
+    """Whether the white space between two units holds a line break."""
+    return any(c in LINE_BREAKS for c in text[end:start])
+
+
+def sentence_start(text: str, start: int, end: int) -> int:
+    """Where ``text[start:end]``, a range cut out of a longer text, may begin: past the end of
+    a sentence that began before ``start`` (its terminators and closing quotes, and the white
+    space after them), else ``start``. A range cut at a token (a window of a file, say) can
+    begin at ". The"; shown after the mark that says text was left out, it would read "….".
+    ASCII's terminators (and "…") end a sentence only before white space (or ``end``); any
+    other script's (Unicode's Sentence_Terminal: "。", "।", "؟", "።"...) always.
+
+    >>> text = "It ends here. The next one"
+    >>> text[sentence_start(text, 12, len(text)):]
+    'The next one'
+    """
+    if start <= 0 or start >= end:
+        return start
+    pattern = _STRAY_ASCII if text.isascii() else _scripts().stray
+    found = pattern.match(text, start, end)
+    return start if found is None else found.end()
+
+
+# Closing quotes, then terminators that need white space after them, or any other script's;
+# as many as stand there (" . . . ").
+_STRAY_ASCII = re.compile(
+    rf"(?:[{re.escape(_CLOSERS)}]*[{re.escape(_TERMINATORS)}]+[{re.escape(_CLOSERS)}]*(?:\s+|$))+"
+)
 
 
 #: A Thai or Lao phrase shorter than this is joined to the next: a space there also sets apart

@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from recallpack.packing.analysis import CallReading
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
-from recallpack.packing.cuts import cut_focus, cut_head
+from recallpack.packing.cuts import FocusCutter, cut_head
 from recallpack.packing.embedding import EmbedFn
 from recallpack.packing.errors import BudgetError, CandidateError, ConfigError, LaneError
 from recallpack.packing.ledger import WITHHELD_REASONS, Cutter, Ledger, WalkSettings
@@ -166,20 +167,21 @@ class Plan:
             return Walk(self, candidates, settings, query, policy_named(_WITHOUT_QUERY), (note,))
         return Walk(self, candidates, settings, query, policy)
 
-    def cutter(self, query: str | None) -> Cutter:
+    def cutter(self, query: str | None, reading: CallReading | None = None) -> Cutter:
         """How a call cuts an item: by focus on the query when there is one (or ``cut="focus"``),
-        else by head."""
+        else by head; the focus reads the text as the call's ``reading`` does."""
         if query is not None and not isinstance(query, str):
             raise ConfigError(f"query={query!r} must be a str or None", field="query")
         if self.cut == "focus" and not query:
             raise ConfigError(
                 "cut='focus' needs the query: pass recall(..., query=...) or use cut='auto'", field="cut"
             )
-        tok, embed, language = self.tok, self.embed, self.settings.language
+        tok, embed = self.tok, self.embed
         # Partials of the cuts themselves, handed down: the ledger calls the cut, not back here.
         if self.cut == "head" or not query:
             return functools.partial(cut_head, tokenizer=tok)
-        return functools.partial(cut_focus, query=query, tokenizer=tok, embed=embed, language=language)
+        reading = reading or CallReading(self.settings.language, query)
+        return FocusCutter(query, tok, embed, reading)
 
     def caller_code(self) -> list[str]:
         """The settings that hold code of the caller's (which a forked worker would run)."""
@@ -205,7 +207,10 @@ class Walk:
         policy: PackingPolicy,
         notes: tuple[str, ...] = (),
     ) -> None:
-        self.ledger = Ledger(candidates, settings, plan.view, plan.tok, cutter=plan.cutter(query))
+        # One reading of the query and the texts for the whole call: every cut and every score.
+        reading = CallReading(settings.language, query) if query else None
+        cutter = plan.cutter(query, reading)
+        self.ledger = Ledger(candidates, settings, plan.view, plan.tok, cutter=cutter, reading=reading)
         for note in notes:
             self.ledger.note(note)
         self.query = query

@@ -276,7 +276,7 @@ def test_a_kept_item_reads_back_as_the_ranges_it_shows(host: Host, folder: Path)
         start, end = map(int, span.split("-"))
         assert rest.startswith(body[start:end]), span
         rest = rest[end - start:]
-    assert rest == ""
+    assert rest == ("\n…" if body[end:].strip() else "")  # the mark ends an item the file goes on after
     # A focus cut may open with the mark alone on its line: the first line with words is checked.
     first_line = next(line.strip("…").strip() for line in shown.splitlines() if line.strip("…").strip())
     assert first_line and first_line in ranges

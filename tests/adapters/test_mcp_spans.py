@@ -22,7 +22,7 @@ from recallpack.adapters.mcp_windows import (
     spans_uri,
     split_spans,
 )
-from recallpack.packing.units import MARK
+from recallpack.packing.units import MARK, sentence_start
 from recallpack.packing.windows import Window
 
 FILE_URI = "recallpack://artifacts/notes%2Fa.md/contents/0123456789abcdef"
@@ -55,7 +55,10 @@ def test_runs_are_in_order_apart_trimmed_and_cover_every_window(case: tuple[str,
         assert end < start and text[end:start].strip()
     for window in windows:
         for i in range(window.start, window.end):
-            assert text[i].isspace() or any(s <= i < e for s, e in spans)
+            # Left out: white space, and a sentence's end at a run's head (" …" here: "…" ends one).
+            assert text[i].isspace() or any(s <= i < e for s, e in spans) or text[i] == MARK
+    for start, _ in spans:
+        assert sentence_start(text, start, len(text)) == start
 
 
 @given(_text_and_windows())
@@ -70,8 +73,10 @@ def test_the_uri_of_the_runs_reads_back_as_the_item_shows_them(case: tuple[str, 
     file_uri, named = split_spans(uri)
     assert file_uri == FILE_URI and named is not None
     assert parse_spans(named, len(text)) == spans
-    # Runs are trimmed, so each mark stands between two line breaks of its own.
-    assert shown(text, spans) == f"\n{MARK}\n".join(text[start:end] for start, end in spans)
+    # Runs are trimmed, so each mark stands between two line breaks of its own; one more ends
+    # the item where the text goes on after the last run.
+    after = f"\n{MARK}" if text[spans[-1][1] :].strip() else ""
+    assert shown(text, spans) == f"\n{MARK}\n".join(text[start:end] for start, end in spans) + after
 
 
 @pytest.mark.parametrize(
@@ -128,3 +133,22 @@ def test_the_mark_takes_a_line_of_its_own_without_blank_lines(spans: list[tuple[
     """Between ranges the mark stands on its own line: a line break is added only where a range
     does not already end or begin with one."""
     assert shown("ab\ncd\nef", spans) == expected
+
+
+@pytest.mark.parametrize(
+    ("spans", "expected"),
+    [([(3, 5)], "cd\n…"), ([(0, 5)], "ab\ncd\n…"), ([(3, 8)], "cd\nef"), ([(1, 4)], "b\nc\n…"), ([(0, 1)], "a\n…")],
+)
+def test_an_item_cut_before_its_file_ends_ends_with_the_mark(spans: list[tuple[int, int]], expected: str) -> None:
+    """A last run that ends before the file does has the mark on a line after it: an item cut
+    mid-line ("- Arg") or mid-word never reads as if that were all."""
+    assert shown("ab\ncd\nef", spans) == expected
+
+
+def test_a_run_begins_after_the_sentence_a_window_cut_into() -> None:
+    """A window that begins at the ". " ending the sentence before it shows no stray full stop."""
+    text = "The block lives in render.py. The walk keeps what it reaches. Next।  अगला वाक्य।"
+    start = text.index(". The walk")
+    assert [text[s:e] for s, e in runs(text, [_window(start, len(text), text)])] == [text[start + 2 :]]
+    hindi = text.index("।")
+    assert [text[s:e] for s, e in runs(text, [_window(hindi, len(text), text)])] == ["अगला वाक्य।"]

@@ -160,7 +160,8 @@ def test_wrong_spans_of_a_readable_file_are_invalid_params(host: Host, folder: P
         host.run(host.session.read_resource, f"{herd}?spans={spans}")
     assert caught.value.code == -32602 and "span" in caught.value.message
     assert host.run(host.session.read_resource, f"{herd}?spans=0-5,13-20").contents[0].text == (
-        (folder / "herd.md").read_text()[0:5] + "\n…\n" + (folder / "herd.md").read_text()[13:20]
+        # The file goes on after the last range: the mark says so, as the item would.
+        (folder / "herd.md").read_text()[0:5] + "\n…\n" + (folder / "herd.md").read_text()[13:20] + "\n…"
     )
     assert "Traceback" not in host.stderr()
 
