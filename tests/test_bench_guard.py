@@ -57,7 +57,7 @@ def test_a_check_that_cannot_run_here_is_skipped_not_failed() -> None:
 
 def test_every_bench_target_has_a_check() -> None:
     """The guard checks the core's ratios, both adapters' overhead and the growth figures."""
-    names = {(check.name, target.name, target.describe()) for check in guard.checks() for target in check.targets}
+    names = {(check.name, target.name, target.describe()) for check in bench.guard_checks() for target in check.targets}
     assert names == {
         ("core walk", "pack / kept texts", "<= 1.1"),
         ("core walk", "recall / kept texts", "<= 1.3"),
@@ -83,8 +83,8 @@ def test_a_slowed_walk_fails_the_guard_and_prints_the_figure(monkeypatch: pytest
         return fit(self)
 
     monkeypatch.setattr(Walk, "fit", slowed)
-    monkeypatch.setattr(guard, "REPEAT", 1)  # six runs of each side: the delay decides, not the count
-    (walk,) = [check for check in guard.checks() if check.name == "core walk"]
+    monkeypatch.setattr(bench, "GUARD_REPEAT", 1)  # six runs of each side: the delay decides, not the count
+    (walk,) = [check for check in bench.guard_checks() if check.name == "core walk"]
     passed, lines = run(walk)
     assert not passed
     assert lines[0].startswith("  again core walk: missed pack / kept texts ")

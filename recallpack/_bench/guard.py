@@ -16,16 +16,11 @@ targets. :func:`run_checks` runs them and prints a line per target with its figu
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from recallpack._bench.timing import best_time
+__all__ = ["Target", "Check", "run_checks", "section_checks"]
 
-__all__ = ["Target", "Check", "run_checks", "checks"]
-
-#: Runs per timing in the quick core checks (the full bench takes 5).
-REPEAT = 3
 #: Queries per adapter section (the full bench asks 40 and 20).
 QUERIES = 12
 #: The growth section's sizes, scaled: a quarter of the full bench's.
@@ -89,75 +84,7 @@ def run_checks(checks: Sequence[Check], out: Callable[[str], None] = print) -> b
     return passed
 
 
-# -- the bench's checks ------------------------------------------------------------------------
-
-
-@functools.cache
-def _windows() -> tuple[str, ...]:
-    """The core checks' texts, cut once per process (seconds of tokenizer work)."""
-    from recallpack import bench
-
-    return tuple(bench._windows())
-
-
-def _walk() -> dict[str, float]:
-    """pack and recall of 1,000 candidates against encoding only the texts they keep."""
-    from recallpack import bench
-    from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
-
-    tokenizer = get_tokenizer("cl100k_base")
-    assert isinstance(tokenizer, TiktokenTokenizer), "cl100k_base must resolve exactly to benchmark"
-    kept = bench._against_kept_texts(_windows(), tokenizer, REPEAT)
-    return {
-        "pack / kept texts": kept["pack", False] / kept["kept", False],
-        "recall / kept texts": kept["recall", False] / kept["kept", False],
-    }
-
-
-def _flat() -> dict[str, float]:
-    """recall at 1,000 candidates against the baseline, at 100,000 and with a 10 MB head, each
-    run in turn so that load hits all of them alike."""
-    from recallpack import bench
-    from recallpack.packing.candidate import Candidate
-    from recallpack.packing.packer import recall
-    from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
-
-    tokenizer = get_tokenizer("cl100k_base")
-    assert isinstance(tokenizer, TiktokenTokenizer), "cl100k_base must resolve exactly to benchmark"
-    windows = _windows()
-
-    def packed(candidates: list[Candidate]) -> object:
-        return recall(candidates, max_tokens=bench.MAX_TOKENS)
-
-    def huge_head() -> list[Candidate]:
-        head = Candidate(text=f"[{next(bench._run_ids)}] " + "lorem ipsum dolor sit amet " * 400_000)
-        return [head, *bench._candidates(windows, 1_000)]
-
-    # A run of about a millisecond is the likeliest to be cut by another process: the short ones
-    # are taken more often than the long ones, whose fresh lists cost a second to build.
-    best = {"1k": float("inf"), "100k": float("inf"), "base": float("inf"), "head": float("inf")}
-    for _ in range(REPEAT):
-        short = [bench._candidates(windows, 1_000) for _ in range(2 * REPEAT)]
-        best["1k"] = min(best["1k"], best_time(packed, short))
-        best["100k"] = min(best["100k"], best_time(packed, [bench._candidates(windows, 100_000)]))
-        best["base"] = min(best["base"], best_time(lambda c: bench._baseline(c, tokenizer),
-                                                   [bench._candidates(windows, 1_000)]))
-        best["head"] = min(best["head"], best_time(packed, [huge_head() for _ in range(2)]))
-    return {
-        "speedup over the baseline at 1,000": best["base"] / best["1k"],
-        "time at 100,000 / at 1,000": best["100k"] / best["1k"],
-        "10 MB head / a list of 1,000": best["head"] / best["1k"],
-    }
-
-
-def _many() -> dict[str, float]:
-    """recall_many with a worker per core against a loop; nothing on one core."""
-    from recallpack import bench
-    from recallpack.packing.batch import usable_cores
-
-    if usable_cores() < 2:
-        return {}
-    return {"recall_many / a loop": bench._recall_many_ratio(_windows(), 2)[1]}
+# -- the sections' checks (the core's are built by recallpack.bench, which imports this) -------
 
 
 def _section(module: str, *args: object) -> Callable[[], dict[str, float]]:
@@ -175,16 +102,9 @@ def _section(module: str, *args: object) -> Callable[[], dict[str, float]]:
     return measure
 
 
-def checks() -> list[Check]:
-    """The bench's targets, as docs/performance.md states them."""
+def section_checks() -> list[Check]:
+    """The targets of the adapter and growth sections, as docs/performance.md states them."""
     return [
-        Check("core walk", _walk, (Target("pack / kept texts", 1.1), Target("recall / kept texts", 1.3))),
-        Check("core scale", _flat, (
-            Target("speedup over the baseline at 1,000", 50.0, at_least=True),
-            Target("time at 100,000 / at 1,000", 2.0),
-            Target("10 MB head / a list of 1,000", 5.0),
-        )),
-        Check("core batch", _many, (Target("recall_many / a loop", 1.6, at_least=True),)),
         Check("langchain", _section("langchain", QUERIES), (Target("overhead", 0.10, strict=True),)),
         Check("llamaindex", _section("llamaindex", QUERIES), (Target("overhead", 0.10, strict=True),)),
         Check("growth", _section("growth", GROWTH_SCALE), (
