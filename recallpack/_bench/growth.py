@@ -34,7 +34,7 @@ from recallpack.packing.packer import Packer
 from recallpack.packing.policies import Policy
 from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
 
-__all__ = ["run", "exponent", "Shape", "SHAPES", "EXPONENT_TARGET", "RATIO_TARGET"]
+__all__ = ["run", "measure", "exponent", "Shape", "SHAPES", "EXPONENT_TARGET", "RATIO_TARGET"]
 
 MAX_TOKENS = 16384
 #: Characters of text per budget token in the passages cases, and the first budget of each: a
@@ -126,9 +126,15 @@ def _per_size(sizes: Sequence[int], make: Callable[[int], list[Candidate]],
 
 def run(scale: float = 1.0) -> list[str]:
     """The section's lines; ``scale`` shrinks every size (a test runs it small)."""
+    return measure(scale)[0]
+
+
+def measure(scale: float = 1.0) -> tuple[list[str], dict[str, float]]:
+    """The section's lines and its two figures: the worst exponent (``"exponent"``) and
+    passages / truncate (``"passages / truncate"``); no figures when cl100k_base is not exact."""
     base = get_tokenizer("cl100k_base")
     if not isinstance(base, TiktokenTokenizer):
-        return ["growth: skipped, cl100k_base does not resolve exactly here"]
+        return ["growth: skipped, cl100k_base does not resolve exactly here"], {}
     encoding = base.encoding
 
     def fresh() -> TiktokenTokenizer:
@@ -194,11 +200,12 @@ def run(scale: float = 1.0) -> list[str]:
         f"  {'ok' if worst < EXPONENT_TARGET else 'MISS':<4} growth exponent, worst: {worst:.2f} "
         f"(target < {EXPONENT_TARGET})"
     )
-    return lines + [_ratio_line(timed, round(RATIO_CHARS * scale))]
+    ratio_line, ratio = _ratio_line(timed, round(RATIO_CHARS * scale))
+    return [*lines, ratio_line], {"exponent": worst, "passages / truncate": ratio}
 
 
-def _ratio_line(timed: Callable[..., float], chars: int) -> str:
-    """passages against truncate over ``chars`` characters of tiny matching units."""
+def _ratio_line(timed: Callable[..., float], chars: int) -> tuple[str, float]:
+    """passages against truncate over ``chars`` characters of tiny matching units, and the ratio."""
     tiny = SHAPES[0]
     big = [Candidate(text=_text(tiny, chars))]
     passages = timed("passages", MAX_TOKENS, big, tiny.query)
@@ -208,7 +215,7 @@ def _ratio_line(timed: Callable[..., float], chars: int) -> str:
         f"  {'ok' if ratio <= RATIO_TARGET else 'MISS':<4} passages / truncate at {MAX_TOKENS} tokens over "
         f"{chars / 1e6:g} MB of tiny matching units: {ratio:.2f} ({passages * 1e3:.0f} ms, "
         f"{truncate * 1e3:.0f} ms; target <= {RATIO_TARGET})"
-    )
+    ), ratio
 
 
 if __name__ == "__main__":

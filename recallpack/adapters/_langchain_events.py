@@ -3,8 +3,11 @@ retriever's LangSmith parameters, and the retriever run a ``recall`` opens as ``
 
 Each packing dispatches :data:`REPORT_EVENT` with ``RecallResult.to_event()`` (counts, reasons,
 tokens, tokenizer, policy, the reached candidates' trace rows and cut spans, never an item's
-text) into the run it belongs to, so ``astream_events`` shows it as ``on_custom_event`` and
-LangSmith records it on that run.
+text) into the run it belongs to, so ``astream_events`` shows it as ``on_custom_event`` and a
+handler's ``on_custom_event`` receives it. The event is built only when some handler of that run
+asks for custom events: one that implements ``on_custom_event`` and does not ignore them.
+LangSmith's tracer (langchain-core 1.x) implements none, so a traced run with no other handler
+builds nothing.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from langchain_core.callbacks import (
+    AsyncCallbackHandler,
     AsyncCallbackManager,
     AsyncCallbackManagerForRetrieverRun,
+    BaseCallbackHandler,
     BaseCallbackManager,
     CallbackManager,
     CallbackManagerForRetrieverRun,
@@ -37,6 +42,8 @@ __all__ = ["REPORT_EVENT", "report", "areport", "retriever_ls_params", "retrieve
 
 #: The name of the custom event each packing dispatches.
 REPORT_EVENT = "recallpack_report"
+#: The base classes' ``on_custom_event``, which do nothing: a handler that keeps one never asks.
+_IGNORING = (BaseCallbackHandler.on_custom_event, AsyncCallbackHandler.on_custom_event)
 
 
 def report(result: RecallResult, callbacks: Callbacks | None) -> RecallResult:
@@ -44,8 +51,8 @@ def report(result: RecallResult, callbacks: Callbacks | None) -> RecallResult:
     ``get_child()``), or, when they are None, the run this code runs in.
 
     ``dispatch_custom_event`` raises outside any run: there is nothing to report into then,
-    and nothing is dispatched. With no handler nobody listens, and the event is not built.
-    Returns ``result``.
+    and nothing is dispatched. When no handler asks for custom events (:func:`_asks`), nobody
+    would see the event, and it is not built. Returns ``result``.
     """
     manager, config = _listeners(callbacks, get_callback_manager_for_config)
     if manager is not None:
@@ -65,15 +72,24 @@ def _listeners(
     callbacks: Callbacks | None, manager_for: Callable[[RunnableConfig], BaseCallbackManager]
 ) -> tuple[BaseCallbackManager | None, RunnableConfig]:
     """The callback manager of the run to report into and its config, or None when there is no
-    run or no handler. A run manager's child is used as it is: configuring a manager (what
-    dispatch_custom_event does) costs more than a packing's report is worth when nobody listens."""
+    run or no handler asks for the event. A run manager's child is used as it is: configuring a
+    manager (what dispatch_custom_event does) costs more than a packing's report is worth when
+    nobody listens."""
     if isinstance(callbacks, BaseCallbackManager):
         manager, config = callbacks, RunnableConfig(callbacks=callbacks)
     else:
         config = ensure_config(RunnableConfig(callbacks=callbacks) if callbacks is not None else None)
         manager = manager_for(config)
-    listening = manager.parent_run_id is not None and bool(manager.handlers)
+    listening = manager.parent_run_id is not None and any(_asks(h) for h in manager.handlers)
     return (manager if listening else None), config
+
+
+def _asks(handler: BaseCallbackHandler) -> bool:
+    """Whether ``handler`` receives custom events and does something with them: LangChain skips
+    one whose ``ignore_custom_event`` is true, and the base ``on_custom_event`` does nothing."""
+    if getattr(handler, "ignore_custom_event", False):
+        return False
+    return getattr(type(handler), "on_custom_event", None) not in _IGNORING
 
 
 def retriever_ls_params(retriever: Any, /, **kwargs: Any) -> LangSmithRetrieverParams:

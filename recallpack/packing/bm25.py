@@ -52,8 +52,16 @@ def unit_scores(
     for found in by_term.values():
         tf = Counter(map(where, found))  # unit + 1 -> occurrences
         idf = math.log(1.0 + (n - len(tf) + 0.5) / (len(tf) + 0.5))
-        for after, count in tf.items():
-            unit = after - 1
-            norm = K1 * (1.0 - B + B * (ends[unit] - starts[unit]) / average)
-            scores[unit] = scores.get(unit, 0.0) + idf * count * (K1 + 1.0) / (count + norm)
+        # One comprehension a term (a text whose every unit matches has a score per unit); the
+        # same float operations, in the same order, as a sum over the terms must be.
+        term = {
+            after - 1: idf * count * (K1 + 1.0)
+            / (count + K1 * (1.0 - B + B * (ends[after - 1] - starts[after - 1]) / average))
+            for after, count in tf.items()
+        }
+        if not scores:
+            scores = term  # 0.0 + a positive score is that score
+            continue
+        for unit, score in term.items():
+            scores[unit] = scores.get(unit, 0.0) + score
     return scores

@@ -19,6 +19,7 @@ True
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -96,18 +97,17 @@ def _scanned(lowered: str, base: str, inflected: bool, limit: int) -> list[int]:
         pattern = re.compile(rf"{literal}(?<!\w{literal}){endings}(?!\w)")
         if len(_patterns) < _MAX_PATTERNS:
             _patterns[base, inflected] = pattern
-    found: list[int] = []
-    for match in pattern.finditer(lowered):
-        found.append(match.start())
-        if len(found) > limit:
-            return []
-    return found
+    # At most limit + 1 matches are taken, each by one step in C and one in a comprehension.
+    found = [match.start() for match in itertools.islice(pattern.finditer(lowered), limit + 1)]
+    return [] if len(found) > limit else found
 
 
 _INFLECTION_GROUP = "(?:" + "|".join(sorted(INFLECTIONS[1:], key=len, reverse=True)) + ")?"
 #: Compiled scans kept for the words queried most: a bounded cache (the query is end-user input).
 _patterns: dict[tuple[str, bool], re.Pattern[str]] = {}
 _MAX_PATTERNS = 256
+#: A base found more often than this in the text's first eighth is scanned for in C, not searched.
+_SEARCHED_AT_MOST = 32
 
 
 def hits(lowered: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
@@ -143,7 +143,9 @@ def hits(lowered: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]
         # The search below stops past ``limit``, so it tells a frequent word on its own; where
         # the text's first eighth suggests one, counting it first is cheaper than walking it.
         inflected = len(term) >= INFLECTED_TERM
-        if lowered.count(base, 0, probe) * 16 > limit and lowered.count(base) > limit:
+        # Both ways find the same words. The scan in C takes a Python step per match, the search
+        # below several per occurrence: a base frequent in the text's first eighth is scanned.
+        if lowered.count(base, 0, probe) > _SEARCHED_AT_MOST:
             if (whole := _scanned(lowered, base, inflected, limit)):
                 found[term] = whole
             continue

@@ -82,8 +82,15 @@ def layout_of(texts: Sequence[str], max_tokens: int | None = None) -> Layout:
         limit = offset + len(doc)
         # The document's units are those that start before the next document does.
         last = bisect_left(starts, limit + 2, first)
-        doc_starts = [s - offset for s in starts[first:last]]
-        units.append((doc_starts, [min(e, limit) - offset for e in ends[first:last]]))
+        doc_starts, doc_ends = starts[first:last], ends[first:last]
+        # The ends rise with the units: when the last is within the document, all are; one
+        # document (or the first) needs no shift. Either way, no step per unit in Python.
+        if not doc_ends or doc_ends[-1] > limit:
+            doc_ends = [min(e, limit) for e in doc_ends]
+        if offset:
+            doc_starts = [s - offset for s in doc_starts]
+            doc_ends = [e - offset for e in doc_ends]
+        units.append((doc_starts, doc_ends))
         owner.extend(zip(itertools.repeat(d), range(last - first)))
         first, offset = last, limit + 2
     return Layout(text, starts, ends, owner, units)
@@ -123,17 +130,18 @@ def combined(scores: dict[tuple[int, int], float], units: Sequence[UnitBounds],
     sizes = [len(starts) for starts, _ in units]
     for (d, u), score in scores.items():
         own = raised[d]
-        own[u] = own.get(u, 0.0) + score
+        get = own.get
+        own[u] = get(u, 0.0) + score
         share = NEIGHBOR_SHARE * score
         if u > 0:
-            own[u - 1] = own.get(u - 1, 0.0) + share
+            own[u - 1] = get(u - 1, 0.0) + share
         if u + 1 < sizes[d]:
-            own[u + 1] = own.get(u + 1, 0.0) + share
-    best = max((s for own in raised for s in own.values()), default=0.0)
+            own[u + 1] = get(u + 1, 0.0) + share
+    best = max((max(own.values()) for own in raised if own), default=0.0)
     if best <= 0:
         return {}, raised
     combined: dict[tuple[int, int], float] = {}
     for d, own in enumerate(raised):
         prior = 1.0 + RANK_PRIOR * d
-        combined.update(((d, u), s / best / prior) for u, s in own.items() if s > 0)
+        combined.update({(d, u): s / best / prior for u, s in own.items() if s > 0})
     return combined, raised

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("langchain_core")
 
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
@@ -24,6 +24,7 @@ from recallpack.adapters.langchain import (
     BudgetedRetriever,
     EvidenceRenderer,
 )
+from recallpack.packing.result import RecallResult
 from recallpack.testing import HashingEmbeddings
 
 with warnings.catch_warnings():
@@ -223,3 +224,56 @@ async def test_recall_is_traced_as_the_same_retriever_run_as_invoke(mode: str) -
         assert outer["documents"] == [d.page_content for d in kept]
         assert len(runs.runs) == 2  # the BM25 upstream's run, nested under it
     assert [e.text for e in result.evidence] == [d.page_content for d in kept]
+
+
+class Ignoring(Collect):
+    """Implements on_custom_event, but tells LangChain it ignores custom events."""
+
+    @property
+    def ignore_custom_event(self) -> bool:
+        return True
+
+
+class NoCustom(BaseCallbackHandler):
+    """Records retriever starts only: the base on_custom_event, which does nothing."""
+
+    def __init__(self) -> None:
+        self.started = 0
+
+    def on_retriever_start(self, serialized: Any, query: str, **kwargs: Any) -> None:
+        self.started += 1
+
+
+class AsyncNoCustom(AsyncCallbackHandler):
+    """An async handler that records retriever starts and keeps the base on_custom_event."""
+
+    def __init__(self) -> None:
+        self.started = 0
+
+    async def on_retriever_start(self, serialized: Any, query: str, **kwargs: Any) -> None:
+        self.started += 1
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_listening_handler_gets_the_calls_whole_report(mode: str) -> None:
+    """A handler that implements on_custom_event receives exactly the call's to_event(), once."""
+    handler = Collect()
+    retriever = BudgetedRetriever(retriever=bm25(), max_tokens=300)
+    query, config = "parse command line arguments", {"callbacks": [handler]}
+    result = retriever.recall(query, config) if mode == "sync" else await retriever.arecall(query, config)
+    assert [(name, data) for name, data, _ in handler.events] == [(REPORT_EVENT, result.to_event())]
+    assert handler.events[0][1]["report"]["items_withheld"] == 1
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_no_report_is_built_when_no_handler_asks(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No handler, one that ignores custom events, one without on_custom_event: the event is never built."""
+    retriever = BudgetedRetriever(retriever=bm25(), max_tokens=300)
+    query = "parse command line arguments"
+    expected = [d.page_content for d in retriever.invoke(query)]
+    monkeypatch.setattr(RecallResult, "to_event", lambda self: pytest.fail("built for nobody"))
+    handlers = [Ignoring(), NoCustom(), AsyncNoCustom()]
+    for config in (None, {"callbacks": handlers}):
+        kept = retriever.invoke(query, config) if mode == "sync" else await retriever.ainvoke(query, config)
+        assert [d.page_content for d in kept] == expected
+    assert handlers[0].events == [] and handlers[1].started == handlers[2].started == 2  # ours and BM25's
