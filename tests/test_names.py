@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "recallpack"
 #: (``recallpack.adapters.langchain.BudgetedRetriever``, ``...llamaindex.BudgetedRetriever``).
 HOST_TWINS = {"BudgetedRetriever", "LanesSettings"}
 #: What each host's reader module defines for the host table (recallpack.packing.hosts), by name.
-HOST_READER_NAMES = {"read_tokenizer", "read_embedding", "read_model"}
+HOST_READER_NAMES = {"read_tokenizer", "read_embedding", "read_model", "read_depth", "read_retriever"}
 
 #: What a reader takes a bare name to mean.
 PYTHONS_OWN = set(dir(builtins)) | set(collections.__all__) | set(collections.abc.__all__) | set(typing.__all__)

@@ -150,7 +150,9 @@ def test_an_installed_policy_is_a_choice_of_recallpack_serve(half_budget_install
         result = host.recall({"query": "how does the floor keep a match", "max_tokens": 600})
     assert not result.is_error
     report = result.structured_content["report"]  # type: ignore[index]
-    assert report["policy"] == "half_budget" and report["tokens_used"] <= 300
+    # Within half the budget, or (a first file larger than half) the floor's cut of it, to the budget.
+    assert report["policy"] == "half_budget" and report["tokens_used"] <= 600
+    assert report["tokens_used"] <= 300 or report["floor_applied"], report
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,6 @@ from recallpack.adapters.mcp_folder import (
     Skipped,
     bm25_of,
     doc_paths,
-    progress,
     read_files,
     sample,
 )
@@ -65,6 +64,7 @@ from recallpack.adapters.mcp_windows import (
     window_candidate,
 )
 from recallpack.packing.analysis import AUTO, Reading, check_language
+from recallpack.packing.progress import progress
 from recallpack.packing.windows import Window
 
 __all__ = [
@@ -96,9 +96,7 @@ class DocsIndex:
     ) -> None:
         self.root = Path(root)
         if not self.root.is_dir():
-            raise ConfigError(
-                f"{str(root)!r} is not a folder; give the folder of text and Markdown files to serve"
-            )
+            raise ConfigError(f"{str(root)!r} is not a folder; give the folder of text or Markdown to serve")
         setting = check_language(language)
         self.skipped: list[Skipped] = []
         #: The files withheld from every reader, because their front matter cannot be read for certain.
@@ -140,18 +138,20 @@ class DocsIndex:
         vocab = store.vocabulary() if store is not None else {}
         ids: dict[str, list[list[int]]] = {}
         stored: list[str] = []
-        for name, text in progress(texts.items(), show_progress, len(texts)):
-            body = self._files[name][0]
-            text_digest = digest(text)
-            windows = None if store is None else store.windows(name, body, text_digest)
-            if windows is None:
-                windows = token_windows(body, window_tokens, overlap_tokens, packer.tokenizer_used)
-                keys = self.reading.keys
-                ids[name] = [[vocab.setdefault(k, len(vocab)) for k in keys(w.text)] for w in windows]
-            else:
-                stored.append(name)
-            kept[name] = (text_digest, len(body), windows)
-            self._spots.extend((name, w) for w in windows if w.text.strip())
+        keys = self.reading.keys
+        with progress(len(texts), "recallpack: indexing", show_progress) as advance:
+            for name, text in texts.items():
+                body = self._files[name][0]
+                text_digest = digest(text)
+                windows = None if store is None else store.windows(name, body, text_digest)
+                if windows is None:
+                    windows = token_windows(body, window_tokens, overlap_tokens, packer.tokenizer_used)
+                    ids[name] = [[vocab.setdefault(k, len(vocab)) for k in keys(w.text)] for w in windows]
+                else:
+                    stored.append(name)
+                kept[name] = (text_digest, len(body), windows)
+                self._spots.extend((name, w) for w in windows if w.text.strip())
+                advance(1)
         self.reused = len(stored)
         # Each file's URI, its template filled as the core fills it (a window's resource line):
         # the file a client can read, and what the citation of a file's item names.

@@ -1,13 +1,11 @@
 """How ``recallpack serve --docs`` reads a folder (:mod:`recallpack.adapters.mcp_docs`): which files
 it serves and which it skips and why, a sample of their text to choose the folder's language
-from, the index build's progress bar, and the BM25 index of the windows' word ids (the stored one,
+from, and the BM25 index of the windows' word ids (the stored one,
 or built again). Needs the ``mcp`` extra.
 """
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +19,7 @@ from recallpack.adapters.mcp_index import IndexStore
 from recallpack.packing.windows import Window
 
 __all__ = [
-    "DOC_SUFFIXES", "MAX_FILE_BYTES", "Skipped", "bm25_of", "doc_paths", "progress", "read_files", "sample",
+    "DOC_SUFFIXES", "MAX_FILE_BYTES", "Skipped", "bm25_of", "doc_paths", "read_files", "sample",
 ]
 
 #: The files a docs folder is read for: text and Markdown.
@@ -120,17 +118,3 @@ def sample(bodies: list[str]) -> list[str]:
     chosen = bodies[::step][:_SAMPLE_FILES]
     share = _SAMPLE_CHARS // max(1, len(chosen))
     return [body[:share] for body in chosen]
-
-
-def progress(items: Iterable[Any], show: bool, total: int) -> Iterable[Any]:
-    """``items``, with a tqdm progress bar on stderr when ``show`` and tqdm is installed."""
-    if not show:
-        return items
-    try:
-        tqdm: Any = importlib.import_module("tqdm").tqdm
-    except ImportError:  # an optional extra: without it, no progress
-        return items
-    bar: Iterable[Any] = tqdm(
-        items, total=total, desc="recallpack: indexing", unit="file", file=sys.stderr, leave=False
-    )
-    return bar
