@@ -271,7 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--json", type=Path, default=None, metavar="PATH",
-        help="with --languages or --small-budgets: write every cell, and which questions kept their answer, to PATH",
+        help="with --languages or --small-budgets: write every cell, and which questions kept their "
+        "answer, to PATH",
     )
     parser.add_argument(
         "--small-budgets", type=_small_languages, nargs="?", const=(), default=None, metavar="LANGS",

@@ -4,7 +4,6 @@ SQuAD's English and XQuAD's languages, prefix against passages and the better of
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest

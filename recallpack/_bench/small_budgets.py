@@ -126,7 +126,10 @@ def targets(made: dict[str, Language], results: Results) -> Iterator[str]:
             passages, prefix = cells[PASSAGES, budget].share, cells[PREFIX, budget].share
             if passages < prefix - 0.005:
                 behind += 1
-                yield f"  MISS {code} passages >= prefix - 0.5 point at {budget}: {passages:.1%} vs {prefix:.1%}"
+                yield (
+                    f"  MISS {code} passages >= prefix - 0.5 point at {budget}: "
+                    f"{passages:.1%} vs {prefix:.1%}"
+                )
         if not behind:
             yield f"  ok   {code} passages >= prefix - 0.5 point at all {len(lang.shape.budgets)} budgets"
         gap = won = 0.0
@@ -135,7 +138,9 @@ def targets(made: dict[str, Language], results: Results) -> Iterator[str]:
             gap += cells[BETTER, budget].share - prefix
             won += cells[PASSAGES, budget].share - prefix
         closed = won / gap if gap > 0 else 1.0
-        yield f"       {code} share of the gap prefix -> better of the two closed at 0.25x and 0.4x: {closed:.0%}"
+        yield f"       {code} share of the gap prefix -> better of the two closed at 0.25x and 0.4x: " + (
+            f"{closed:.0%}"
+        )
 
 
 def to_json(made: dict[str, Language], results: Results, asked: dict[str, list[int]]) -> dict[str, Any]:
@@ -159,7 +164,9 @@ def to_json(made: dict[str, Language], results: Results, asked: dict[str, list[i
                         "kept_by_question": "".join("1" if kept else "0" for kept in cell.outcomes),
                     }
                 )
-    return {"encoding": "cl100k_base", "top": TOP, "factors": list(FACTORS), "questions": asked, "cells": cells}
+    return {
+        "encoding": "cl100k_base", "top": TOP, "factors": list(FACTORS), "questions": asked, "cells": cells,
+    }
 
 
 def run(

@@ -186,7 +186,8 @@ class PassagesChoice:
         if len(top.pieces) > 1 or top.clipped or PARAGRAPH_BREAK in top.text.strip():
             return False
         # The estimate first: a top document of half the budget is never counted.
-        if len(top.text) * selection.cuts[0].tokens_per_char < max_tokens / 2:
+        rate = selection.cuts[0].tokens_per_char
+        if rate is not None and len(top.text) * rate < max_tokens / 2:
             return False
         return self.ledger.tok.count(top.text) > max_tokens
 
