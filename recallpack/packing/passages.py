@@ -174,9 +174,10 @@ class PassagesChoice:
         self._materialize()
         ledger.floor_if_empty()
 
-    def top_is_over(self) -> bool:
-        """Whether the choice was made because the top document alone is over the budget (a
-        document of one piece, read whole: a focus cut of it is what ``prefix`` keeps)."""
+    def focus_wins(self) -> bool:
+        """Whether the top document's focus cut (``prefix``'s floor) is kept instead of the choice:
+        the top document is one paragraph, one piece read whole, over the budget, and the best
+        unit of all (rank prior in) is its own, or nothing matched."""
         selection, max_tokens = self.selection, self.settings.max_tokens
         if selection is None or max_tokens is None or not self.settings.floor or not self.documents:
             return False
@@ -185,21 +186,12 @@ class PassagesChoice:
         # choice reads as it reads several documents; one paragraph is one passage to focus on.
         if len(top.pieces) > 1 or top.clipped or PARAGRAPH_BREAK in top.text.strip():
             return False
-        # The estimate first: a top document of half the budget is never counted.
-        rate = selection.cuts[0].tokens_per_char
+        if selection.ranked and selection.ranked[0][0] != 0:
+            return False
+        rate = selection.cuts[0].tokens_per_char  # the estimate first: half the budget is never counted
         if rate is not None and len(top.text) * rate < max_tokens / 2:
             return False
         return self.ledger.tok.count(top.text) > max_tokens
-
-    def focus_wins(self) -> bool:
-        """Whether the top document's focus cut (``prefix``'s floor) is kept instead of the choice
-        across documents: when the budget holds less than the top document and the best unit,
-        rank prior in, is the top document's own (or no unit matched at all)."""
-        if not self.top_is_over():
-            return False
-        assert self.selection is not None
-        ranked = self.selection.ranked
-        return not ranked or ranked[0][0] == 0
 
     def take_focus(self) -> None:
         """Record the top document's focus cut alone, as ``prefix``'s floor keeps it (the
