@@ -64,8 +64,6 @@ REACH_CHARS_PER_TOKEN = 256
 #: always fails, having counted the room for nothing (of 503 tries over SQuAD paragraphs at
 #: 1024, the 4 that fitted had at most 4.86).
 WHOLE_CHARS_PER_TOKEN = 5
-#: What ends a paragraph: a top document with one inside is not one passage.
-PARAGRAPH_BREAK = "\n\n"
 #: A report's note names at most this many candidates set apart from their document.
 APART_NAMED = 8
 
@@ -109,9 +107,6 @@ class Passages:
         choice = PassagesChoice(ledger, query, embed)
         choice.run()
         view, max_tokens = ledger.view, ledger.settings.max_tokens
-        if choice.focus_wins():
-            choice.take_focus()
-            return view.measure(ledger, max_tokens)
         used, block = view.measure(ledger, max_tokens)
         while choice.refit(used, max_tokens):
             used, block = view.measure(ledger, max_tokens)
@@ -174,32 +169,6 @@ class PassagesChoice:
         self._materialize()
         ledger.floor_if_empty()
 
-    def focus_wins(self) -> bool:
-        """Whether the top document's focus cut (``prefix``'s floor) is kept instead of the choice:
-        the top document is one paragraph, one piece read whole, over the budget, and the best
-        unit of all (rank prior in) is its own, or nothing matched."""
-        selection, max_tokens = self.selection, self.settings.max_tokens
-        if selection is None or max_tokens is None or not self.settings.floor or not self.documents:
-            return False
-        top = self.documents[0]
-        # A document of several paragraphs (an article, a page) is several passages, which the
-        # choice reads as it reads several documents; one paragraph is one passage to focus on.
-        if len(top.pieces) > 1 or top.clipped or PARAGRAPH_BREAK in top.text.strip():
-            return False
-        if selection.ranked and selection.ranked[0][0] != 0:
-            return False
-        rate = selection.cuts[0].tokens_per_char  # the estimate first: half the budget is never counted
-        if rate is not None and len(top.text) * rate < max_tokens / 2:
-            return False
-        return self.ledger.tok.count(top.text) > max_tokens
-
-    def take_focus(self) -> None:
-        """Record the top document's focus cut alone, as ``prefix``'s floor keeps it (the
-        choice is no longer refitted: the cut is exact on its own)."""
-        self._materialize(keep_none=True)
-        self.ledger.floor_if_empty()
-        self.selection = None
-
     def _reach(self) -> list[tuple[int, Candidate]]:
         """Gate candidates in rank order, as far as the walk reads; the ones that can be shown."""
         ledger, s = self.ledger, self.settings
@@ -229,7 +198,7 @@ class PassagesChoice:
             chars += len(c.text)
         return shown
 
-    def _materialize(self, whole: bool = False, keep_none: bool = False) -> bool:
+    def _materialize(self, whole: bool = False) -> bool:
         """Record the outcome of every candidate reached, keeping the chosen passages (or, with
         ``whole``, every document whole while the room lasts; False as soon as one does not fit,
         having counted no more than the room)."""
@@ -240,7 +209,7 @@ class PassagesChoice:
             for piece in doc.pieces:
                 lead_of[piece.rank] = d
         kept_spans: dict[int, list[tuple[int, int]] | None] = {}
-        over = _stopped_by(None if whole or keep_none else self.selection, self.settings.max_items)
+        over = _stopped_by(None if whole else self.selection, self.settings.max_items)
         for rank in range(len(self.coerced)):
             c = self.coerced[rank]
             gate = self.gates.get(rank)
@@ -265,7 +234,7 @@ class PassagesChoice:
                     return False
             else:
                 assert self.selection is not None
-                if keep_none or not self.selection.cuts[d].kept:
+                if not self.selection.cuts[d].kept:
                     ledger.drop(rank, c, over)
                     continue
                 spans = self.selection.kept_spans(d)
