@@ -10,6 +10,7 @@ counts only what it reaches. Texts are made unique per repetition so no count ca
     python -m recallpack.bench --check --quick  # only the targets, short and noise-aware (CI)
     python -m recallpack.bench --quality  # does the answer survive? SQuAD questions, every policy
     python -m recallpack.bench --quality --languages [ar,zh,...]  # the same in 12 languages (XQuAD)
+    python -m recallpack.bench --small-budgets [en-squad,el,...]  # budgets under one paragraph, 13 languages
     python -m recallpack.bench --memory   # agent memory: a LangGraph store's search(limit=k) vs packing
     python -m recallpack.bench --docs-search [--languages ar,zh] [--client inprocess]  # serve --docs
 """
@@ -282,6 +283,19 @@ def _languages(value: str) -> tuple[str, ...]:
     return codes
 
 
+def _small_languages(value: str) -> tuple[str, ...]:
+    """``--small-budgets en-squad,th`` as those codes: SQuAD's English or an XQuAD language."""
+    from recallpack._bench.small_budgets import LANGUAGES as SMALL
+
+    codes = tuple(code.strip() for code in value.split(","))
+    unknown = [code for code in codes if code not in SMALL]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown language {', '.join(map(repr, unknown))}: give a comma list of {','.join(SMALL)}"
+        )
+    return codes
+
+
 def _shapes(value: str) -> tuple[str, ...]:
     """``--shapes articles`` as shape names of the languages section."""
     names = tuple(name.strip() for name in value.split(","))
@@ -353,7 +367,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--json", type=Path, default=None, metavar="PATH",
-        help="with --languages: write every cell, and which questions kept their answer, to PATH",
+        help="with --languages or --small-budgets: write every cell, and which questions kept their "
+        "answer, to PATH",
+    )
+    parser.add_argument(
+        "--small-budgets", type=_small_languages, nargs="?", const=(), default=None, metavar="LANGS",
+        help="only the small-budgets section: paragraphs at 0.25 to 1.5 times the mean paragraph, prefix "
+        "against passages, in English (en-squad) and XQuAD's 12 languages (default: all 13); --json too",
     )
     parser.add_argument(
         "--docs-search", action="store_true",
@@ -373,6 +393,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines = docs_search.run(
             args.languages or LANGUAGES, limit=args.questions or None, client=args.client,
             squad=args.languages is None, as_markdown=args.markdown, json_path=args.json,
+        )
+        print("\n".join(lines))
+        return 1 if args.check and any("MISS" in line for line in lines) else 0
+    if args.small_budgets is not None:
+        from recallpack._bench import small_budgets
+
+        lines = small_budgets.run(
+            args.small_budgets or small_budgets.LANGUAGES,
+            limit=args.questions or None,
+            as_markdown=args.markdown,
+            json_path=args.json,
         )
         print("\n".join(lines))
         return 1 if args.check and any("MISS" in line for line in lines) else 0

@@ -153,7 +153,7 @@ def _choice(
     lane_keys: list[list[LaneKind | Provenance]] = [
         [doc.candidate.lane] if doc.candidate.lane in lanes else [] for doc in documents
     ]
-    return choose(documents, question, None, Chooser(s, TOK, lambda c: FRAMING, lane_keys, HEADER))
+    return choose(documents, question, None, Chooser(s, TOK, lambda c: FRAMING, lane_keys, HEADER, None))
 
 
 @settings(max_examples=100, deadline=None)
