@@ -18,7 +18,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from recallpack.adapters.mcp_auth import hash_token
 from recallpack.adapters.mcp_docs import DocsIndex
 from recallpack.adapters.mcp_tool import OUTPUT_SCHEMA
 from recallpack.adapters.mcp_windows import split_spans
+from tests.adapters.mcp_host import wait_listening
 
 REPO = Path(__file__).resolve().parents[1]
 INSPECTOR = REPO / "build" / "inspector" / "node_modules" / ".bin" / "mcp-inspector"
@@ -146,7 +146,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=log, env={"PATH": ""},
         )  # fmt: skip
         try:
-            _wait_listening(server, port, log)
+            wait_listening(server, port, log, RUN_TIMEOUT)
             with ThreadPoolExecutor(max_workers=8) as pool:
                 done = dict(zip(first, pool.map(lambda a: inspector.run(list(a[0]), *a[1:]), first.values())))
                 cited = done["http recall"].result["structuredContent"]["items"][0]["citation"]
@@ -163,18 +163,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
             server.terminate()
             server.wait(timeout=30)
     yield done
-
-
-def _wait_listening(process: subprocess.Popen[bytes], port: int, log: Any) -> None:
-    deadline = time.monotonic() + RUN_TIMEOUT
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            log.seek(0)
-            assert process.poll() is None and time.monotonic() < deadline, log.read()
-            time.sleep(0.2)
 
 
 TRANSPORTS = ["stdio", "http"]

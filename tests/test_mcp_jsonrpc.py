@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -21,7 +20,13 @@ pytest.importorskip("mcp")
 
 import httpx2
 
-from tests.adapters.mcp_host import CALL_TIMEOUT, REPO, STARTUP_TIMEOUT, RawServer, serve_command
+from tests.adapters.mcp_host import (
+    CALL_TIMEOUT,
+    REPO,
+    RawServer,
+    serve_command,
+    wait_listening,
+)
 
 #: An answer to a malformed line comes at once (measured: about 0.01 s); this bounds a hang.
 ANSWER_TIMEOUT = 5.0
@@ -103,14 +108,7 @@ def http_url() -> Iterator[str]:
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert process.poll() is None and time.monotonic() < deadline
-                time.sleep(0.2)
+        wait_listening(process, port)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()

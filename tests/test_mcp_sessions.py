@@ -32,7 +32,7 @@ from starlette.testclient import TestClient
 from recallpack import ConfigError, Reader, Scope
 from recallpack.adapters.mcp import build_server, docs_source, http_app
 from recallpack.adapters.mcp_auth import ReaderVerifier, hash_token
-from tests.adapters.mcp_host import CALL_TIMEOUT, REPO, STARTUP_TIMEOUT, serve_command
+from tests.adapters.mcp_host import CALL_TIMEOUT, REPO, serve_command, wait_listening
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 VERSION = "2025-06-18"
@@ -198,15 +198,7 @@ def server(tmp_path: Path) -> Iterator[tuple[str, Any]]:
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=log,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                log.seek(0)
-                assert process.poll() is None and time.monotonic() < deadline, log.read()
-                time.sleep(0.2)
+        wait_listening(process, port, log)
         yield f"http://127.0.0.1:{port}/mcp", log
     finally:
         process.terminate()

@@ -40,7 +40,7 @@ from recallpack.adapters.mcp_auth import hash_token
 from recallpack.adapters.mcp_docs import DocsIndex
 from recallpack.adapters.mcp_windows import split_spans
 from recallpack.allowance import verify
-from tests.adapters.mcp_host import CALL_TIMEOUT, REPO, STARTUP_TIMEOUT, serve_command
+from tests.adapters.mcp_host import CALL_TIMEOUT, REPO, STARTUP_TIMEOUT, serve_command, wait_listening
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
@@ -132,15 +132,7 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
     index = DocsIndex(docs, Packer(), window_tokens=200, overlap_tokens=20)
     uris = {uri: c.artifact_id or "" for uri, c in index.by_uri.items()}
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:  # until the server listens
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                log.seek(0)
-                assert process.poll() is None and time.monotonic() < deadline, log.read()
-                time.sleep(0.2)
+        wait_listening(process, port, log)
         yield Team(f"http://127.0.0.1:{port}/mcp", tokens, private, uris, log)
     finally:
         process.terminate()

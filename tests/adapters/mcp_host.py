@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -28,6 +30,24 @@ REPO = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 90.0
 CALL_TIMEOUT = 60.0
 T = TypeVar("T")
+
+
+def wait_listening(process: subprocess.Popen[bytes], port: int, log: Any = None,
+                   timeout: float = STARTUP_TIMEOUT) -> None:
+    """Until a server started as ``process`` listens on ``port`` of 127.0.0.1; its ``log`` (a file
+    it writes its stderr to) is shown if it exits or takes longer than ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            said = ""
+            if log is not None:
+                log.seek(0)
+                said = log.read()
+            assert process.poll() is None and time.monotonic() < deadline, said
+            time.sleep(0.2)
 
 
 def serve_command(*args: str) -> list[str]:

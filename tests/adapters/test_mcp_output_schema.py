@@ -12,7 +12,6 @@ import json
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -35,7 +34,7 @@ from recallpack.adapters.mcp import build_server, docs_source, retriever_source
 from recallpack.adapters.mcp_auth import hash_token
 from recallpack.adapters.mcp_tool import ERROR_CODES, MAX_QUERY_CHARS, OUTPUT_SCHEMA
 from tests.adapters import mcp_factories
-from tests.adapters.mcp_host import REPO, STARTUP_TIMEOUT, connect, serve_command
+from tests.adapters.mcp_host import REPO, connect, serve_command, wait_listening
 
 KEY = "k" * 32
 TOKEN = "reader-" + "t" * 40
@@ -198,15 +197,7 @@ def http_url(docs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[s
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=log, env={"RECALLPACK_RECEIPT_KEY": KEY, "PATH": ""},
         )  # fmt: skip
         try:
-            deadline = time.monotonic() + STARTUP_TIMEOUT
-            while True:  # until the server listens
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    log.seek(0)
-                    assert process.poll() is None and time.monotonic() < deadline, log.read()
-                    time.sleep(0.2)
+            wait_listening(process, port, log)
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
             process.terminate()
