@@ -5,18 +5,13 @@ Chinese); an agent with a fake function-calling LLM sees the evidence."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from functools import cache
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
-from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.llms.mock import MockFunctionCallingLLMWithChatMemoryOfLastCall
 from llama_index.core.memory import Memory, StaticMemoryBlock
 from llama_index.core.schema import TextNode
@@ -24,9 +19,10 @@ from llama_index.core.utils import get_tokenizer
 from llama_index.retrievers.bm25 import BM25Retriever
 
 from recallpack._bench import languages, quality
-from recallpack.adapters.llamaindex import BudgetedRetriever, RecallPackedEvent
+from recallpack.adapters.llamaindex import BudgetedRetriever
 from recallpack.adapters.llamaindex_memory import EvidenceMemoryBlock
 from recallpack.packing.errors import ConfigError
+from tests.adapters.llamaindex_events import Collect
 
 COUNT = get_tokenizer()  # LlamaIndex's own counter: what Memory counts with
 
@@ -55,31 +51,6 @@ def bm25(nodes: list[TextNode], k: int = 10) -> BM25Retriever:
 
 def user(text: str) -> list[ChatMessage]:
     return [ChatMessage(role="assistant", content="Hello."), ChatMessage(role="user", content=text)]
-
-
-class Collect(BaseEventHandler):
-    """Keeps recallpack's events from the root dispatcher."""
-
-    events: list[RecallPackedEvent] = []
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "Collect"
-
-    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        if isinstance(event, RecallPackedEvent):
-            self.events.append(event)
-
-
-@pytest.fixture
-def handler() -> Iterator[Collect]:
-    collect = Collect(events=[])
-    root = get_dispatcher()
-    root.add_event_handler(collect)
-    try:
-        yield collect
-    finally:
-        root.event_handlers.remove(collect)
 
 
 @pytest.mark.parametrize("max_tokens", [64, 200, 700])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,42 +12,16 @@ pytest.importorskip("llama_index.core")
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
-from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from recallpack._bench.llamaindex import build_index, stdlib_paragraphs
-from recallpack.adapters.llamaindex import BudgetedRetriever, BudgetPostprocessor, RecallPackedEvent
+from recallpack.adapters.llamaindex import BudgetedRetriever, BudgetPostprocessor
+from tests.adapters.llamaindex_events import Collect
 
 SECRET = "a withheld node's text never reaches an instrumentation handler"
 QUERIES = ("how are command line arguments parsed", "how is a temporary file created")
-
-
-class Collect(BaseEventHandler):
-    """A plain event handler on the root dispatcher, keeping recallpack's events."""
-
-    events: list[RecallPackedEvent] = []
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "Collect"
-
-    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        if isinstance(event, RecallPackedEvent):
-            self.events.append(event)
-
-
-@pytest.fixture
-def handler() -> Iterator[Collect]:
-    collect = Collect(events=[])
-    root = get_dispatcher()
-    root.add_event_handler(collect)
-    try:
-        yield collect
-    finally:
-        root.event_handlers.remove(collect)
 
 
 @pytest.fixture(scope="module")
