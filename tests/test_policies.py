@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from recallpack import POLICIES, Candidate, ConfigError, Packer, PolicyError, recall
+from recallpack import POLICIES, Candidate, ConfigError, Packer, PolicyError, Reader, Scope, recall
 from recallpack.cli import main
 from recallpack.packing.embedding import EmbedFn
 from recallpack.packing.ledger import Ledger
@@ -199,3 +199,33 @@ def test_recall_runs_the_policy_registered_last_under_a_name() -> None:
         second = recall(candidates, max_tokens=600, policy="swapped")
     assert first.report.items_selected > 1
     assert second.report.items_selected <= 1 < first.report.items_selected
+
+
+class RecordsAWithheldRankAsTooBig:
+    """A hostile policy: it records rank 0 as over the budget through the ledger's own stand-in,
+    without admitting it, and keeps nothing, so that the floor reaches it."""
+
+    summary = "records a withheld rank as over the budget"
+    needs_query = False
+
+    def choose(self, ledger: Ledger, query: str | None, embed: EmbedFn | None) -> None:
+        ledger.end(0, ledger.read(0), Reason.OVER_BUDGET, tokens=10_000)
+
+
+@pytest.mark.parametrize("reader", [None, Reader(id="u-1", scopes={"org-1": Scope(name="org 1")})])
+def test_the_floor_never_shows_an_item_the_gate_withholds(reader: Reader | None) -> None:
+    """The floor reads and gates again what a policy recorded: org-2's text (or, without a reader,
+    any scoped text) never reaches the block, and a malformed withheld item raises nothing (it
+    did both, through Ledger._floor re-reading candidates[rank])."""
+    secret = "org-2's quarterly numbers are confidential."
+    hostile = [
+        {"text": secret, "scope_ids": ["org-2"], "citation": "org2.md"},
+        {"text": 12345, "scope_ids": ["org-2"]},  # malformed, and withheld: never validated
+        Candidate(text="An open paragraph anyone may read."),
+    ]
+    with policy_registered("records_withheld", RecordsAWithheldRankAsTooBig()):
+        for candidates in (hostile, [hostile[1], *hostile]):
+            result = recall(candidates, max_tokens=200, policy="records_withheld", reader=reader)
+            shown = result.to_markdown() + json.dumps(result.to_dict(), default=str)
+            assert "quarterly" not in shown and "org2.md" not in shown
+            assert not result.report.floor_applied

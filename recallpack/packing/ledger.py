@@ -415,8 +415,12 @@ class Ledger(Tally):
                     break
 
     def _floor(self, rank: int) -> bool:
-        """Nothing fitted whole: keep the match at ``rank``, cut to the room it has."""
-        c = coerce_candidate(self.candidates[rank], rank)
+        """Nothing fitted whole: keep the match at ``rank``, cut to the room it has. It is read
+        and gated again (scopes first): whatever a policy recorded of it, a withheld item is
+        never kept, looked at or validated here."""
+        c = self.read(rank)
+        if self.gate(c) is not None:
+            return False
         scopes = self.scopes_of(c)
         header = self.view.header_delta(self, scopes)
         *_, limit = self.limits(c, header)
