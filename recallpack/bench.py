@@ -379,7 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--docs-search", action="store_true",
         help="only the serve --docs section: the dev articles as files, asked through the MCP "
-        "client, answer kept % in every language (--languages: only those, without SQuAD's English)",
+        "client, answer kept %% in every language (--languages: only those, without SQuAD's English)",
     )
     parser.add_argument(
         "--client", choices=("stdio", "inprocess"), default="stdio",
