@@ -85,6 +85,16 @@ def test_trace_html_sums_up_an_unreached_tail_in_one_row() -> None:
     assert "100,000" in html
 
 
+def test_trace_html_names_a_tail_past_the_reach_once() -> None:
+    """A tail the ``passages`` walk never read says "not reached" once, not again as its reason."""
+    candidates = [Candidate(text=f"The harbour opened in {1800 + i} for grain ships.") for i in range(300)]
+    result = recall(candidates, query="harbour grain ships", max_tokens=200, policy="passages")
+    assert result.report.not_reached > 0
+    tail_row = re.search(r'class="recallpack-summary"[^>]*>(.*?)</', result.trace._repr_html_(), re.S)
+    assert tail_row is not None
+    assert tail_row.group(1).count("not reached") + tail_row.group(1).count("not_reached") == 1
+
+
 def test_trace_html_caps_a_long_reached_run() -> None:
     """Reached rows past max_rows are counted in one summary row instead of listed."""
     candidates = [Candidate(text="same text") for _ in range(50)]

@@ -162,7 +162,10 @@ def _summaries(trace: Sequence[Entry], reached: int, shown: int, max_rows: int) 
         ranks = f"rank {reached:,}" if tail == 1 else f"ranks {reached:,}–{total - 1:,}"
         tail_reason = trace[reached].reason
         reason = tail_reason.value if tail_reason is not None else "unknown"
-        summaries.append(f"{ranks}: {tail:,} not reached, all dropped ({reason}): the walk had ended")
+        # "not reached, all dropped (not_reached)" said one thing twice; the reason only adds
+        # something when the walk ended for another one (the budget, the item cap).
+        why = "" if reason == "not_reached" else f" ({reason})"
+        summaries.append(f"{ranks}: {tail:,} not reached, all dropped{why}: the walk had ended")
     return summaries
 
 
