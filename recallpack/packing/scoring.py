@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import itertools
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
+from operator import itemgetter, sub
 
 from recallpack.packing.analysis import Reading
 from recallpack.packing.bm25 import unit_scores
@@ -63,12 +63,12 @@ def _piece_bytes(max_tokens: int | None) -> int:
 @dataclass(frozen=True)
 class Layout:
     """The documents as one text, apart by a blank line (no unit or word spans it), split into
-    units once: each unit's start and end in that text, which document and unit it is."""
+    units once: each unit's start and end in that text, each document's first unit in it."""
 
     text: str
     starts: list[int]
     ends: list[int]
-    owner: list[tuple[int, int]]
+    firsts: list[int]
     units: list[UnitBounds]  # per document, in the document's own text
 
 
@@ -77,9 +77,9 @@ def layout_of(texts: Sequence[str], max_tokens: int | None = None) -> Layout:
     most = None if max_tokens is None else int(UNIT_BYTES_PER_TOKEN * max_tokens)
     starts, ends = split_units(text, UNIT_CHARS, _piece_bytes(max_tokens), most)
     units: list[UnitBounds] = []
-    owner: list[tuple[int, int]] = []
+    firsts: list[int] = []
     offset = first = 0
-    for d, doc in enumerate(texts):
+    for doc in texts:
         limit = offset + len(doc)
         # The document's units are those that start before the next document does.
         last = bisect_left(starts, limit + 2, first)
@@ -92,9 +92,9 @@ def layout_of(texts: Sequence[str], max_tokens: int | None = None) -> Layout:
             doc_starts = [s - offset for s in doc_starts]
             doc_ends = [e - offset for e in doc_ends]
         units.append((doc_starts, doc_ends))
-        owner.extend(zip(itertools.repeat(d), range(last - first)))
+        firsts.append(first)
         first, offset = last, limit + 2
-    return Layout(text, starts, ends, owner, units)
+    return Layout(text, starts, ends, firsts, units)
 
 
 def lexical(layout: Layout, query: str, reading: Reading) -> dict[tuple[int, int], float]:
@@ -105,8 +105,14 @@ def lexical(layout: Layout, query: str, reading: Reading) -> dict[tuple[int, int
     :class:`~recallpack.packing.analysis.Reading` (``Reading.of(language, query, layout.text)``),
     and scored by :func:`recallpack.packing.bm25.unit_scores`, the one BM25 the focus cut uses too."""
     scores = unit_scores(reading, layout.text, layout.starts, layout.ends, query)
-    # Keyed by (document, unit) in C: a text whose every unit matches has a score per unit.
-    return dict(zip(map(layout.owner.__getitem__, scores), scores.values()))
+    # Keyed by (document, unit), in C for one document: a text whose every unit matches has a
+    # score per unit. A unit is in the last document that starts at or before it (one with no
+    # units starts where the next does).
+    firsts, found = layout.firsts, list(scores)
+    if len(firsts) == 1:
+        return dict(zip(zip(itertools.repeat(0), found), scores.values()))
+    docs = [bisect_right(firsts, unit) - 1 for unit in found]
+    return dict(zip(zip(docs, map(sub, found, map(firsts.__getitem__, docs))), scores.values()))
 
 
 def embedded(texts: Sequence[str], units: Sequence[UnitBounds], query: str,
