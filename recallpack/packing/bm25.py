@@ -21,6 +21,7 @@ import math
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
+from operator import sub
 
 from recallpack.packing.analysis import Reading, fold
 
@@ -48,20 +49,40 @@ def unit_scores(
     # split at spaces and line breaks; a pair of characters may, and counts where it starts).
     where = functools.partial(bisect_right, starts)
     average = max(1.0, (sum(ends) - sum(starts)) / n)
+    norms: list[float] | None = None
     scores: dict[int, float] = {}
     for found in by_term.values():
         tf = Counter(map(where, found))  # unit + 1 -> occurrences
         idf = math.log(1.0 + (n - len(tf) + 0.5) / (len(tf) + 0.5))
         # One comprehension a term (a text whose every unit matches has a score per unit); the
         # same float operations, in the same order, as a sum over the terms must be.
-        term = {
-            after - 1: idf * count * (K1 + 1.0)
-            / (count + K1 * (1.0 - B + B * (ends[after - 1] - starts[after - 1]) / average))
-            for after, count in tf.items()
-        }
+        if len(tf) * _DENSE_SHARE < n:
+            term = {
+                after - 1: idf * count * _K1_PLUS_1
+                / (count + K1 * (1.0 - B + B * (ends[after - 1] - starts[after - 1]) / average))
+                for after, count in tf.items()
+            }
+        else:  # most units: each unit's length term is worked out once, by distinct length
+            norms = norms or _norms(starts, ends, average)
+            term = {
+                after - 1: idf * count * _K1_PLUS_1 / (count + norms[after]) for after, count in tf.items()
+            }
         if not scores:
             scores = term  # 0.0 + a positive score is that score
             continue
         for unit, score in term.items():
             scores[unit] = scores.get(unit, 0.0) + score
     return scores
+
+
+_K1_PLUS_1 = K1 + 1.0
+#: A term that matches at least one unit in this many is scored with its units' norms at hand.
+_DENSE_SHARE = 4
+
+
+def _norms(starts: Sequence[int], ends: Sequence[int], average: float) -> list[float]:
+    """Each unit's ``K1 * (1 - B + B * length / average)``, at its index + 1 (as ``bisect_right``
+    finds it), computed once a distinct length (the same float operations as a unit's own)."""
+    lengths = list(map(sub, ends, starts))
+    by_length = {length: K1 * (1.0 - B + B * length / average) for length in set(lengths)}
+    return [0.0, *map(by_length.__getitem__, lengths)]

@@ -97,11 +97,12 @@ def _scanned(lowered: str, base: str, inflected: bool, limit: int) -> list[int]:
         pattern = re.compile(rf"{literal}(?<!\w{literal}){endings}(?!\w)")
         if len(_patterns) < _MAX_PATTERNS:
             _patterns[base, inflected] = pattern
-    # At most limit + 1 matches are taken, each by one step in C and one in a comprehension.
-    found = [match.start() for match in itertools.islice(pattern.finditer(lowered), limit + 1)]
+    # At most limit + 1 matches are taken, each by one step in C.
+    found = list(map(_START, itertools.islice(pattern.finditer(lowered), limit + 1)))
     return [] if len(found) > limit else found
 
 
+_START = re.Match.start
 _INFLECTION_GROUP = "(?:" + "|".join(sorted(INFLECTIONS[1:], key=len, reverse=True)) + ")?"
 #: Compiled scans kept for the words queried most: a bounded cache (the query is end-user input).
 _patterns: dict[tuple[str, bool], re.Pattern[str]] = {}

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import itertools
 import math
-from bisect import bisect_left
-from collections.abc import Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter, sub
 
 from recallpack.packing.analysis import Reading
 from recallpack.packing.bm25 import unit_scores
@@ -62,12 +63,12 @@ def _piece_bytes(max_tokens: int | None) -> int:
 @dataclass(frozen=True)
 class Layout:
     """The documents as one text, apart by a blank line (no unit or word spans it), split into
-    units once: each unit's start and end in that text, which document and unit it is."""
+    units once: each unit's start and end in that text, each document's first unit in it."""
 
     text: str
     starts: list[int]
     ends: list[int]
-    owner: list[tuple[int, int]]
+    firsts: list[int]
     units: list[UnitBounds]  # per document, in the document's own text
 
 
@@ -76,9 +77,9 @@ def layout_of(texts: Sequence[str], max_tokens: int | None = None) -> Layout:
     most = None if max_tokens is None else int(UNIT_BYTES_PER_TOKEN * max_tokens)
     starts, ends = split_units(text, UNIT_CHARS, _piece_bytes(max_tokens), most)
     units: list[UnitBounds] = []
-    owner: list[tuple[int, int]] = []
+    firsts: list[int] = []
     offset = first = 0
-    for d, doc in enumerate(texts):
+    for doc in texts:
         limit = offset + len(doc)
         # The document's units are those that start before the next document does.
         last = bisect_left(starts, limit + 2, first)
@@ -91,9 +92,9 @@ def layout_of(texts: Sequence[str], max_tokens: int | None = None) -> Layout:
             doc_starts = [s - offset for s in doc_starts]
             doc_ends = [e - offset for e in doc_ends]
         units.append((doc_starts, doc_ends))
-        owner.extend(zip(itertools.repeat(d), range(last - first)))
+        firsts.append(first)
         first, offset = last, limit + 2
-    return Layout(text, starts, ends, owner, units)
+    return Layout(text, starts, ends, firsts, units)
 
 
 def lexical(layout: Layout, query: str, reading: Reading) -> dict[tuple[int, int], float]:
@@ -103,9 +104,15 @@ def lexical(layout: Layout, query: str, reading: Reading) -> dict[tuple[int, int
     number of documents. The query and the text are read by the call's one
     :class:`~recallpack.packing.analysis.Reading` (``Reading.of(language, query, layout.text)``),
     and scored by :func:`recallpack.packing.bm25.unit_scores`, the one BM25 the focus cut uses too."""
-    owner = layout.owner
     scores = unit_scores(reading, layout.text, layout.starts, layout.ends, query)
-    return {owner[unit]: score for unit, score in scores.items()}
+    # Keyed by (document, unit), in C for one document: a text whose every unit matches has a
+    # score per unit. A unit is in the last document that starts at or before it (one with no
+    # units starts where the next does).
+    firsts, found = layout.firsts, list(scores)
+    if len(firsts) == 1:
+        return dict(zip(zip(itertools.repeat(0), found), scores.values()))
+    docs = [bisect_right(firsts, unit) - 1 for unit in found]
+    return dict(zip(zip(docs, map(sub, found, map(firsts.__getitem__, docs))), scores.values()))
 
 
 def embedded(texts: Sequence[str], units: Sequence[UnitBounds], query: str,
@@ -126,9 +133,18 @@ def combined(scores: dict[tuple[int, int], float], units: Sequence[UnitBounds],
               ) -> tuple[dict[tuple[int, int], float], list[dict[int, float]]]:
     """Each unit's score raised by its neighbours', scaled to the best, divided by its document's
     prior; and per document the raised scores (which side a passage grows to)."""
-    raised: list[dict[int, float]] = [{} for _ in units]
     sizes = [len(starts) for starts, _ in units]
-    for (d, u), score in scores.items():
+    raised: list[dict[int, float]] = [{} for _ in sizes]
+    # A unit's raised score is the sum of its contributions in the order the scores come (its
+    # left neighbour's share, its own, its right neighbour's, when they come by unit: BM25's
+    # do, but for a unit that only a later query word matches). A document most of whose units
+    # match is raised by whole lists, with the very same float additions in that order (a
+    # missing contribution adds 0.0, which changes no sum of scores >= 0); the rest unit by unit.
+    items: Iterable[tuple[tuple[int, int], float]] = scores.items()
+    keys = list(scores)
+    if keys == sorted(keys):
+        items = _raise_dense(keys, list(scores.values()), sizes, raised)
+    for (d, u), score in items:
         own = raised[d]
         get = own.get
         own[u] = get(u, 0.0) + score
@@ -143,5 +159,32 @@ def combined(scores: dict[tuple[int, int], float], units: Sequence[UnitBounds],
     combined: dict[tuple[int, int], float] = {}
     for d, own in enumerate(raised):
         prior = 1.0 + RANK_PRIOR * d
-        combined.update({(d, u): s / best / prior for u, s in own.items() if s > 0})
+        kept = [u for u, s in own.items() if s > 0]
+        combined.update(zip(zip(itertools.repeat(d), kept), [own[u] / best / prior for u in kept]))
     return combined, raised
+
+
+def _raise_dense(keys: list[tuple[int, int]], values: list[float], sizes: list[int],
+                 raised: list[dict[int, float]]) -> Iterable[tuple[tuple[int, int], float]]:
+    """Raise each document most of whose units match (scores by document and unit: ``keys`` in
+    order, and their ``values``) into ``raised``, by whole lists; the other documents' scores."""
+    rest: list[Iterable[tuple[tuple[int, int], float]]] = []
+    docs = list(map(_FIRST, keys))
+    lo = 0
+    for d, size in enumerate(sizes):
+        hi = bisect_left(docs, d + 1, lo)
+        if (hi - lo) * _DENSE_SHARE < size:
+            rest.append(zip(keys[lo:hi], values[lo:hi]))
+        else:
+            own = [0.0] * size
+            list(map(own.__setitem__, map(_SECOND, keys[lo:hi]), values[lo:hi]))
+            shares = [NEIGHBOR_SHARE * s for s in own]
+            lifted = [(left + s) + right for left, s, right in zip([0.0, *shares], own, [*shares[1:], 0.0])]
+            raised[d] = dict(zip(range(size), lifted))
+        lo = hi
+    return itertools.chain.from_iterable(rest)
+
+
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+#: A document is raised by whole lists when at least one of this many of its units matches.
+_DENSE_SHARE = 4
