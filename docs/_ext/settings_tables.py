@@ -22,7 +22,7 @@ import griffe
 SETTINGS_MODELS = (
     "recallpack.packing.packer.PackerSettings",
     "recallpack.packing.packer.Packer",
-    "recallpack.adapters._common.PackSettings",
+    "recallpack.adapters.shared.components.PackSettings",
 )
 PACKER = "recallpack.Packer"
 

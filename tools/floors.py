@@ -1,0 +1,257 @@
+"""Move recallpack's modules into folders by concept and rewrite every import of them.
+
+    python tools/floors.py PLAN [--dry-run]
+
+PLAN names one table of moves below (``adapters``, ``packing``). For each move it runs
+``git mv OLD NEW`` (so history follows), then rewrites every mention of the old module in the
+tree's text: the dotted path (``recallpack.adapters._common`` -> ``recallpack.adapters.shared.components``),
+``from PARENT import LEAF`` forms, and the file path (``adapters/_common.py``). A move marked
+``face`` keeps its dotted path working through the new package's ``__init__`` (a face that
+re-exports the moved module's ``__all__``), so its dotted mentions are left alone. A move marked
+``shim`` leaves a module at the old path that forwards every public name with a
+DeprecationWarning (``recallpack.packing._compat.MOVED_MODULES``). Deterministic: the same tree
+and plan give the same result, and a second run finds nothing to move.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Where a module's mentions are rewritten (CHANGELOG.md is history: it keeps the old names).
+REWRITTEN = ("recallpack", "tests", "examples", "docs", "benchmarks", "tools")
+REWRITTEN_FILES = ("README.md", "pyproject.toml", "mkdocs.yml", "Makefile", ".ci/run", ".ci/postgres.sh")
+SUFFIXES = {".py", ".md", ".toml", ".yml", ".yaml", ".ipynb", ".j2", ".sh", ".cfg", ".txt", ""}
+
+
+@dataclass(frozen=True)
+class Move:
+    old: str  # dotted module path today
+    new: str  # dotted module path after the move
+    face: bool = False  # the old dotted path becomes the new package's face
+    shim: bool = False  # the old path keeps working one release, with a DeprecationWarning
+
+
+def _plan_adapters() -> list[Move]:
+    a = "recallpack.adapters"
+    moves = [
+        # What every host shares.
+        Move(f"{a}._common", f"{a}.shared.components"),
+        Move(f"{a}._depth", f"{a}.shared.depth"),
+        Move(f"{a}._embeddings", f"{a}.shared.embeddings"),
+        Move(f"{a}._extras", f"{a}.shared.extras"),
+        Move(f"{a}._served", f"{a}.shared.served"),
+        Move(f"{a}._hugging_face_reader", f"{a}.shared.hugging_face"),
+        Move(f"{a}.tokenizers", f"{a}.shared.tokenizers", shim=True),
+        Move(f"{a}.sizing", f"{a}.shared.sizing", shim=True),
+        # LangChain.
+        Move(f"{a}.langchain", f"{a}.langchain.evidence", face=True),
+        Move(f"{a}._langchain_retriever", f"{a}.langchain.retriever"),
+        Move(f"{a}._langchain_documents", f"{a}.langchain.documents"),
+        Move(f"{a}._langchain_settings", f"{a}.langchain.settings"),
+        Move(f"{a}._langchain_events", f"{a}.langchain.events"),
+        Move(f"{a}._langchain_reader", f"{a}.langchain.reader"),
+        Move(f"{a}._langchain_assembly", f"{a}.langchain.assembly"),
+        Move(f"{a}.langchain_splitter", f"{a}.langchain.splitter", shim=True),
+        Move(f"{a}.langchain_memory", f"{a}.langchain.memory", shim=True),
+        # LangGraph: its own framework and extra, a LangChain retriever over its stores.
+        Move(f"{a}.langgraph", f"{a}.langgraph.retriever", face=True),
+        Move(f"{a}._langgraph_items", f"{a}.langgraph.items"),
+        Move(f"{a}.langgraph_memory", f"{a}.langgraph.memory", shim=True),
+        # LlamaIndex.
+        Move(f"{a}.llamaindex", f"{a}.llamaindex.postprocessor", face=True),
+        Move(f"{a}._llamaindex_retriever", f"{a}.llamaindex.retriever"),
+        Move(f"{a}._llamaindex_nodes", f"{a}.llamaindex.nodes"),
+        Move(f"{a}._llamaindex_settings", f"{a}.llamaindex.settings"),
+        Move(f"{a}._llamaindex_events", f"{a}.llamaindex.events"),
+        Move(f"{a}._llamaindex_reader", f"{a}.llamaindex.reader"),
+        Move(f"{a}._llamaindex_views", f"{a}.llamaindex.views"),
+        Move(f"{a}.llamaindex_splitter", f"{a}.llamaindex.splitter", shim=True),
+        Move(f"{a}.llamaindex_memory", f"{a}.llamaindex.memory", shim=True),
+        # The MCP server: a product of its own.
+        Move(f"{a}.mcp", f"{a}.mcp.server", face=True),
+    ]
+    for part in (
+        "auth",
+        "jwt",
+        "http",
+        "stdio",
+        "index",
+        "docs",
+        "folder",
+        "front_matter",
+        "windows",
+        "tool",
+        "log",
+        "sources",
+    ):
+        moves.append(Move(f"{a}.mcp_{part}", f"{a}.mcp.{part}"))
+    return moves
+
+
+def _plan_packing() -> list[Move]:
+    """The core's floors, in the order the picture draws them: text, counting, choosing, the
+    block, results. Public (documented) module paths keep a shim."""
+    p = "recallpack.packing"
+    table = {
+        "reading": ("text", "languages", "analysis", "english", "units", "windowing", "windows"),
+        "counting": ("bm25", "scoring", "focus", "model_budget", "cuts", "embedding"),
+        "choosing": ("policies", "in_order", "passages", "selection", "documents", "ledger", "walk", "twins"),
+        "block": ("render", "sandbox", "citations", "report_html"),
+        "results": ("result", "logs"),
+    }
+    public = {"windows", "result", "policies", "model_budget", "render", "embedding", "cuts"}
+    return [
+        Move(f"{p}.{name}", f"{p}.{floor}.{name}", shim=name in public)
+        for floor, names in table.items()
+        for name in names
+    ]
+
+
+PLANS = {"adapters": _plan_adapters, "packing": _plan_packing}
+
+
+def _path(module: str, package: bool = False) -> Path:
+    parts = module.split(".")
+    return ROOT.joinpath(*parts, "__init__.py") if package else ROOT.joinpath(*parts[:-1], parts[-1] + ".py")
+
+
+def _rel(module: str) -> str:
+    return "/".join(module.split(".")) + ".py"
+
+
+def _git(*args: str) -> None:
+    subprocess.run(["git", *args], cwd=ROOT, check=True)
+
+
+def _texts() -> list[Path]:
+    found = [ROOT / name for name in REWRITTEN_FILES if (ROOT / name).is_file()]
+    for top in REWRITTEN:
+        found += [
+            p
+            for p in sorted((ROOT / top).rglob("*"))
+            if p.is_file() and p.suffix in SUFFIXES and "__pycache__" not in p.parts
+        ]
+    return [p for p in found if p.resolve() != Path(__file__).resolve()]
+
+
+def _rewrite(text: str, moves: list[Move]) -> str:
+    # Longest old path first, so recallpack.adapters.mcp_docs is never read as ...mcp + _docs.
+    for move in sorted(moves, key=lambda m: -len(m.old)):
+        old_parent, old_leaf = move.old.rsplit(".", 1)
+        new_parent, new_leaf = move.new.rsplit(".", 1)
+        rel_old, rel_new = _rel(move.old), _rel(move.new)
+        short_old, short_new = rel_old.split("/", 1)[1], rel_new.split("/", 1)[1]
+        text = re.sub(rf"(?<![\w/]){re.escape(rel_old)}", rel_new, text)
+        text = re.sub(rf"(?<![\w/.]){re.escape(short_old)}", short_new, text)
+        if move.face:
+            continue
+
+        # from PARENT import LEAF [as NAME]  ->  from NEW_PARENT import NEW_LEAF as NAME
+        def import_from(
+            match: re.Match[str],
+            new_parent: str = new_parent,
+            new_leaf: str = new_leaf,
+            old_leaf: str = old_leaf,
+        ) -> str:
+            alias = match.group(1) or old_leaf
+            return f"from {new_parent} import {new_leaf}" + ("" if alias == new_leaf else f" as {alias}")
+
+        text = re.sub(
+            rf"from {re.escape(old_parent)} import {re.escape(old_leaf)}(?: as (\w+))?(?=\s*$)",
+            import_from,
+            text,
+            flags=re.M,
+        )
+        text = re.sub(rf"(?<![\w.]){re.escape(move.old)}(?![\w])", move.new, text)
+    return text
+
+
+def _face(move: Move) -> str:
+    tree = ast.parse(_path(move.new).read_text())
+    doc = ast.get_docstring(tree, clean=False) or ""
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            names = list(ast.literal_eval(node.value))
+    lines = ", ".join(sorted(names, key=str.lower))
+    first = doc.strip().split("\n\n")[0]
+    return (
+        f'"""{first}\n\nThe names live in :mod:`{move.new}`; this package hands them on."""\n\n'
+        f"from {move.new} import (  # noqa: F401\n    {lines},\n)\n\n"
+        f"__all__ = {names!r}\n"
+    )
+
+
+def _shim(move: Move) -> str:
+    return (
+        f'"""The old path of :mod:`{move.new}`.\n\n'
+        "Every name still works for one release, with a DeprecationWarning\n"
+        '(recallpack.packing._compat.MOVED_MODULES); type checkers see the names where they live now."""\n\n'
+        "from typing import TYPE_CHECKING\n\n"
+        "from recallpack.packing._compat import moved_module\n\n"
+        f"if TYPE_CHECKING:\n    from {move.new} import *  # noqa: F403\n\n"
+        "__getattr__ = moved_module(__name__)\n"
+    )
+
+
+def run(plan: str, dry_run: bool) -> list[str]:
+    moves = PLANS[plan]()
+    todo = [m for m in moves if _path(m.old).is_file() and not (m.shim and _path(m.new).is_file())]
+    done: list[str] = []
+    for move in todo:
+        target = _path(move.new)
+        done.append(f"git mv {_path(move.old).relative_to(ROOT)} {target.relative_to(ROOT)}")
+        if dry_run:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _git("mv", str(_path(move.old)), str(target))
+    if dry_run or not todo:
+        return done
+    for folder in sorted({_path(m.new).parent for m in todo}):
+        init = folder / "__init__.py"
+        if not init.exists():
+            faced = [m for m in todo if m.face and _path(m.new).parent == folder]
+            init.write_text(_face(faced[0]) if faced else f'"""{folder.name}: see docs/architecture.md."""\n')
+            _git("add", str(init))
+            done.append(f"wrote {init.relative_to(ROOT)}" + (" (a face)" if faced else ""))
+    for path in _texts():
+        text = path.read_text()
+        new = _rewrite(text, todo)
+        if new != text:
+            path.write_text(new)
+            done.append(f"rewrote {path.relative_to(ROOT)}")
+    for move in (m for m in todo if m.shim):
+        _path(move.old).write_text(_shim(move))
+        _git("add", str(_path(move.old)))
+        done.append(f"shim {_path(move.old).relative_to(ROOT)} -> {move.new}")
+    missing = [
+        m.old
+        for m in todo
+        if m.shim and f'"{m.old}"' not in (ROOT / "recallpack/packing/_compat.py").read_text()
+    ]
+    if missing:
+        done.append("ADD to _compat.MOVED_MODULES: " + ", ".join(f'"{o}"' for o in missing))
+    return done
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("plan", choices=sorted(PLANS))
+    parser.add_argument("--dry-run", action="store_true", help="print the moves, change nothing")
+    args = parser.parse_args(argv)
+    for line in run(args.plan, args.dry_run):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
