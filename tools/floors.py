@@ -114,7 +114,13 @@ def _plan_packing() -> list[Move]:
     ]
 
 
-PLANS = {"adapters": _plan_adapters, "packing": _plan_packing}
+def _plan_allowance() -> list[Move]:
+    """An allowance's arithmetic (Allowance, Remaining) is the core's: the Packer takes it as
+    ``allowance=``, and the core imports nothing above it."""
+    return [Move("recallpack.allowance.budget", "recallpack.packing.allowance", shim=True)]
+
+
+PLANS = {"adapters": _plan_adapters, "allowance": _plan_allowance, "packing": _plan_packing}
 
 
 def _path(module: str, package: bool = False) -> Path:
@@ -169,7 +175,8 @@ def _rewrite(text: str, moves: list[Move]) -> str:
             text,
             flags=re.M,
         )
-        text = re.sub(rf"(?<![\w.]){re.escape(move.old)}(?![\w])", move.new, text)
+        # A key of _compat's tables ("old.module": ...) names the old path on purpose.
+        text = re.sub(rf"(?<![\w.]){re.escape(move.old)}(?![\w]|[\"']\s*:)", move.new, text)
     return text
 
 

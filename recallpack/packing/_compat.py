@@ -128,6 +128,8 @@ MOVED_MODULES: Mapping[str, str] = {
     f"{_ADAPTERS}.llamaindex_splitter": f"{_ADAPTERS}.llamaindex.splitter",
     f"{_ADAPTERS}.tokenizers": f"{_ADAPTERS}.shared.tokenizers",
     f"{_ADAPTERS}.sizing": f"{_ADAPTERS}.shared.sizing",
+    # An allowance's arithmetic is the core's: the Packer takes it, and imports nothing above it.
+    "recallpack.allowance.budget": "recallpack.packing.allowance",
 }
 
 

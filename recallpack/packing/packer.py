@@ -28,9 +28,9 @@ from pydantic import (
     model_validator,
 )
 
-from recallpack.allowance.budget import Allowance, Remaining, as_remaining
 from recallpack.packing import batch, validation
 from recallpack.packing._compat import moved_names
+from recallpack.packing.allowance import Allowance, Remaining, as_remaining
 from recallpack.packing.analysis import AUTO, check_language
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.citations import check_uri_template
