@@ -27,9 +27,11 @@ from recallpack.allowance import assembly, recall, receipts
 from recallpack.allowance.assembly import *  # noqa: F403
 from recallpack.allowance.recall import *  # noqa: F403
 from recallpack.allowance.receipts import *  # noqa: F403
-from recallpack.packing import allowance as _arithmetic
-from recallpack.packing.allowance import *  # noqa: F403
+from recallpack.packing.allowance import Allowance, Remaining, as_allowance, as_remaining
 
 # Each part lists its public names once, in its own __all__; the package is their union. The
 # arithmetic of an allowance (Allowance, Remaining) is the core's: the Packer takes it.
-__all__ = [*_arithmetic.__all__, *receipts.__all__, *assembly.__all__, *recall.__all__]
+__all__ = ["Allowance", "Remaining", "as_remaining", "as_allowance"]
+__all__ += receipts.__all__
+__all__ += assembly.__all__
+__all__ += recall.__all__
