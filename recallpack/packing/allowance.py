@@ -16,7 +16,7 @@ from recallpack.packing.errors import BudgetError
 from recallpack.packing.limits import MAX_TOKENS_CEILING
 from recallpack.packing.validation import CheckedModel, NonNegativeInt, check_count, check_max_tokens
 
-__all__ = ["Allowance", "Remaining", "as_remaining", "as_allowance"]
+__all__ = ["Allowance", "Remaining", "as_remaining", "as_allowance", "capped"]
 
 
 def _checked_ceiling(value: object) -> int:
@@ -96,3 +96,18 @@ def as_allowance(allowance: object) -> Allowance:
     if allowance is not None and not isinstance(allowance, Allowance):
         raise BudgetError(f"allowance={allowance!r} must be a recallpack.allowance.Allowance (or None)")
     return allowance or Allowance()
+
+
+def capped(
+    allowance: Allowance | Remaining | None, max_tokens: int | None, max_items: int | None
+) -> tuple[int | None, int | None]:
+    """A call's token and item bounds with what ``allowance`` has left: both hold at once. What
+    is left may be zero, which no caller may pass as its own budget, so it goes to the walk as
+    it is: nothing fits, and each drop says why."""
+    if allowance is None:
+        return max_tokens, max_items
+    left = as_remaining(allowance)
+    return (
+        left.tokens if max_tokens is None else min(max_tokens, left.tokens),
+        left.items if max_items is None else min(max_items, left.items),
+    )
