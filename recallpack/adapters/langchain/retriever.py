@@ -246,7 +246,7 @@ class BudgetedRetriever(LangChainComponent, BaseRetriever):
         packer = self._per_call(overrides)
         return packer, depths(self._pipeline.sources, packer.max_tokens, packer.max_items, fetch_k)
 
-    # Fetched here, then packed and mapped back in one call into _langchain_documents: the
+    # Fetched here, then packed and mapped back in one call into documents.py: the
     # pipeline is handed what the upstreams returned and never calls back into the adapter.
 
     def _recall(

@@ -155,7 +155,7 @@ class BudgetedRetriever(BaseRetriever):
         fetch_k = self.fetch_k if fetch_k is None else fetch_k
         return bundle, packer, depths(self._pipeline.sources, packer.max_tokens, packer.max_items, fetch_k)
 
-    # -- fetching, then packing and mapping back in one call into _llamaindex_nodes ----------------
+    # -- fetching, then packing and mapping back in one call into nodes.py -------------------------
 
     def _fetch(self, bundle: QueryBundle, asked: list[int | None]) -> list[object]:
         # The upstream's own errors (a timeout, a refused connection) propagate as they are, as

@@ -2,7 +2,7 @@
 :class:`~recallpack.adapters.llamaindex.BudgetPostprocessor` prices its nodes by.
 
 The walk calls it (it is the Packer's ``join``) while the postprocessor's pack is on the stack,
-so it lives apart from the translation of nodes (``_llamaindex_nodes``): it only returns
+so it lives apart from the translation of nodes (``nodes.py``): it only returns
 strings and calls nothing of recallpack's but the tokenizer.
 """
 

@@ -17,7 +17,7 @@ becomes the tool's result:
 
 A kept item with a resource URI can be read back as an MCP resource, for the same reader only:
 an item the reader may not see reads exactly like one that does not exist. On stdio the reader
-is the source's configured one; over HTTP with a token verifier (:mod:`.mcp_auth`) it is each
+is the source's configured one; over HTTP with a token verifier (:mod:`.auth`) it is each
 call's caller, so one server serves a team. Needs the ``mcp`` extra; ``import recallpack``
 never imports this module.
 """

@@ -18,7 +18,7 @@ Two sources of identity, either or both:
 - **JWTs from an OAuth/OIDC issuer**, verified with PyJWT against a configured public key (PEM)
   or JWKS file, for one issuer and one audience; the reader id is a claim (``sub``) and its
   scopes another (``scope_ids``: a list of ids, or a mapping of id to name or to
-  ``{name, description}``), :mod:`.mcp_jwt` reading them. As in seed 000, the caller's own id
+  ``{name, description}``), :mod:`.jwt` reading them. As in seed 000, the caller's own id
   is its ``private`` scope.
 
 A token that neither knows is refused, and the SDK's middleware answers 401 with its standard

@@ -203,7 +203,7 @@ class DocsIndex:
     def matches(self, query: str, limit: int | None, room: int) -> list[Candidate]:
         """The files matching ``query`` (in its ``limit`` best windows; None: :meth:`fetch_k` of
         ``room``), best first, each one Candidate of the windows
-        :func:`~.mcp_windows.one_per_file` takes of it for ``room``."""
+        :func:`~.windows.one_per_file` takes of it for ``room``."""
         limit = self.fetch_k(room) if limit is None else limit
         taken = one_per_file([self._spots[i] for i in self._ranked(query, limit)], room).items()
         files = self._files

@@ -1,6 +1,6 @@
 """``recallpack serve --transport http``: the MCP SDK's streamable-HTTP app, behind its bearer
 auth when callers are authenticated, with limits per caller so that one caller cannot lock out
-the rest, and one log line per request (:mod:`.mcp_log`).
+the rest, and one log line per request (:mod:`.log`).
 
 The SDK bounds the sessions of the whole server (10,000), and one token holder could open them
 all, after which every other reader's ``initialize`` got 503 for half an hour.

@@ -3,7 +3,7 @@ against a configured public key (PEM) or JWKS file, for one issuer and one audie
 becoming a :class:`~recallpack.Reader`: its id is a claim (``sub``) and its scopes another
 (``scope_ids``: a list of ids, or a mapping of id to name or to ``{name, description}``). A
 token without either claim is refused; so is a key set that holds a shared secret or a private
-key, at start. :mod:`.mcp_auth` verifies the bearer tokens with it. Needs the ``mcp`` extra.
+key, at start. :mod:`.auth` verifies the bearer tokens with it. Needs the ``mcp`` extra.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 Face tokenizers, recognised by their shape (no host framework is imported here).
 
 The core resolves names, tiktoken Encodings and plain callables; the hosts' readers
-(``_langchain_reader``, ``_hugging_face_reader``, named in the core's host table,
+(``langchain.reader``, ``shared.hugging_face``, named in the core's host table,
 ``recallpack.packing.hosts``) read the rest with these, so ``get_tokenizer(chat_model)`` and
 ``Packer(tokenizer=chat_model)`` work while the core names no host's methods, and nothing here is
 imported before the core first meets such an object.
