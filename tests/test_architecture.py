@@ -692,16 +692,20 @@ def test_no_module_imports_an_underscore_name_of_another() -> None:
     assert _private_imports() == []
 
 
-def test_the_allowance_is_a_package_of_its_four_parts() -> None:
-    """recallpack.allowance is budget, receipts, assembly and recall, and re-exports each part's
-    public names; the core's limits no longer define the allowance's values."""
+def test_the_allowance_is_a_package_of_its_parts_over_the_cores_arithmetic() -> None:
+    """recallpack.allowance is receipts, assembly and recall (and budget, the old path of the
+    core's packing/allowance.py), and re-exports each part's public names and the core's
+    Allowance and Remaining; the core's limits no longer define the allowance's values."""
     import recallpack.allowance as allowance
+    from recallpack.packing import allowance as arithmetic
 
     parts = {p.stem for p in (PACKAGE / "allowance").glob("*.py")} - {"__init__"}
     assert parts == {"budget", "receipts", "assembly", "recall"}
-    for part in parts:
+    for part in parts - {"budget"}:
         module = __import__(f"recallpack.allowance.{part}", fromlist=["__all__"])
         assert set(module.__all__) <= set(allowance.__all__), part
+    assert {"Allowance", "Remaining", "as_remaining", "as_allowance"} <= set(allowance.__all__)
+    assert allowance.Allowance is arithmetic.Allowance and allowance.Remaining is arithmetic.Remaining
     limits = ast.parse((PACKAGE / "packing" / "limits.py").read_text())
     assert not {"Allowance", "Remaining"} & {n.name for n in limits.body if isinstance(n, ast.ClassDef)}
 

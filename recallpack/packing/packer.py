@@ -249,7 +249,10 @@ class Packer(PackerSettings):
         query: str | None = None,
         allowance: Allowance | Remaining | None = None,
     ) -> RecallResult:
-        max_tokens, max_items = capped(allowance, self.max_tokens, self.max_items)
+        max_tokens: int | None = self.max_tokens
+        max_items = self.max_items
+        if allowance is not None:
+            max_tokens, max_items = capped(allowance, max_tokens, max_items)
         return self._plan.recall(
             candidates, query=query, max_tokens=max_tokens, max_items=max_items, reader=self.reader
         )
