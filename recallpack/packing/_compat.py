@@ -141,6 +141,8 @@ def moved_module(module: str) -> Callable[[str], Any]:
 
     def __getattr__(name: str) -> Any:
         target = importlib.import_module(home) if not name.startswith("_") else None
+        if target is not None and home in MOVED and name in MOVED[home].homes:
+            return getattr(target, name)  # a name the new home lost too: its own forward warns
         if target is None or name not in getattr(target, "__all__", ()):
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         warnings.warn(
