@@ -165,7 +165,40 @@ def _texts() -> list[Path]:
     return [p for p in found if p.resolve() != Path(__file__).resolve()]
 
 
+_NAME = r"\w+(?: as \w+)?"
+_FROM_IMPORT = re.compile(
+    rf"^(?P<indent>[ \t]*)from (?P<parent>[\w.]+) import (?P<names>{_NAME}(?:, {_NAME})*)[ \t]*$", re.M
+)
+
+
+def _split_from_imports(text: str, moves: list[Move]) -> str:
+    """``from PARENT import a, b as c`` where ``PARENT.a`` moved: ``a`` is imported from its new
+    parent under its old name (the code that uses it is unchanged); the others stay."""
+    moved = {m.old: m for m in moves if not m.face}
+
+    def split(match: re.Match[str]) -> str:
+        indent, parent = match["indent"], match["parent"]
+        stay, lines = [], []
+        for part in match["names"].split(", "):
+            name, _, alias = part.partition(" as ")
+            move = moved.get(f"{parent}.{name}")
+            if move is None:
+                stay.append(part)
+                continue
+            new_parent, new_leaf = move.new.rsplit(".", 1)
+            alias = alias or name
+            lines.append(
+                f"{indent}from {new_parent} import {new_leaf}" + ("" if alias == new_leaf else f" as {alias}")
+            )
+        if not lines:
+            return match[0]
+        return "\n".join(([f"{indent}from {parent} import {', '.join(stay)}"] if stay else []) + lines)
+
+    return _FROM_IMPORT.sub(split, text)
+
+
 def _rewrite(text: str, moves: list[Move]) -> str:
+    text = _split_from_imports(text, moves)
     # Longest old path first, so recallpack.adapters.mcp_docs is never read as ...mcp + _docs.
     for move in sorted(moves, key=lambda m: -len(m.old)):
         old_parent, old_leaf = move.old.rsplit(".", 1)
@@ -183,22 +216,9 @@ def _rewrite(text: str, moves: list[Move]) -> str:
         if move.face:
             continue
 
-        # from PARENT import LEAF [as NAME]  ->  from NEW_PARENT import NEW_LEAF as NAME
-        def import_from(
-            match: re.Match[str],
-            new_parent: str = new_parent,
-            new_leaf: str = new_leaf,
-            old_leaf: str = old_leaf,
-        ) -> str:
-            alias = match.group(1) or old_leaf
-            return f"from {new_parent} import {new_leaf}" + ("" if alias == new_leaf else f" as {alias}")
-
-        text = re.sub(
-            rf"from {re.escape(old_parent)} import {re.escape(old_leaf)}(?: as (\w+))?(?=\s*$)",
-            import_from,
-            text,
-            flags=re.M,
-        )
+        # The dotted path as a regex writes it (a test's match=).
+        escaped_old, escaped_new = move.old.replace(".", "\\."), move.new.replace(".", "\\.")
+        text = re.sub(rf"(?<![\w.]){re.escape(escaped_old)}(?![\w])", escaped_new.replace("\\", "\\\\"), text)
         text = re.sub(rf"(?<![\w.]){re.escape(move.old)}(?![\w])", move.new, text)
     return text
 
@@ -278,6 +298,12 @@ def run(plan: str, dry_run: bool) -> list[str]:
         if new != text:
             path.write_text(new)
             done.append(f"rewrote {path.relative_to(ROOT)}")
+    # Imports renamed sort differently: only their order is fixed, nothing else is reformatted.
+    ruff = Path(sys.executable).with_name("ruff")
+    if ruff.exists():
+        sort = [str(ruff), "check", "--select", "I", "--fix", "-q", *REWRITTEN]
+        subprocess.run(sort, cwd=ROOT, check=False)
+        done.append("sorted the imports (ruff check --select I --fix)")
     for move in (m for m in todo if m.shim):
         _path(move.old).write_text(_shim(move))
         _git("add", str(_path(move.old)))
