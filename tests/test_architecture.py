@@ -131,7 +131,9 @@ BLOCK_PIECES = frozenset({"header_text", "item_text", "evidence_lines", "EVIDENC
 def test_the_walks_modules_stay_under_500_lines() -> None:
     """No module a packing walks through (packer, walk, ledger, render, sandbox, batch) is over 500 lines."""
     packing = PACKAGE / "packing"
-    long = {m: n for m in WALK_MODULES if (n := len((packing / f"{m}.py").read_text().splitlines())) > MAX_MODULE_LINES}
+    # Found by name wherever the module stands among the core's folders.
+    paths = {m: max(packing.rglob(f"{m}.py"), key=lambda p: len(p.parts)) for m in WALK_MODULES}
+    long = {m: n for m, path in paths.items() if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
     assert long == {}
 
 

@@ -242,6 +242,66 @@ def _rewrite_compat(text: str, moves: list[Move]) -> str:
     return _rewrite(text[:start], moves) + "\n".join(kept + added) + _rewrite(text[end:], moves)
 
 
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+#: What each new folder of the core holds, for docs/architecture.md's module list.
+FOLDER_NOTES = {
+    "reading": "reading text: graphemes and line breaks, languages, the one analysis chain, units",
+    "counting": "counting in tokens: the windowing engine, token windows, budget_for",
+    "choosing": "choosing what is kept: scores, cuts, the policies, the ledger, the walk",
+    "block": "the block: each value's Markdown, a caller's template, the sandbox, the view",
+    "results": "the results: values, their log records, their notebook HTML",
+    "shared": "what the hosts share",
+}
+
+
+def _relist(text: str, moves: list[Move]) -> str:
+    """docs/architecture.md's module list: each moved module's entry goes under its new folder
+    (an entry is its line at one indent and the deeper lines after it); an old path kept by a
+    shim gets an entry of its own. Only folders directly under a package's folder are handled."""
+    lines = text.split("\n")
+    moved = {}
+    for move in moves:
+        old_rel, new_rel = _rel(move.old), _rel(move.new)
+        moved[old_rel] = (new_rel, move.shim)
+    out: list[str] = []
+    groups: dict[str, dict[str, list[str]]] = {}  # package folder -> new folder -> entries
+    folder = ""
+
+    def flush() -> None:
+        # The package's section ends at the next folder line or the list's end: its new folders go there.
+        for sub, entries in groups.pop(folder, {}).items():
+            out.append(f"  {sub + '/':<23}{FOLDER_NOTES.get(sub, '')}".rstrip())
+            out.extend(entries)
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("```") or (line and not line.startswith(" ")):
+            flush()
+        if line and not line.startswith(" ") and line.split()[0].endswith("/"):
+            folder = line.split()[0]
+        name = line.strip().split(" ")[0] if line.startswith("  ") and not line.startswith("   ") else ""
+        if name and f"{folder}{name}" in moved:
+            entry = [line]
+            while i + 1 < len(lines) and lines[i + 1].startswith("   ") and lines[i + 1].strip():
+                i += 1
+                entry.append(lines[i])
+            new_rel, shim = moved[f"{folder}{name}"]
+            sub = new_rel[len(folder) :].split("/")[0]
+            head = re.match(r"  (\S+)(\s*)(.*)", entry[0])
+            assert head is not None
+            pad = head[2][2:] if len(head[2]) > 2 else " "
+            nested = [f"    {head[1]}{pad}{head[3]}".rstrip(), *entry[1:]]
+            groups.setdefault(folder, {}).setdefault(sub, []).extend(nested)
+            if shim:
+                where = new_rel[len(folder) :]
+                out.append(f"  {name:<23}the old path of {where}: its _compat line (one release)")
+        else:
+            out.append(line)
+        i += 1
+    return "\n".join(out)
+
+
 def _face(move: Move) -> str:
     tree = ast.parse(_path(move.new).read_text())
     doc = ast.get_docstring(tree, clean=False) or ""
@@ -295,6 +355,9 @@ def run(plan: str, dry_run: bool) -> list[str]:
     for path in _texts():
         text = path.read_text()
         new = _rewrite_compat(text, todo) if path == COMPAT else _rewrite(text, todo)
+        if path == ARCHITECTURE:
+            new = _relist(text, todo)
+            new = _rewrite(new, todo)
         if new != text:
             path.write_text(new)
             done.append(f"rewrote {path.relative_to(ROOT)}")
