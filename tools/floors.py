@@ -103,8 +103,10 @@ def _plan_packing() -> list[Move]:
     Packer, its settings, the pipeline, the batch). A module path the docs present keeps a shim."""
     p = "recallpack.packing"
     table = {
-        "reading": ("text", "languages", "analysis", "english", "units"),
-        "counting": ("windowing", "windows", "model_budget"),
+        # The windowing engine finds where windows end on the text's own boundaries (given the
+        # counts): the tokenizers use it, so it stands under them, with the text.
+        "reading": ("text", "languages", "analysis", "english", "units", "windowing"),
+        "counting": ("windows", "model_budget"),
         "choosing": (
             "bm25",
             "scoring",
@@ -245,8 +247,8 @@ def _rewrite_compat(text: str, moves: list[Move]) -> str:
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 #: What each new folder of the core holds, for docs/architecture.md's module list.
 FOLDER_NOTES = {
-    "reading": "reading text: graphemes and line breaks, languages, the one analysis chain, units",
-    "counting": "counting in tokens: the windowing engine, token windows, budget_for",
+    "reading": "reading text: graphemes and line breaks, languages, the analysis chain, units, window ends",
+    "counting": "counting in tokens (beside tokenizers/ and encodings/): token windows, budget_for",
     "choosing": "choosing what is kept: scores, cuts, the policies, the ledger, the walk",
     "block": "the block: each value's Markdown, a caller's template, the sandbox, the view",
     "results": "the results: values, their log records, their notebook HTML",
@@ -349,7 +351,8 @@ def run(plan: str, dry_run: bool) -> list[str]:
         init = folder / "__init__.py"
         if not init.exists():
             faced = [m for m in todo if m.face and _path(m.new).parent == folder]
-            init.write_text(_face(faced[0]) if faced else f'"""{folder.name}: see docs/architecture.md."""\n')
+            note = FOLDER_NOTES.get(folder.name, folder.name)
+            init.write_text(_face(faced[0]) if faced else f'"""{note[0].upper()}{note[1:]}."""\n')
             _git("add", str(init))
             done.append(f"wrote {init.relative_to(ROOT)}" + (" (a face)" if faced else ""))
     for path in _texts():
