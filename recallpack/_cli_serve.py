@@ -1,5 +1,5 @@
 """``recallpack serve``: its flags, checked in their own words, and the server it starts
-(recallpack/adapters/mcp.py does the work)."""
+(recallpack/adapters/mcp/server.py does the work)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ JWT_FLAGS = {"issuer": "--issuer", "audience": "--audience", "reader_claim": "--
 
 
 def serve_parser(commands: Any) -> None:
-    """``recallpack serve``: the recall tool over MCP (recallpack/adapters/mcp.py does the work)."""
+    """``recallpack serve``: the recall tool over MCP (recallpack/adapters/mcp/server.py does the work)."""
     serve = commands.add_parser(
         "serve",
         help="serve the recall tool over MCP, on a docs folder or your own retriever",
@@ -345,7 +345,7 @@ def _verifier(args: argparse.Namespace) -> Any:
     """The bearer-token verifier of the auth flags (None without them), its files read now."""
     if args.tokens is None and args.jwt_key is None and args.jwks is None:
         return None
-    from recallpack.adapters import mcp_auth
+    from recallpack.adapters.mcp import auth as mcp_auth
 
     jwt = None
     if args.jwt_key is not None or args.jwks is not None:

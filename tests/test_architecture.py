@@ -123,14 +123,17 @@ def test_functions_and_classes_stay_small() -> None:
 #: The modules one packing walks through, from the Packer's call to the rendered block.
 WALK_MODULES = ("packer", "walk", "ledger", "render", "sandbox", "batch")
 MAX_MODULE_LINES = 500
-#: The pieces of the block's shape: render.py alone assembles them.
+#: The pieces of the block's shape: render.py alone assembles them, from the values markdown.py
+#: writes the block's way (a caller's template takes those as its filters, by markdown.FILTERS).
 BLOCK_PIECES = frozenset({"header_text", "item_text", "evidence_lines", "EVIDENCE_LINE", "INDENT"})
 
 
 def test_the_walks_modules_stay_under_500_lines() -> None:
     """No module a packing walks through (packer, walk, ledger, render, sandbox, batch) is over 500 lines."""
     packing = PACKAGE / "packing"
-    long = {m: n for m in WALK_MODULES if (n := len((packing / f"{m}.py").read_text().splitlines())) > MAX_MODULE_LINES}
+    # Found by name wherever the module stands among the core's folders.
+    paths = {m: max(packing.rglob(f"{m}.py"), key=lambda p: len(p.parts)) for m in WALK_MODULES}
+    long = {m: n for m, path in paths.items() if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
     assert long == {}
 
 
@@ -142,11 +145,12 @@ def _names_used(tree: ast.AST) -> set[str]:
 
 
 def test_the_blocks_shape_lives_in_render_alone() -> None:
-    """No module but render.py names a piece of the block (header_text, item_text, evidence_lines, ...)."""
+    """No module but render.py (and markdown.py, which writes each value) names a piece of the
+    block (header_text, item_text, evidence_lines, ...)."""
     elsewhere = {
         name: sorted(used)
         for name, path in _modules().items()
-        if name != "recallpack.packing.render" and (used := _names_used(ast.parse(path.read_text())) & BLOCK_PIECES)
+        if name not in ("recallpack.packing.render", "recallpack.packing.markdown") and (used := _names_used(ast.parse(path.read_text())) & BLOCK_PIECES)
     }
     assert elsewhere == {}
 
@@ -213,7 +217,7 @@ def test_a_recall_passes_from_the_packer_into_the_walk_once(settings: dict[str, 
 
 def test_adapter_modules_stay_under_450_lines() -> None:
     """Each module under recallpack/adapters/ is a translator, under 450 lines."""
-    long = {p.name: n for p in (PACKAGE / "adapters").glob("*.py") if (n := len(p.read_text().splitlines())) >= MAX_ADAPTER_LINES}
+    long = {_adapter(p): n for p in (PACKAGE / "adapters").rglob("*.py") if (n := len(p.read_text().splitlines())) >= MAX_ADAPTER_LINES}
     assert long == {}
 
 
@@ -234,9 +238,20 @@ def test_the_core_imports_no_host_framework() -> None:
 # -- one host-neutral pipeline ------------------------------------------------------------------
 
 MAX_HOST_ADAPTER_LINES = 300
-#: The MCP server is no LangChain or LlamaIndex translator: its modules have their own test
-#: below, to the same cap; every LangChain and LlamaIndex adapter is held here.
-OTHER_PARTS = {"mcp.py"}
+#: The MCP server (adapters/mcp/) is no LangChain or LlamaIndex translator: its modules have their
+#: own test below, to the same cap; every other adapter module is held here.
+MCP = PACKAGE / "adapters" / "mcp"
+
+
+def _adapter(path: Path) -> str:
+    """An adapter module's path under recallpack/adapters/ (``mcp/docs.py``)."""
+    return path.relative_to(PACKAGE / "adapters").as_posix()
+
+
+def _host_adapters() -> list[Path]:
+    """Every module of the adapters but the MCP server's."""
+    return [p for p in sorted((PACKAGE / "adapters").rglob("*.py")) if not p.is_relative_to(MCP)]
+
 #: What the core pipeline does once for every host (recallpack/packing/pipeline.py): no adapter
 #: fuses, sizes a fetch, makes a Candidate, notes the depth or maps evidence back by rank itself.
 PIPELINE_NAMES = {"fuse", "fetch_depth", "candidate_from", "Candidate", "with_fetch", "selected_ranks"}
@@ -245,18 +260,18 @@ PIPELINE_NAMES = {"fuse", "fetch_depth", "candidate_from", "Candidate", "with_fe
 def test_host_adapter_modules_stay_under_300_lines() -> None:
     """Each LangChain and LlamaIndex adapter module is at most 300 lines: it only translates."""
     long = {
-        p.name: n
-        for p in (PACKAGE / "adapters").glob("*.py")
-        if p.name not in OTHER_PARTS and (n := len(p.read_text().splitlines())) > MAX_HOST_ADAPTER_LINES
+        _adapter(p): n
+        for p in _host_adapters()
+        if (n := len(p.read_text().splitlines())) > MAX_HOST_ADAPTER_LINES
     }
     assert long == {}
 
 
 def test_mcp_modules_stay_under_300_lines() -> None:
-    """Each module of the MCP server (adapters/mcp*.py: the server, the tool's contract, the
+    """Each module of the MCP server (adapters/mcp/: the server, the tool's contract, the
     sources, the docs index) is at most 300 lines."""
-    sizes = {p.name: len(p.read_text().splitlines()) for p in (PACKAGE / "adapters").glob("mcp*.py")}
-    assert {"mcp.py", "mcp_tool.py", "mcp_sources.py", "mcp_docs.py"} <= set(sizes)
+    sizes = {p.name: len(p.read_text().splitlines()) for p in MCP.glob("*.py")}
+    assert {"server.py", "tool.py", "sources.py", "docs.py"} <= set(sizes)
     assert {name: n for name, n in sizes.items() if n > MAX_HOST_ADAPTER_LINES} == {}
 
 
@@ -265,15 +280,13 @@ def test_no_adapter_repeats_what_the_core_pipeline_does() -> None:
     maker or the map-back: the pipeline does each once, for both hosts. (The MCP server's own
     document source makes its Candidates from its files: it is not a host's translator.)"""
     named = {}
-    for path in (PACKAGE / "adapters").glob("*.py"):
-        if path.name.startswith("mcp"):
-            continue
+    for path in _host_adapters():
         tree = ast.parse(path.read_text())
         used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         used |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         used |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
         if found := used & PIPELINE_NAMES:
-            named[path.name] = sorted(found)
+            named[_adapter(path)] = sorted(found)
     assert named == {}
 
 
@@ -285,8 +298,8 @@ def test_no_adapter_repeats_what_the_core_pipeline_does() -> None:
 #: text, tokenizers, validation, the view, the ledger, the events), and the trace checks it never
 #: enters a layer.
 PACK_LAYERS = frozenset({
-    "adapters/langchain.py", "adapters/_langchain_retriever.py", "adapters/_langchain_documents.py",
-    "adapters/llamaindex.py", "adapters/_llamaindex_retriever.py", "adapters/_llamaindex_nodes.py",
+    "adapters/langchain/evidence.py", "adapters/langchain/retriever.py", "adapters/langchain/documents.py",
+    "adapters/llamaindex/postprocessor.py", "adapters/llamaindex/retriever.py", "adapters/llamaindex/nodes.py",
     "packing/pipeline.py", "packing/packer.py", "packing/walk.py", "packing/passages.py",
 })  # fmt: skip
 
@@ -402,10 +415,10 @@ def _adapter_packs() -> dict[str, tuple[Callable[[], object], list[str]]]:
     postprocessor = li.BudgetPostprocessor(max_tokens=300)
     handed = [NodeWithScore(node=node, score=1.0) for node in nodes[:40]]
     walk = ["packing/pipeline.py", "packing/packer.py", "packing/walk.py", "packing/passages.py"]
-    chain = ["adapters/_langchain_retriever.py", "adapters/_langchain_documents.py", *walk]
-    compress = ["adapters/langchain.py", "adapters/_langchain_documents.py", *walk]
-    retrieve = ["adapters/_llamaindex_retriever.py", "adapters/_llamaindex_nodes.py", *walk]
-    postprocess = ["adapters/llamaindex.py", "adapters/_llamaindex_nodes.py", *walk]
+    chain = ["adapters/langchain/retriever.py", "adapters/langchain/documents.py", *walk]
+    compress = ["adapters/langchain/evidence.py", "adapters/langchain/documents.py", *walk]
+    retrieve = ["adapters/llamaindex/retriever.py", "adapters/llamaindex/nodes.py", *walk]
+    postprocess = ["adapters/llamaindex/postprocessor.py", "adapters/llamaindex/nodes.py", *walk]
     return {
         "langchain invoke": (lambda: one.invoke(query), chain),
         "langchain ainvoke": (lambda: asyncio.run(one.ainvoke(query)), chain),
@@ -469,14 +482,14 @@ def test_the_pack_trace_sees_a_return_to_a_module_left() -> None:
     pytest.importorskip("langchain_core")
     from langchain_core.documents import Document
 
-    from recallpack.adapters._langchain_documents import document_item, kept_documents
+    from recallpack.adapters.langchain.documents import document_item, kept_documents
     from recallpack.packing.pipeline import Pipeline, Source
 
     docs = [Document(page_content=p) for p in (inspect.getdoc(ast) or "").split("\n\n") if p.strip()]
     pipeline = Pipeline([Source()], translate=document_item)
     packer = Packer(max_tokens=200)
     entered, _, _ = _layers_entered(lambda: kept_documents(pipeline.recall(packer, "grammar", lambda d: [docs]).kept))
-    assert entered.count("adapters/_langchain_documents.py") > 1
+    assert entered.count("adapters/langchain/documents.py") > 1
 
 
 def _code_names(tree: ast.AST) -> set[str]:
@@ -503,15 +516,15 @@ def _code_names(tree: ast.AST) -> set[str]:
 
 def test_the_core_names_no_method_of_a_host_embedding() -> None:
     """No module under recallpack/packing names a LangChain or LlamaIndex embedding method: the
-    adapters' duck-typing (adapters/_embeddings.py) hands the core a similarity function."""
-    from recallpack.adapters._embeddings import HOST_EMBEDDINGS
+    adapters' duck-typing (adapters/shared/embeddings.py) hands the core a similarity function."""
+    from recallpack.adapters.shared.embeddings import HOST_EMBEDDINGS
 
     methods = {name for pairs in HOST_EMBEDDINGS.values() for pair in pairs for name in pair}
     assert "embed_documents" in methods and "get_text_embedding_batch" in methods
     named = {}
     for path in (PACKAGE / "packing").rglob("*.py"):
         if found := _code_names(ast.parse(path.read_text())) & methods:
-            named[path.name] = sorted(found)
+            named[_adapter(path)] = sorted(found)
     assert named == {}
 
 
@@ -589,7 +602,7 @@ def test_every_adapter_refuses_a_misspelled_setting(typo: str) -> None:
 def test_adapter_fields_are_generated_from_the_packer() -> None:
     """The pydantic adapters' fields are the Packer's, inherited: same names and defaults, but the
     policy, which is passages in the adapters (they always have the query)."""
-    from recallpack.adapters._common import PackSettings
+    from recallpack.adapters.shared.components import PackSettings
 
     adapters_own = {"policy": "passages"}
     for name, info in Packer.model_fields.items():
@@ -610,7 +623,7 @@ TOKENIZING = [
     PACKAGE / "packing" / "text.py",
     PACKAGE / "packing" / "windowing.py",
     PACKAGE / "packing" / "windows.py",
-    PACKAGE / "adapters" / "tokenizers.py",
+    PACKAGE / "adapters" / "shared" / "tokenizers.py",
 ]
 #: What the hosts' tokenizers are asked for: LangChain models' counter, Hugging Face's encode
 #: keyword and name attribute. Only the adapters may name them.
@@ -629,7 +642,7 @@ def test_the_core_tokenizers_name_no_host_method() -> None:
     core = [p for p in TOKENIZING if "adapters" not in p.parts]
     named = {p.name: sorted(_code_names(ast.parse(p.read_text())) & HOST_TOKENIZER_NAMES) for p in core}
     assert {name: hosts for name, hosts in named.items() if hosts} == {}
-    assert _code_names(ast.parse((PACKAGE / "adapters" / "tokenizers.py").read_text())) & HOST_TOKENIZER_NAMES
+    assert _code_names(ast.parse((PACKAGE / "adapters" / "shared" / "tokenizers.py").read_text())) & HOST_TOKENIZER_NAMES
 
 
 def test_the_tokenizing_modules_form_no_cycle_even_counting_typing_imports() -> None:
@@ -681,16 +694,20 @@ def test_no_module_imports_an_underscore_name_of_another() -> None:
     assert _private_imports() == []
 
 
-def test_the_allowance_is_a_package_of_its_four_parts() -> None:
-    """recallpack.allowance is budget, receipts, assembly and recall, and re-exports each part's
-    public names; the core's limits no longer define the allowance's values."""
+def test_the_allowance_is_a_package_of_its_parts_over_the_cores_arithmetic() -> None:
+    """recallpack.allowance is receipts, assembly and recall (and budget, the old path of the
+    core's packing/allowance.py), and re-exports each part's public names and the core's
+    Allowance and Remaining; the core's limits no longer define the allowance's values."""
     import recallpack.allowance as allowance
+    from recallpack.packing import allowance as arithmetic
 
     parts = {p.stem for p in (PACKAGE / "allowance").glob("*.py")} - {"__init__"}
     assert parts == {"budget", "receipts", "assembly", "recall"}
-    for part in parts:
+    for part in parts - {"budget"}:
         module = __import__(f"recallpack.allowance.{part}", fromlist=["__all__"])
         assert set(module.__all__) <= set(allowance.__all__), part
+    assert {"Allowance", "Remaining", "as_remaining", "as_allowance"} <= set(allowance.__all__)
+    assert allowance.Allowance is arithmetic.Allowance and allowance.Remaining is arithmetic.Remaining
     limits = ast.parse((PACKAGE / "packing" / "limits.py").read_text())
     assert not {"Allowance", "Remaining"} & {n.name for n in limits.body if isinstance(n, ast.ClassDef)}
 
@@ -833,10 +850,10 @@ def _host_model_reads(tree: ast.AST) -> set[str]:
 
 def test_the_core_reads_no_host_model() -> None:
     """No module under recallpack/packing reads a host model's window or counter (budget_for
-    reads them in recallpack/adapters/sizing.py), and the check sees them where they are."""
+    reads them in recallpack/adapters/shared/sizing.py), and the check sees them where they are."""
     core = {p.name: sorted(_host_model_reads(ast.parse(p.read_text()))) for p in (PACKAGE / "packing").rglob("*.py")}
     assert {name: reads for name, reads in core.items() if reads} == {}
-    assert _host_model_reads(ast.parse((PACKAGE / "adapters" / "sizing.py").read_text())) >= {"context_window", "profile"}
+    assert _host_model_reads(ast.parse((PACKAGE / "adapters" / "shared" / "sizing.py").read_text())) >= {"context_window", "profile"}
 
 
 #: What rebuilding a function of another package in a namespace of one's own needs: its code
@@ -986,19 +1003,19 @@ def test_the_adapter_import_check_sees_an_import_a_lazy_one_and_a_name() -> None
     importlib; it passes over docstrings and an old path's forward (the check is not vacuous)."""
     modules = _modules()
     code = (
-        '"""Reads recallpack.adapters.sizing in its docstring."""\n'
+        '"""Reads recallpack.adapters.shared.sizing in its docstring."""\n'
         "import importlib\n"
         "from recallpack.adapters import tokenizers\n"
         "def f():\n"
-        "    from recallpack.adapters.sizing import budget_for\n"
-        "    return importlib.import_module('recallpack.adapters._langchain_reader')\n"
-        "_MOVED = {'y': 'recallpack.adapters.sizing'}\n"
-        "__getattr__ = moved_names(__name__, {'x': 'recallpack.adapters.tokenizers', **_MOVED})\n"
+        "    from recallpack.adapters.shared.sizing import budget_for\n"
+        "    return importlib.import_module('recallpack.adapters.langchain.reader')\n"
+        "_MOVED = {'y': 'recallpack.adapters.shared.sizing'}\n"
+        "__getattr__ = moved_names(__name__, {'x': 'recallpack.adapters.shared.tokenizers', **_MOVED})\n"
         "_OTHER = {'z': 'recallpack.adapters.mcp'}\n"
     )
     tree = ast.parse(code)
     imported = {m for m in _imports(tree, modules, typing=True) if m.startswith("recallpack.adapters")}
-    assert imported == {"recallpack.adapters.tokenizers", "recallpack.adapters.sizing"}
-    assert _adapter_names(tree) == ["recallpack.adapters._langchain_reader", "recallpack.adapters.mcp"]
+    assert imported == {"recallpack.adapters.tokenizers", "recallpack.adapters.shared.sizing"}
+    assert _adapter_names(tree) == ["recallpack.adapters.langchain.reader", "recallpack.adapters.mcp"]
     assert not _may_import_adapters("recallpack.packing.hosts") and not _may_import_adapters("recallpack")
     assert all(map(_may_import_adapters, ("recallpack.cli", "recallpack._cli_serve", "recallpack._bench.timing")))

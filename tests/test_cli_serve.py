@@ -180,14 +180,15 @@ def test_a_reachable_host_needs_auth_or_public(monkeypatch, capsys, served) -> N
 
 def test_without_the_extra_serve_says_to_install_it(monkeypatch, capsys) -> None:
     """With the MCP SDK missing, serve says which extra installs it (and nothing else fails)."""
-    for name in [n for n in sys.modules if n == "mcp" or n.startswith(("mcp.", "recallpack.adapters.mcp"))]:
+    for name in [n for n in sys.modules if n == "mcp" or n.startswith("mcp.")]:
         monkeypatch.setitem(sys.modules, name, None)
-    monkeypatch.delitem(sys.modules, "recallpack.adapters.mcp")
+    for name in [n for n in sys.modules if n.startswith("recallpack.adapters.mcp")]:
+        monkeypatch.delitem(sys.modules, name)
     monkeypatch.delattr("recallpack.adapters.mcp")  # as on an install that never imported it
     monkeypatch.chdir(ROOT)
     one_line_error(run(monkeypatch, capsys, "--docs", "docs"), 'recallpack serve needs the mcp extra: ')
     _, _, err = run(monkeypatch, capsys, "--docs", "docs")
-    from recallpack.adapters._extras import install_command
+    from recallpack.adapters.shared.extras import install_command
 
     assert install_command("mcp") in err
 

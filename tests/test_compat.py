@@ -6,11 +6,12 @@ import ast
 import importlib
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import recallpack
-from recallpack.packing._compat import MOVED, REMOVED_IN, moved_names
+from recallpack.packing._compat import MOVED, MOVED_MODULES, REMOVED_IN, moved_names
 
 PACKAGE = Path(recallpack.__file__).resolve().parent
 COMPAT = "recallpack.packing._compat"
@@ -107,7 +108,7 @@ def test_the_warnings_say_what_their_users_have_seen() -> None:
         "recallpack": "recallpack.Receipt moved to recallpack.allowance.Receipt; import it from there "
         "(the old name goes in the next release)",
         "recallpack.packing.tokenizer": "recallpack.packing.tokenizer.CountsTokens moved to "
-        "recallpack.adapters.tokenizers.CountsTokens; import it from there (the old module goes in the next release)",
+        "recallpack.adapters.shared.tokenizers.CountsTokens; import it from there (the old module goes in the next release)",
         "recallpack.packing.cuts": "recallpack.packing.cuts.CALLER_LOOP moved to recallpack.packing.embedding."
         "CALLER_LOOP; import it from there (this alias goes in the next release)",
     }
@@ -174,3 +175,69 @@ def test_a_module_the_table_does_not_list_has_no_moved_names() -> None:
     """Asking for the moved names of a module the table does not list is a KeyError at import."""
     with pytest.raises(KeyError):
         moved_names("recallpack.packing.walk")
+
+
+
+# -- whole modules that moved into a folder (MOVED_MODULES) ------------------------------------
+
+
+def _home_or_skip(home: str) -> Any:
+    try:
+        return importlib.import_module(home)
+    except ImportError as missing:  # the host framework's extra is not installed here
+        pytest.skip(str(missing))
+
+
+@pytest.mark.parametrize("old, home", sorted(MOVED_MODULES.items()))
+def test_every_public_name_of_a_moved_module_works_through_its_old_path_and_warns(old: str, home: str) -> None:
+    """Each name of the new module's __all__ is reached through the old path, is the same object,
+    and warns once, naming the new module, at the line that used it."""
+    new = _home_or_skip(home)
+    names = list(new.__all__)
+    assert names
+    for name in names:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value = getattr(importlib.import_module(old), name)
+        assert value is getattr(new, name)
+        assert [w.category for w in caught] == [DeprecationWarning]
+        assert str(caught[0].message) == (
+            f"{old} moved to {home}; import {name} from there (the old module goes in the next release)"
+        )
+        assert caught[0].filename == __file__
+
+
+@pytest.mark.parametrize("old", sorted(MOVED_MODULES))
+def test_a_private_or_unknown_name_of_an_old_module_path_is_an_attribute_error(old: str) -> None:
+    """Only the new module's public names pass through an old path: anything else is refused, unwarned."""
+    _home_or_skip(MOVED_MODULES[old])
+    module = importlib.import_module(old)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in ("no_such_name", "_private", "__wrapped__"):
+            with pytest.raises(AttributeError, match=rf"module '{old}' has no attribute '{name}'"):
+                getattr(module, name)
+
+
+def test_from_import_through_an_old_module_path_warns() -> None:
+    """``from recallpack.adapters.langchain_memory import name``, as the docs wrote it, still works, and warns."""
+    memory = _home_or_skip("recallpack.adapters.langchain.memory")
+    with pytest.warns(DeprecationWarning, match=r"recallpack\.adapters\.langchain\.memory; import assemble_messages"):
+        from recallpack.adapters.langchain_memory import assemble_messages
+    assert assemble_messages is memory.assemble_messages
+
+
+def test_the_old_module_paths_are_exactly_the_tables() -> None:
+    """The modules whose __getattr__ is ``moved_module(__name__)`` are those MOVED_MODULES lists, and
+    each new home exists as a file."""
+    shims = {
+        name
+        for name, tree in _modules().items()
+        for node in _top_level(tree)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "moved_module"
+    }
+    assert shims == set(MOVED_MODULES)
+    assert all((PACKAGE.parent / f"{home.replace('.', '/')}.py").is_file() for home in MOVED_MODULES.values())

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from recallpack import Packer
-from recallpack.adapters._common import PackSettings
+from recallpack.adapters.shared.components import PackSettings
 from recallpack.packing.packer import PackerSettings
 
 ROOT = Path(__file__).resolve().parents[1]

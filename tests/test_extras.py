@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-import recallpack.adapters._extras as extras
-from recallpack.adapters._extras import install_command, require
+import recallpack.adapters.shared.extras as extras
+from recallpack.adapters.shared.extras import install_command, require
 
 
 def block(monkeypatch: pytest.MonkeyPatch, package: str) -> None:
@@ -24,7 +24,7 @@ def block(monkeypatch: pytest.MonkeyPatch, package: str) -> None:
 
 ADAPTERS = [
     ("recallpack.adapters.langchain", "langchain_core", "langchain"),
-    ("recallpack.adapters.langchain_memory", "langchain_core", "langchain"),
+    ("recallpack.adapters.langchain.memory", "langchain_core", "langchain"),
     ("recallpack.adapters.llamaindex", "llama_index", "llamaindex"),
 ]
 
@@ -59,7 +59,8 @@ def test_broken_install_keeps_its_own_error(monkeypatch: pytest.MonkeyPatch, tmp
 def test_adapter_import_names_its_extra(monkeypatch: pytest.MonkeyPatch, adapter: str, blocked: str, extra: str) -> None:
     """Importing an adapter without its framework says to install recallpack[<extra>]."""
     block(monkeypatch, blocked)
-    monkeypatch.delitem(sys.modules, adapter, raising=False)
+    for name in [n for n in sys.modules if n == adapter or n.startswith(f"{adapter}.")]:
+        monkeypatch.delitem(sys.modules, name)  # a package: its modules too, as on a fresh install
     with pytest.raises(ImportError, match=rf"'{extra}' extra\).*\[{extra}\]'$"):
         importlib.import_module(adapter)
 
@@ -143,6 +144,6 @@ def test_the_command_in_the_message_works_here(tmp_path: Path, monkeypatch: pyte
 
 def test_the_command_warns_of_nothing_after_the_stdlib_distutils() -> None:
     """Looking pip up after distutils was imported (stdlib_docs imports it) raises no warning."""
-    code = "import distutils.core\nfrom recallpack.adapters._extras import install_command\ninstall_command('mcp')"
+    code = "import distutils.core\nfrom recallpack.adapters.shared.extras import install_command\ninstall_command('mcp')"
     done = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stderr == "", done.stderr

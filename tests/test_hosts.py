@@ -21,8 +21,8 @@ from recallpack import (
     get_tokenizer,
     recall,
 )
-from recallpack.adapters._depth import own_depth
-from recallpack.adapters._served import Served
+from recallpack.adapters.shared.depth import own_depth
+from recallpack.adapters.shared.served import Served
 from recallpack.packing.embedding import Similarity
 from recallpack.packing.hosts import HOSTS, Host, hosts, register_host, unregister_host
 from recallpack.packing.model_budget import ModelWindow
@@ -63,8 +63,10 @@ def test_a_hosts_object_imports_that_hosts_reader_alone() -> None:
         "model = FakeListChatModel(responses=['ok'], custom_get_token_ids=lambda t: t.split())\n"
         "assert recallpack.count_tokens('one two three', model) == 3"
     )
-    readers = [m for m in _imported_after(code) if m.endswith("_reader")]
-    assert readers == ["recallpack.adapters._langchain_reader"]
+    from recallpack.packing.hosts import HOSTS
+
+    readers = [m for m in _imported_after(code) if m in {host.reader for host in HOSTS}]
+    assert readers == ["recallpack.adapters.langchain.reader"]
 
 
 # -- a toy host, whose reader is this module ---------------------------------------------------
@@ -267,7 +269,7 @@ def test_recallpack_serve_wraps_a_registered_hosts_retriever() -> None:
     pytest.importorskip("anyio")
     import anyio
 
-    from recallpack.adapters.mcp_sources import retriever_source
+    from recallpack.adapters.mcp.sources import retriever_source
 
     with pytest.raises(ConfigError, match="must return a LangChain retriever"):
         retriever_source(AbacusRetriever(), max_tokens=400)

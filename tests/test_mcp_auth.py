@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from recallpack import ConfigError, Reader, Scope
-from recallpack.adapters.mcp_auth import JwtSettings, ReaderToken, ReaderVerifier
+from recallpack.adapters.mcp.auth import JwtSettings, ReaderToken, ReaderVerifier
 
 ISSUER, AUDIENCE = "https://id.example.test/realms/team", "recallpack"
 
@@ -131,7 +131,7 @@ def test_a_tokens_file_alone_guards_the_http_app(tmp_path: Path) -> None:
     from starlette.testclient import TestClient
 
     from recallpack.adapters.mcp import build_server, docs_source, http_app
-    from recallpack.adapters.mcp_auth import hash_token
+    from recallpack.adapters.mcp.auth import hash_token
 
     (tmp_path / "notes.md").write_text("The wombat ledger.\n")
     verifier = ReaderVerifier({hash_token("t-1"): Reader(id="u-1", scopes={})})

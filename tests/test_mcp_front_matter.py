@@ -25,7 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from recallpack import Reader, Scope
 from recallpack.adapters.mcp import build_server, docs_source
-from recallpack.adapters.mcp_docs import DocsIndex, front_matter_scopes
+from recallpack.adapters.mcp.docs import DocsIndex, front_matter_scopes
 
 SECRET = "The zyxwvut ledger holds the undisclosed terms."
 PUBLIC = "The public notes mention the zyxwvut once, openly."

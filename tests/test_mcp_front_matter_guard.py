@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from recallpack.adapters.mcp import build_server, docs_source
-from recallpack.adapters.mcp_front_matter import front_matter_scopes
+from recallpack.adapters.mcp.front_matter import front_matter_scopes
 
 BODY = "The quokka ledger holds the terms.\n"
 STR, INT, FLOAT = "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"

@@ -31,10 +31,10 @@ pytest.importorskip("mcp")
 from jsonschema.validators import validator_for
 
 from recallpack import Packer
-from recallpack.adapters.mcp_auth import hash_token
-from recallpack.adapters.mcp_docs import DocsIndex
-from recallpack.adapters.mcp_tool import OUTPUT_SCHEMA
-from recallpack.adapters.mcp_windows import split_spans
+from recallpack.adapters.mcp.auth import hash_token
+from recallpack.adapters.mcp.docs import DocsIndex
+from recallpack.adapters.mcp.tool import OUTPUT_SCHEMA
+from recallpack.adapters.mcp.windows import split_spans
 from tests.adapters.mcp_host import wait_listening
 
 REPO = Path(__file__).resolve().parents[1]

@@ -2,7 +2,7 @@
 server goes on serving.
 
 On stdio the MCP SDK drops a line it cannot validate (a client then waits forever), so
-``recallpack serve`` checks each line first and answers it (recallpack/adapters/mcp_stdio.py).
+``recallpack serve`` checks each line first and answers it (recallpack/adapters/mcp/stdio.py).
 On HTTP the SDK answers by itself: 400 with a JSON-RPC error, id null; the test records that.
 A batch on stdio is taken apart, and each of its requests answered by its own id.
 """

@@ -31,7 +31,7 @@ from starlette.testclient import TestClient
 
 from recallpack import ConfigError, Reader, Scope
 from recallpack.adapters.mcp import build_server, docs_source, http_app
-from recallpack.adapters.mcp_auth import ReaderVerifier, hash_token
+from recallpack.adapters.mcp.auth import ReaderVerifier, hash_token
 from tests.adapters.mcp_host import CALL_TIMEOUT, REPO, serve_command, wait_listening
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

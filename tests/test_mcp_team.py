@@ -36,9 +36,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from recallpack import Packer
-from recallpack.adapters.mcp_auth import hash_token
-from recallpack.adapters.mcp_docs import DocsIndex
-from recallpack.adapters.mcp_windows import split_spans
+from recallpack.adapters.mcp.auth import hash_token
+from recallpack.adapters.mcp.docs import DocsIndex
+from recallpack.adapters.mcp.windows import split_spans
 from recallpack.allowance import verify
 from tests.adapters.mcp_host import CALL_TIMEOUT, REPO, STARTUP_TIMEOUT, serve_command, wait_listening
 

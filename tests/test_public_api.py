@@ -37,17 +37,17 @@ PUBLIC_NAMES = {
         "BudgetCompressor", "BudgetedRetriever", "EvidenceRenderer", "REPORT_EVENT", "TokenWindowSplitter",
         "render_evidence",
     ],
-    "recallpack.adapters.langchain_memory": [
+    "recallpack.adapters.langchain.memory": [
         "AssembledMessages", "DEFAULT_MARKER", "DEFAULT_TOOL_NAME", "EvidenceAllowanceMiddleware",
         "NO_MATCH", "Recaller", "aassemble_messages", "arecall_remaining", "assemble_messages",
         "evidence_allowance", "memory_search_tool", "recall_remaining",
     ],
-    "recallpack.adapters.langchain_splitter": ["TokenWindowSplitter"],
+    "recallpack.adapters.langchain.splitter": ["TokenWindowSplitter"],
     "recallpack.adapters.llamaindex": [
         "BudgetPostprocessor", "BudgetedRetriever", "EvidenceQueryEngine", "REPORT_KEY", "RESPONSE_MODES",
         "RecallPackedEvent", "TokenWindowNodeParser", "report_of",
     ],
-    "recallpack.adapters.llamaindex_splitter": ["TokenWindowNodeParser"],
+    "recallpack.adapters.llamaindex.splitter": ["TokenWindowNodeParser"],
     "recallpack.adapters.mcp": [
         "DEFAULT_OVERLAP_TOKENS", "DEFAULT_WINDOW_TOKENS", "MAX_QUERY_CHARS", "ReaderVerifier",
         "RecallSource", "TOOL_NAME", "build_server", "check_arguments", "docs_source", "http_app",
@@ -58,10 +58,10 @@ PUBLIC_NAMES = {
 #: The host framework each adapter module needs (its extra): without it, its pin is skipped.
 NEEDS = {
     "recallpack.adapters.langchain": "langchain_core",
-    "recallpack.adapters.langchain_memory": "langchain",
-    "recallpack.adapters.langchain_splitter": "langchain_core",
+    "recallpack.adapters.langchain.memory": "langchain",
+    "recallpack.adapters.langchain.splitter": "langchain_core",
     "recallpack.adapters.llamaindex": "llama_index.core",
-    "recallpack.adapters.llamaindex_splitter": "llama_index.core",
+    "recallpack.adapters.llamaindex.splitter": "llama_index.core",
     "recallpack.adapters.mcp": "mcp",
 }
 

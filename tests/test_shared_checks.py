@@ -54,7 +54,7 @@ def test_langchain_non_message_words() -> None:
     pytest.importorskip("langchain_core")
     from langchain_core.messages import HumanMessage
 
-    from recallpack.adapters.langchain_memory import assemble_messages
+    from recallpack.adapters.langchain.memory import assemble_messages
 
     with pytest.raises(ConfigError) as raised:
         assemble_messages([HumanMessage("hi"), HumanMessage("again"), 7])  # type: ignore[list-item]

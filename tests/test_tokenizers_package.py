@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import recallpack.packing.tokenizers as tk
 from recallpack import RecallpackWarning, get_tokenizer, split_token_windows, token_windows
-from recallpack.adapters.tokenizers import read_host_tokenizer
+from recallpack.adapters.shared.tokenizers import read_host_tokenizer
 from recallpack.packing.text import ceil_boundary, floor_boundary, is_boundary
 from recallpack.packing.tokenizers.sources import cache_key
 
@@ -28,7 +28,7 @@ MOVED = {
     "resolve_encoding": "recallpack.packing.tokenizers",
     "DEFAULT_ENCODING": "recallpack.packing.tokenizers",
     "split_token_windows": "recallpack.packing.windows",
-    "CountsTokens": "recallpack.adapters.tokenizers",
+    "CountsTokens": "recallpack.adapters.shared.tokenizers",
 }
 
 

@@ -41,8 +41,8 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from recallpack import Candidate, Packer, Reader, Scope
 from recallpack.adapters import langchain as lc, langchain_memory as mem, llamaindex as li
 from recallpack.allowance import Allowance, Remaining
-from recallpack.adapters.langchain_splitter import TokenWindowSplitter
-from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
+from recallpack.adapters.langchain.splitter import TokenWindowSplitter
+from recallpack.adapters.llamaindex.splitter import TokenWindowNodeParser
 
 
 class Empty(LlamaRetriever):
@@ -213,7 +213,7 @@ def test_every_public_constructor_has_a_misspelled_keyword_line() -> None:
     assert called >= CONSTRUCTORS, CONSTRUCTORS - called
     aliases = {
         "recallpack": "", "recallpack.allowance": "", "recallpack.adapters.langchain": "lc.",
-        "recallpack.adapters.llamaindex": "li.", "recallpack.adapters.langchain_memory": "mem.",
+        "recallpack.adapters.llamaindex": "li.", "recallpack.adapters.langchain.memory": "mem.",
     }
     public = set()
     for module, alias in aliases.items():
@@ -237,7 +237,7 @@ def test_recall_settings_name_every_setting_a_recall_takes() -> None:
     """RecallSettings, the typed **recall_overrides of the memory components, names exactly the
     Packer's settings (but the host's join) and the LangChain retriever's per-call ones."""
     from recallpack import Packer
-    from recallpack.adapters._common import _CALL_SETTINGS, HOST_DECIDES, RecallSettings
+    from recallpack.adapters.shared.components import _CALL_SETTINGS, HOST_DECIDES, RecallSettings
 
     expected = {*Packer.settings_names(), *_CALL_SETTINGS} - HOST_DECIDES
     assert set(RecallSettings.__annotations__) == expected

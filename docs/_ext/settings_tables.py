@@ -20,9 +20,9 @@ import griffe
 #: The models a setting is defined in, one home each: the core's settings, the Packer's own
 #: ``join``, and the adapters' defaults and item settings.
 SETTINGS_MODELS = (
-    "recallpack.packing.packer.PackerSettings",
+    "recallpack.packing.settings.PackerSettings",
     "recallpack.packing.packer.Packer",
-    "recallpack.adapters._common.PackSettings",
+    "recallpack.adapters.shared.components.PackSettings",
 )
 PACKER = "recallpack.Packer"
 

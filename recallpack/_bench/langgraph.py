@@ -23,8 +23,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from recallpack.adapters._langgraph_items import item_document
 from recallpack.adapters.langgraph import StoreRetriever
+from recallpack.adapters.langgraph.items import item_document
 from recallpack.testing import HashingEmbeddings, source_paragraphs
 
 __all__ = ["run"]

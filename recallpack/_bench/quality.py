@@ -130,7 +130,7 @@ def shapes(articles: Sequence[dict[str, Any]]) -> list[Shape]:
     from llama_index.core.node_parser import SentenceSplitter
     from rank_bm25 import BM25Okapi
 
-    from recallpack.adapters._llamaindex_nodes import node_span
+    from recallpack.adapters.llamaindex.nodes import node_span
 
     paragraphs: list[str] = []
     paragraph_meta: list[dict[str, Any]] = []

@@ -29,7 +29,7 @@ REPEAT = 7
 def _langchain(encoding: object) -> dict[str, Callable[[str], list[str]]]:
     from langchain_text_splitters import TokenTextSplitter as LangChainSplitter
 
-    from recallpack.adapters.langchain_splitter import TokenWindowSplitter
+    from recallpack.adapters.langchain.splitter import TokenWindowSplitter
 
     # tiktoken keeps the encoding recallpack resolved, so this loads nothing from disk.
     lc = LangChainSplitter(encoding_name="cl100k_base", chunk_size=MAX_TOKENS, chunk_overlap=OVERLAP)
@@ -42,7 +42,7 @@ def _langchain(encoding: object) -> dict[str, Callable[[str], list[str]]]:
 def _llamaindex(encoding: object) -> dict[str, Callable[[str], list[str]]]:
     from llama_index.core.node_parser import TokenTextSplitter as LlamaSplitter
 
-    from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
+    from recallpack.adapters.llamaindex.splitter import TokenWindowNodeParser
 
     encode = encoding.encode  # type: ignore[attr-defined]
     li = LlamaSplitter(chunk_size=MAX_TOKENS, chunk_overlap=OVERLAP, tokenizer=encode)

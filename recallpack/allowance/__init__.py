@@ -17,16 +17,21 @@ processes that share checkpoints) the digest is an HMAC-SHA256, so code without 
 mint a receipt. Without a key it is an integrity check only: anyone can compute it.
 
 The package is pure: it imports no host framework. Adapters turn their messages into
-:class:`Block` values and map the :class:`Assembly` back. Its parts: ``budget`` (Allowance,
-Remaining), ``receipts`` (Receipt, keys, contexts, verify), ``assembly`` (assemble, omission
-markers) and ``recall`` (recall within what is left).
+:class:`Block` values and map the :class:`Assembly` back. Its parts: ``receipts`` (Receipt,
+keys, contexts, verify), ``assembly`` (assemble, omission markers) and ``recall`` (recall within
+what is left). Allowance and Remaining, the values a recall takes as ``allowance=``, are the
+core's arithmetic (:mod:`recallpack.packing.allowance`), handed on here.
 """
 
-from recallpack.allowance import assembly, budget, recall, receipts
+from recallpack.allowance import assembly, recall, receipts
 from recallpack.allowance.assembly import *  # noqa: F403
-from recallpack.allowance.budget import *  # noqa: F403
 from recallpack.allowance.recall import *  # noqa: F403
 from recallpack.allowance.receipts import *  # noqa: F403
+from recallpack.packing.allowance import Allowance, Remaining, as_allowance, as_remaining
 
-# Each part lists its public names once, in its own __all__; the package is their union.
-__all__ = [*budget.__all__, *receipts.__all__, *assembly.__all__, *recall.__all__]
+# Each part lists its public names once, in its own __all__; the package is their union. The
+# arithmetic of an allowance (Allowance, Remaining) is the core's: the Packer takes it.
+__all__ = ["Allowance", "Remaining", "as_remaining", "as_allowance"]
+__all__ += receipts.__all__
+__all__ += assembly.__all__
+__all__ += recall.__all__

@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from recallpack.allowance.budget import Allowance, Remaining, as_allowance
 from recallpack.allowance.receipts import (
     Receipt,
     ReceiptContext,
@@ -24,6 +23,7 @@ from recallpack.allowance.receipts import (
     resolve_context,
     resolve_key,
 )
+from recallpack.packing.allowance import Allowance, Remaining, as_allowance
 from recallpack.packing.errors import ConfigError
 
 __all__ = ["Block", "Withheld", "Assembly", "assemble", "omission_texts"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from recallpack.allowance.budget import Allowance, Remaining, as_remaining
+from recallpack.packing.allowance import Allowance, Remaining, as_remaining
 from recallpack.packing.errors import ConfigError
 from recallpack.packing.result import RecallResult
 

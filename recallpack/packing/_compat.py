@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["REMOVED_IN", "Moves", "MOVED", "moved_names"]
+__all__ = ["REMOVED_IN", "Moves", "MOVED", "moved_names", "MOVED_MODULES", "moved_module"]
 
 #: The release without the old names below. Each first warns in 0.2, the release after 0.1.0,
 #: saying it goes "in the next release": this one.
@@ -82,8 +82,8 @@ MOVED: Mapping[str, Moves] = {
                 _TOKENIZERS,
             ),
             "split_token_windows": "recallpack.packing.windows",
-            "CountsTokens": "recallpack.adapters.tokenizers",
-            "EncodesText": "recallpack.adapters.tokenizers",
+            "CountsTokens": "recallpack.adapters.shared.tokenizers",
+            "EncodesText": "recallpack.adapters.shared.tokenizers",
         },
         gone="the old module",
     ),
@@ -110,5 +110,46 @@ def moved_names(module: str) -> Callable[[str], Any]:
             stacklevel=2,
         )
         return getattr(importlib.import_module(home), name)
+
+    return __getattr__
+
+
+_ADAPTERS = "recallpack.adapters"
+
+#: Each old module path that became a module of a folder → that module. The old path keeps one
+#: line, ``__getattr__ = moved_module(__name__)``, and every public name of the new module (its
+#: ``__all__``) works through it until :data:`REMOVED_IN`, with a DeprecationWarning.
+MOVED_MODULES: Mapping[str, str] = {
+    # The adapters: one folder a host (langchain, langgraph, llamaindex, mcp), and what they share.
+    f"{_ADAPTERS}.langchain_memory": f"{_ADAPTERS}.langchain.memory",
+    f"{_ADAPTERS}.langchain_splitter": f"{_ADAPTERS}.langchain.splitter",
+    f"{_ADAPTERS}.langgraph_memory": f"{_ADAPTERS}.langgraph.memory",
+    f"{_ADAPTERS}.llamaindex_memory": f"{_ADAPTERS}.llamaindex.memory",
+    f"{_ADAPTERS}.llamaindex_splitter": f"{_ADAPTERS}.llamaindex.splitter",
+    f"{_ADAPTERS}.tokenizers": f"{_ADAPTERS}.shared.tokenizers",
+    f"{_ADAPTERS}.sizing": f"{_ADAPTERS}.shared.sizing",
+    # An allowance's arithmetic is the core's: the Packer takes it, and imports nothing above it.
+    "recallpack.allowance.budget": "recallpack.packing.allowance",
+}
+
+
+def moved_module(module: str) -> Callable[[str], Any]:
+    """The ``__getattr__`` of the old module path ``module`` (its ``__name__``): each public name
+    of its new home still works through it, with a DeprecationWarning that points at the line
+    that used it. The new home is imported when a name is first used, not before."""
+    home = MOVED_MODULES[module]
+
+    def __getattr__(name: str) -> Any:
+        target = importlib.import_module(home) if not name.startswith("_") else None
+        if target is not None and home in MOVED and name in MOVED[home].homes:
+            return getattr(target, name)  # a name the new home lost too: its own forward warns
+        if target is None or name not in getattr(target, "__all__", ()):
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(
+            f"{module} moved to {home}; import {name} from there (the old module goes in the next release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(target, name)
 
     return __getattr__

@@ -29,7 +29,7 @@ A taken name, or a Host whose reader cannot be found, is refused (a ConfigError 
 installed one is skipped with a warning naming its distribution).
 
 Every switch on a host reads this table: a reader may also define ``read_depth`` (how many
-results a retriever returns by its own settings: :func:`recallpack.adapters._depth.own_depth`) and
+results a retriever returns by its own settings: :func:`recallpack.adapters.shared.depth.own_depth`) and
 ``read_retriever`` (how ``recallpack serve --retriever`` wraps one of its retrievers).
 """
 
@@ -53,7 +53,7 @@ __all__ = [
 
 #: What a reader may read: a tokenizer, an embedding, a model's window (``budget_for``), how many
 #: results a retriever returns by its own settings (``depth``), and how ``recallpack serve
-#: --retriever`` wraps a retriever (``retriever``: a :class:`recallpack.adapters._served.Served`).
+#: --retriever`` wraps a retriever (``retriever``: a :class:`recallpack.adapters.shared.served.Served`).
 Capability = Literal["tokenizer", "embedding", "model", "depth", "retriever"]
 
 
@@ -96,9 +96,9 @@ class Host:
 
 #: The hosts recallpack reads out of the box, in the order a duck-typed object is offered to them.
 HOSTS: tuple[Host, ...] = (
-    Host("langchain", ("langchain",), "recallpack.adapters._langchain_reader"),
-    Host("llamaindex", ("llama_index",), "recallpack.adapters._llamaindex_reader"),
-    Host("huggingface", ("tokenizers", "transformers"), "recallpack.adapters._hugging_face_reader"),
+    Host("langchain", ("langchain",), "recallpack.adapters.langchain.reader"),
+    Host("llamaindex", ("llama_index",), "recallpack.adapters.llamaindex.reader"),
+    Host("huggingface", ("tokenizers", "transformers"), "recallpack.adapters.shared.hugging_face"),
 )
 
 _lock = threading.RLock()

@@ -1,7 +1,8 @@
-"""The Packer: every packing setting, validated once, with its tokenizer and template resolved.
+"""The Packer: the settings (:mod:`recallpack.packing.settings`), validated once, with its
+tokenizer and template resolved into a walk's plan; and the calls that pack with it.
 
 Adapters and the module-level :func:`recall` / :func:`pack` all go through a Packer, so a
-setting is defined here once and every host takes it by the same name.
+setting is defined once and every host takes it by the same name.
 """
 
 from __future__ import annotations
@@ -10,28 +11,20 @@ import asyncio
 import contextvars
 import dataclasses
 import functools
-import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from pydantic import (
-    BeforeValidator,
     ConfigDict,
-    Field,
     PrivateAttr,
-    StrictStr,
     ValidationError,
-    create_model,
-    field_validator,
     model_validator,
 )
 
-from recallpack.allowance.budget import Allowance, Remaining, as_remaining
 from recallpack.packing import batch, validation
 from recallpack.packing._compat import moved_names
-from recallpack.packing.analysis import AUTO, check_language
+from recallpack.packing.allowance import Allowance, Remaining, capped
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.citations import check_uri_template
 from recallpack.packing.embedding import CALLER_LOOP, embed_function
@@ -39,16 +32,22 @@ from recallpack.packing.errors import (
     BudgetError,
     ConfigError,
     RecallpackError,
-    TemplateError,
 )
 from recallpack.packing.ledger import WalkSettings
-from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING
-from recallpack.packing.policies import check_policy, table_version
+from recallpack.packing.limits import DEFAULT_MAX_TOKENS
+from recallpack.packing.policies import table_version
 from recallpack.packing.render import load_template, newline_join
-from recallpack.packing.result import DEFAULT_RESOURCE_URI_TEMPLATE, RecallResult
-from recallpack.packing.scopes import Reader, replaces_reader
+from recallpack.packing.result import RecallResult
+from recallpack.packing.scopes import replaces_reader
+from recallpack.packing.settings import (
+    BOUNDS,
+    DEFAULT_CITATION_KEYS,
+    CutMode,
+    PackerSettings,
+    checked_bounds,
+)
 from recallpack.packing.tokenizers import Tokenizer, get_tokenizer
-from recallpack.packing.validation import CheckedModel, check_max_tokens
+from recallpack.packing.validation import check_max_tokens
 from recallpack.packing.walk import Plan, candidate_lists_of, lane_targets
 
 __all__ = [
@@ -60,82 +59,6 @@ __all__ = [
     "CutMode",
     "DEFAULT_CITATION_KEYS",
 ]
-
-CutMode = Literal["auto", "head", "focus"]
-#: Metadata keys a citation is read from, in order: LangChain loaders record ``source`` (a path
-#: or URL); LlamaIndex readers record ``file_path``, ``url`` and ``file_name``.
-DEFAULT_CITATION_KEYS: tuple[str, ...] = ("source", "file_path", "url", "file_name")
-def _one_or_many(value: object) -> object:
-    if isinstance(value, str):
-        return (value,)  # one key needs no tuple around it
-    return tuple(value) if isinstance(value, list) else value
-
-
-def _checked_lane_budgets(value: object) -> object:
-    """Each key a lane or provenance, each budget an int as given: pydantic's lax ints would
-    read True as 1 and "5" as 5."""
-    lane_targets(value)
-    return value
-
-
-class PackerSettings(CheckedModel):
-    """Every packing setting a host takes by name, declared once: :class:`Packer` adds ``join``
-    (what the model is shown, which each host decides), and the adapter components inherit these
-    same fields, so a type checker sees one signature everywhere."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True, use_attribute_docstrings=True)
-
-    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, strict=True, ge=1)
-    """The token budget for what the model is shown: the whole rendered block by default."""
-    max_items: int | None = Field(default=None, strict=True, ge=1)
-    """At most this many items, whatever room the budget leaves (None: no cap)."""
-    policy: Annotated[str, BeforeValidator(check_policy)] = "prefix"
-    """An item that does not fit: ``prefix`` ends the walk, ``skip`` passes over it,
-    ``truncate`` cuts it to the room left and ends the walk. ``passages`` (with a query) spends
-    the budget on the passages that best answer it, across every item. Or the name of a policy
-    registered with ``recallpack.packing.policies.register_policy``."""
-    floor: bool = Field(default=True, strict=True)
-    """A match is never answered with nothing: if nothing fits whole, the top readable match is
-    kept, cut to the room. False gives the strict prefix."""
-    cut: CutMode = "auto"
-    """How an item is cut: ``head`` keeps its start, ``focus`` the passages that match the
-    query; ``auto`` is focus when the call gives a query, head otherwise."""
-    language: Annotated[str | None, BeforeValidator(check_language)] = AUTO
-    """How query words match the texts' words in their inflected forms: ``"auto"`` reads the
-    language from the query's script and letters, an ISO 639-1 code (``"ru"``) uses that
-    language's Snowball stemmer, None matches words as written. Scripts written without spaces
-    (Chinese, Japanese, Thai...) are matched by pairs of characters whatever this is."""
-    embed: Any = None
-    """For focus cuts: a LangChain Embeddings, a LlamaIndex embedding or a callable, used to
-    score the passages of the one item being cut (None: lexical scoring)."""
-    tokenizer: Any = None
-    """An encoding or model name, ``"chars"``, a Tokenizer, a ``str -> int`` (None: cl100k_base)."""
-    reader: Reader | None = None
-    """Who reads: items in scopes they do not hold are withheld. With no reader, items that carry
-    scopes are withheld too, unless this is ``Reader.everyone()``."""
-    lane_budgets: Annotated[Mapping[str, int] | None, BeforeValidator(_checked_lane_budgets)] = None
-    """Tokens per lane (``"facts"``) or per provenance (``"derived"``: all its lanes)."""
-    dedupe: bool = Field(default=True, strict=True)
-    """Drop an item whose text and scopes equal a kept one's."""
-    template: str | Path | None = None
-    """Template source (a str) or a template file (a Path); None: the default block."""
-    resource_uri_template: str = Field(default=DEFAULT_RESOURCE_URI_TEMPLATE, strict=True)
-    """The resource line for items with ``artifact_id`` and ``artifact_content_id``."""
-    citation_keys: Annotated[tuple[StrictStr, ...], BeforeValidator(_one_or_many)] = DEFAULT_CITATION_KEYS
-    """Metadata keys a resource line is read from when an item has no artifact ids."""
-    max_tokens_ceiling: int = Field(default=MAX_TOKENS_CEILING, strict=True, ge=1)
-    """Raise it to allow a max_tokens above 16384."""
-
-    @field_validator("template", mode="before")
-    @classmethod
-    def _template_kind(cls, value: object) -> object:
-        if value is not None and not isinstance(value, (str, os.PathLike)):
-            raise TemplateError(
-                f"template={value!r} must be template source (a str), a pathlib.Path to a "
-                "template file, or None for the default"
-            )
-        return value
-
 
 class Packer(PackerSettings):
     """How to pack: a token budget, caps, a policy, who reads, and how the block looks.
@@ -229,9 +152,9 @@ class Packer(PackerSettings):
             )
         if not overrides:
             return self
-        if overrides.keys() <= _BOUNDS:  # per-call values: the same plan, handed down
+        if overrides.keys() <= BOUNDS:  # per-call values: the same plan, handed down
             ceiling, owner = self.max_tokens_ceiling, type(self).__name__
-            max_tokens = _checked_bounds(owner, overrides, self.max_tokens, ceiling)
+            max_tokens = checked_bounds(owner, overrides, self.max_tokens, ceiling)
             _check_least(self._plan, self.join is None or self.floor, max_tokens)
             return self.model_copy(update=overrides)
         settings = {name: getattr(self, name) for name in self.settings_names()}
@@ -329,24 +252,10 @@ class Packer(PackerSettings):
         max_tokens: int | None = self.max_tokens
         max_items = self.max_items
         if allowance is not None:
-            # Both bounds hold at once. What is left may be zero, which no caller may pass as
-            # its own budget, so it goes to the walk directly: nothing fits, each drop says why.
-            left = as_remaining(allowance)
-            max_tokens = left.tokens if max_tokens is None else min(max_tokens, left.tokens)
-            max_items = left.items if max_items is None else min(max_items, left.items)
+            max_tokens, max_items = capped(allowance, max_tokens, max_items)
         return self._plan.recall(
             candidates, query=query, max_tokens=max_tokens, max_items=max_items, reader=self.reader
         )
-
-
-#: The settings a call may change as plain values (a reader only where none is configured):
-#: the Packer's plan holds as it is, and the walk takes them from the call.
-_BOUNDS = frozenset({"max_tokens", "max_items", "reader"})
-#: Those settings as the Packer declares them, to check a per-call value with the same errors.
-_BOUND_FIELDS: dict[str, Any] = {
-    name: (field.annotation, field) for name, field in PackerSettings.model_fields.items() if name in _BOUNDS
-}
-_Bounds = create_model("Packer", **_BOUND_FIELDS)
 
 
 def _check_least(run: Plan, promised: bool, max_tokens: int) -> None:
@@ -360,16 +269,6 @@ def _check_least(run: Plan, promised: bool, max_tokens: int) -> None:
             f"max_tokens={run.least_tokens} or more",
             field="max_tokens",
         )
-
-
-def _checked_bounds(owner: str, bounds: Mapping[str, Any], max_tokens: int, ceiling: int) -> int:
-    """Per-call ``bounds`` checked as a new Packer checks them (the same errors); the call's
-    max_tokens (``max_tokens`` when they do not change it)."""
-    try:
-        _Bounds(**bounds)
-    except ValidationError as exc:
-        raise validation.recallpack_error(owner, exc) from None
-    return check_max_tokens(bounds.get("max_tokens", max_tokens), ceiling)
 
 
 # -- the module-level functions users know ------------------------------------------------------

@@ -779,7 +779,7 @@ def test_import_recallpack_loads_no_langchain() -> None:
 
 
 def test_as_tool_delegates_to_the_memory_module() -> None:
-    """as_tool() builds the memory_search tool from recallpack.adapters.langchain_memory."""
-    pytest.importorskip("recallpack.adapters.langchain_memory")
+    """as_tool() builds the memory_search tool from recallpack.adapters.langchain.memory."""
+    pytest.importorskip("recallpack.adapters.langchain.memory")
     tool = BudgetedRetriever(retriever=bm25()).as_tool()
     assert tool.name == "memory_search"

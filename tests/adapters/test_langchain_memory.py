@@ -36,7 +36,7 @@ from pydantic import Field
 
 from recallpack import ConfigError, RecallResult, count_tokens
 from recallpack.adapters.langchain import BudgetedRetriever
-from recallpack.adapters.langchain_memory import (
+from recallpack.adapters.langchain.memory import (
     NO_MATCH,
     aassemble_messages,
     assemble_messages,
@@ -448,7 +448,7 @@ async def test_runnable_in_a_chain_shows_the_model_the_marker(mode: str) -> None
 # -- the agent middleware ----------------------------------------------------------------------
 
 create_agent = pytest.importorskip("langchain.agents").create_agent
-from recallpack.adapters.langchain_memory import EvidenceAllowanceMiddleware  # noqa: E402
+from recallpack.adapters.langchain.memory import EvidenceAllowanceMiddleware  # noqa: E402
 
 
 def tool_turns() -> Iterator[AIMessage]:
@@ -681,7 +681,7 @@ from langchain_community.retrievers import BM25Retriever
 from langchain_core.messages import AIMessage, HumanMessage, ToolCall
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from recallpack.adapters.langchain import BudgetedRetriever
-from recallpack.adapters.langchain_memory import assemble_messages
+from recallpack.adapters.langchain.memory import assemble_messages
 
 serde, path = JsonPlusSerializer(), sys.argv[2]
 if sys.argv[1] == "issue":
@@ -765,7 +765,7 @@ def recall_shown(result: Any) -> int:
 
 
 def longest_marker() -> int:
-    from recallpack.adapters.langchain_memory import DEFAULT_MARKER
+    from recallpack.adapters.langchain.memory import DEFAULT_MARKER
 
     return max(count_tokens(DEFAULT_MARKER.format(reason=r.text, code=r.value), TOK) for r in WithheldReason)
 
@@ -794,7 +794,7 @@ def test_recall_and_its_markers_stay_within_the_allowance(
 ) -> None:
     """Whatever was withheld and why, blocks, markers and automatic recall together take at most
     the allowance plus one marker; every call keeps its result, the newest withheld its marker."""
-    from recallpack.adapters.langchain_memory import DEFAULT_MARKER
+    from recallpack.adapters.langchain.memory import DEFAULT_MARKER
 
     fmt = DEFAULT_MARKER if marker is None else marker
     allowance = Allowance(max_tokens=budget, max_items=1_000, max_blocks=1_000)

@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableLambda
 
 from recallpack import BudgetError, ConfigError, RecallpackError
 from recallpack.adapters.langchain import BudgetedRetriever
-from recallpack.adapters.langchain_memory import (
+from recallpack.adapters.langchain.memory import (
     assemble_messages,
     evidence_allowance,
     memory_search_tool,
@@ -42,7 +42,7 @@ def search_with(**kwargs: Any) -> Any:
 
 
 def middleware(**kwargs: Any) -> Any:
-    from recallpack.adapters.langchain_memory import EvidenceAllowanceMiddleware
+    from recallpack.adapters.langchain.memory import EvidenceAllowanceMiddleware
 
     return EvidenceAllowanceMiddleware(**kwargs)
 

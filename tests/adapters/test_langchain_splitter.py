@@ -17,7 +17,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_text_splitters import TextSplitter
 
 from recallpack import count_tokens
-from recallpack.adapters.langchain_splitter import TokenWindowSplitter
+from recallpack.adapters.langchain.splitter import TokenWindowSplitter
 from recallpack.packing.windows import CHUNK_METADATA_KEYS, token_windows
 from recallpack.testing import stdlib_docs
 
@@ -94,7 +94,7 @@ def test_the_users_tokenizer_counts() -> None:
 def test_ids_are_stable_across_processes() -> None:
     """The same documents split the same way get the same Document ids in a fresh interpreter."""
     code = (
-        "from recallpack.adapters.langchain_splitter import TokenWindowSplitter;"
+        "from recallpack.adapters.langchain.splitter import TokenWindowSplitter;"
         "from recallpack.testing import stdlib_docs;"
         "from langchain_core.documents import Document;"
         "docs = [Document(page_content=d) for _, d in stdlib_docs()[:4]];"

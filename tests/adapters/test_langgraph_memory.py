@@ -26,7 +26,7 @@ from pydantic import Field
 from recallpack import ConfigError, Reader, count_tokens
 from recallpack.adapters.langchain import BudgetedRetriever
 from recallpack.adapters.langgraph import StoreRetriever
-from recallpack.adapters.langgraph_memory import StoreMemoryMiddleware, store_memory_tool
+from recallpack.adapters.langgraph.memory import StoreMemoryMiddleware, store_memory_tool
 from recallpack.allowance import Allowance, verify
 from recallpack.testing import paragraphs
 

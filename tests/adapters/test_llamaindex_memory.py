@@ -20,7 +20,7 @@ from llama_index.retrievers.bm25 import BM25Retriever
 
 from recallpack._bench import languages, quality
 from recallpack.adapters.llamaindex import BudgetedRetriever
-from recallpack.adapters.llamaindex_memory import EvidenceMemoryBlock
+from recallpack.adapters.llamaindex.memory import EvidenceMemoryBlock
 from recallpack.packing.errors import ConfigError
 from tests.adapters.llamaindex_events import Collect
 

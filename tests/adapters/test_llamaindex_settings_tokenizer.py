@@ -92,7 +92,7 @@ def test_an_encoding_named_cl100k_base_is_not_taken_for_the_default() -> None:
     import tiktoken
 
     from recallpack import get_tokenizer
-    from recallpack.adapters._llamaindex_settings import settings_tokenizer
+    from recallpack.adapters.llamaindex.settings import settings_tokenizer
 
     ranks = get_tokenizer("cl100k_base").encoding._mergeable_ranks  # type: ignore[attr-defined]
     forged = tiktoken.Encoding(name="cl100k_base", pat_str=r"(?s)..?", mergeable_ranks=ranks, special_tokens={})

@@ -19,7 +19,7 @@ from llama_index.core.schema import MetadataMode, NodeRelationship, TextNode
 from llama_index.core.vector_stores import SimpleVectorStore
 
 from recallpack import count_tokens
-from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser
+from recallpack.adapters.llamaindex.splitter import TokenWindowNodeParser
 from recallpack.packing.windows import CHUNK_METADATA_KEYS, token_windows
 from recallpack.testing import stdlib_docs
 
@@ -105,7 +105,7 @@ def test_call_and_split_text_agree_with_the_core() -> None:
 def test_ids_are_stable_across_processes() -> None:
     """The same documents split the same way get the same node ids in a fresh interpreter."""
     code = (
-        "from recallpack.adapters.llamaindex_splitter import TokenWindowNodeParser;"
+        "from recallpack.adapters.llamaindex.splitter import TokenWindowNodeParser;"
         "from recallpack.testing import stdlib_docs;"
         "from llama_index.core import Document;"
         "docs = [Document(text=d) for _, d in stdlib_docs()[:4]];"

@@ -21,8 +21,8 @@ from mcp.shared.exceptions import MCPError
 
 from recallpack import MAX_TOKENS_CEILING, Packer, Reader, Scope, count_tokens
 from recallpack.adapters.mcp import MAX_QUERY_CHARS, check_arguments
-from recallpack.adapters.mcp_docs import DocsIndex, front_matter_scopes
-from recallpack.adapters.mcp_windows import split_spans
+from recallpack.adapters.mcp.docs import DocsIndex, front_matter_scopes
+from recallpack.adapters.mcp.windows import split_spans
 from recallpack.allowance import verify
 from tests.adapters.mcp_host import REPO, Host, RawServer, connect
 

@@ -13,8 +13,8 @@ pytest.importorskip("bm25s")
 pytest.importorskip("mcp")
 
 from recallpack import Packer
-from recallpack.adapters import mcp_docs
-from recallpack.adapters.mcp_docs import FETCH_BUDGETS, LEAST_FETCH, DocsIndex
+from recallpack.adapters.mcp import docs as mcp_docs
+from recallpack.adapters.mcp.docs import FETCH_BUDGETS, LEAST_FETCH, DocsIndex
 from recallpack.cli import main
 
 #: A folder in each language: the file that answers, and two that do not. The query asks in

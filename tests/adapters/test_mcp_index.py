@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("bm25s")
 
 from recallpack import Packer
-from recallpack.adapters.mcp_docs import DocsIndex
+from recallpack.adapters.mcp.docs import DocsIndex
 
 
 def _index(docs: Path, store: Path, window: int = 50) -> DocsIndex:

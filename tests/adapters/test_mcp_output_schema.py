@@ -31,8 +31,8 @@ from mcp import Client, types
 
 from recallpack import BudgetError
 from recallpack.adapters.mcp import build_server, docs_source, retriever_source
-from recallpack.adapters.mcp_auth import hash_token
-from recallpack.adapters.mcp_tool import ERROR_CODES, MAX_QUERY_CHARS, OUTPUT_SCHEMA
+from recallpack.adapters.mcp.auth import hash_token
+from recallpack.adapters.mcp.tool import ERROR_CODES, MAX_QUERY_CHARS, OUTPUT_SCHEMA
 from tests.adapters import mcp_factories
 from tests.adapters.mcp_host import REPO, connect, serve_command, wait_listening
 

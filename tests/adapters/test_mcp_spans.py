@@ -1,4 +1,4 @@
-"""The ranges a ``--docs`` item shows and cites (:mod:`recallpack.adapters.mcp_windows`), as
+"""The ranges a ``--docs`` item shows and cites (:mod:`recallpack.adapters.mcp.windows`), as
 invariants: a file's windows become ranges in file order, apart and trimmed; the URI that names
 them reads back as them; a call takes every file once, its best window first."""
 
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recallpack import ConfigError
-from recallpack.adapters.mcp_windows import (
+from recallpack.adapters.mcp.windows import (
     MAX_SPANS,
     one_per_file,
     parse_spans,

@@ -23,8 +23,8 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from recallpack import Packer, count_tokens
-from recallpack.adapters.mcp_docs import DocsIndex
-from recallpack.adapters.mcp_windows import MAX_SPANS, split_spans
+from recallpack.adapters.mcp.docs import DocsIndex
+from recallpack.adapters.mcp.windows import MAX_SPANS, split_spans
 from tests.adapters.mcp_host import Host, connect
 
 #: Short sentences (13 tokens), each about the alpaca: a window of 60 tokens holds four, and the

@@ -16,8 +16,8 @@ from recallpack.testing import stdlib_docs
 
 #: (module, class, the host's own name for the overlap, which recallpack refuses by name)
 SPLITTERS = [
-    pytest.param("recallpack.adapters.langchain_splitter", "TokenWindowSplitter", "overlap", id="langchain"),
-    pytest.param("recallpack.adapters.llamaindex_splitter", "TokenWindowNodeParser", "chunk_overlap", id="llamaindex"),
+    pytest.param("recallpack.adapters.langchain.splitter", "TokenWindowSplitter", "overlap", id="langchain"),
+    pytest.param("recallpack.adapters.llamaindex.splitter", "TokenWindowNodeParser", "chunk_overlap", id="llamaindex"),
 ]
 
 
