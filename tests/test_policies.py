@@ -155,7 +155,7 @@ class _Keeps(HalfBudget):
 @pytest.mark.parametrize(
     ("part", "value", "said"),
     [
-        ("choose", 5, r"choose\(ledger, query, embed\) is not a method"),
+        ("choose", 5, r"choose\(view, query, embed\) is not a method"),
         ("summary", None, "its summary is not a str"),
         ("needs_query", "yes", "its needs_query is not a bool"),
     ],

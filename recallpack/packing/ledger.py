@@ -1,309 +1,77 @@
-"""The ledger of one walk: the record of every candidate it reached, and what is left of each budget.
+"""The ledger of one walk: its record (:class:`~recallpack.packing.tally.Tally`), what is left of
+each budget, the gate, the one door every decision goes through, and the floor.
 
-A policy (:mod:`recallpack.packing.policies`) decides; the :class:`Ledger` it is handed records
-each decision (kept, dropped, merged or withheld, and why), keeps what is left of the budget and
-of each lane, gates each candidate before anything of it is read (scopes first), and applies the
-floor: when nothing fitted whole, the top readable match is kept, cut to the room. The walk
+A policy (:mod:`recallpack.packing.policies`) decides (:mod:`recallpack.packing.decisions`); the
+ledger applies each decision through :meth:`Ledger.apply`, which checks it first: in rank order and
+once per candidate, gated before anything of the candidate is read (scopes first, and whatever the
+policy asked, the gate's reason is what is recorded for a candidate it stops), priced by the view,
+and held to ``max_items``, every lane's budget and the total. A decision that breaks a rule is a
+:class:`~recallpack.packing.errors.PolicyError` naming the rule and the policy. When nothing fitted
+whole, the floor keeps the top match that passed the gate, cut to the room. The walk
 (:mod:`recallpack.packing.walk`) makes the result of it. Nothing here chooses what to keep.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import NamedTuple, cast
 
 from recallpack.packing.analysis import CallReading
-from recallpack.packing.candidate import Candidate, LaneKind, Provenance, coerce_candidate, item_scopes
+from recallpack.packing.candidate import Candidate, Provenance, coerce_candidate, item_scopes
 from recallpack.packing.citations import resource_of
-from recallpack.packing.render import View
-from recallpack.packing.result import Evidence, Outcome, Reason, TraceRecord
-from recallpack.packing.scopes import PRIVATE, Reader, Scope
-from recallpack.packing.tokenizers import Tokenizer
-from recallpack.packing.twins import KeptTexts
+from recallpack.packing.cuts import Cut as Excerpt
+from recallpack.packing.cuts import CutKind
+from recallpack.packing.decisions import DECISIONS, Cut, Drop, End, Keep, Merge
+from recallpack.packing.errors import PolicyError
+from recallpack.packing.result import Outcome, Reason
+from recallpack.packing.scopes import Reader, Scope
+from recallpack.packing.tally import (
+    STAND_INS,
+    WITHHELD_BY,
+    WITHHELD_REASONS,
+    Counted,
+    CutResult,
+    Cutter,
+    Kept,
+    Measure,
+    Tally,
+    WalkSettings,
+)
 
 __all__ = [
-    "Ledger", "Tally", "Kept", "WalkSettings", "CutResult", "Cutter", "Counted", "withheld",
-    "WITHHELD_REASONS",
+    "Ledger", "Tally", "Kept", "WalkSettings", "CutResult", "Cutter", "Counted", "Measure", "Priced",
+    "withheld", "WITHHELD_REASONS",
 ]
 
-_PREVIEW_CHARS = 60
-_SIZE_REASONS = (Reason.OVER_BUDGET, Reason.OVER_LANE_BUDGET)
-#: Why an item is withheld: the reasons a report counts as withheld, not dropped.
-WITHHELD_REASONS = (Reason.NO_READER, Reason.UNREADABLE, Reason.MALFORMED_SCOPE)
-#: What stands for a withheld item in a walk, by why it is withheld: nothing of the item itself.
-_STAND_INS = {reason: Candidate(text=reason.value) for reason in WITHHELD_REASONS}
-_WITHHELD_BY = {id(stand_in): reason for reason, stand_in in _STAND_INS.items()}
+#: Reasons a policy may not give: the gate's own (it records them) and a merge's (Merge says it).
+_NOT_A_POLICYS = frozenset((*WITHHELD_REASONS, Reason.MERGED))
+_Gate = tuple[Reason, Outcome] | None
 
 
-class CutResult(Protocol):
-    """What a cutter returns: the kept text (elisions marked), the ranges it kept, how."""
+class Priced(NamedTuple):
+    """A keep recallpack's own policies priced with the view already: what the door would work
+    out again (``provisional``: it may be over the total for now; the policy's own correction and
+    the walk's exact fit take it back, as ``passages`` does)."""
 
-    @property
-    def text(self) -> str: ...
-    @property
-    def spans(self) -> tuple[tuple[int, int], ...]: ...
-    @property
-    def kind(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class WalkSettings:
-    """The validated settings one walk runs with (the Packer's, resolved once; a call changes
-    only its bounds)."""
-
-    max_tokens: int | None
-    max_items: int | None
-    #: The name the policy is registered by (:mod:`recallpack.packing.policies`).
-    policy: str
-    floor: bool
-    reader: Reader | None
-    lane_budgets: Mapping[LaneKind | Provenance, int]
-    dedupe: bool
-    resource_uri_template: str
-    citation_keys: tuple[str, ...]
-    language: str | None
-
-
-class Cutter(Protocol):
-    """``cutter(text, max_tokens=..., measure=...)``: the best cut of ``text`` such that
-    ``measure(cut.text) <= max_tokens`` (``measure`` prices a text as its item renders it), or None."""
-
-    def __call__(self, text: str, *, max_tokens: int, measure: Measure) -> CutResult | None: ...
-
-
-#: The exact count of what the model is shown, and the block counted (None: none was rendered).
-Counted = tuple[int, "str | None"]
-
-
-class Measure(Protocol):
-    def __call__(self, text: str) -> int: ...
-
-
-@dataclass(slots=True)
-class Kept:
-    """One kept item: where it ranked, the candidate, the text kept (cut or whole), what it
-    cost, its scopes and their names, its resource line, and the cut that made it fit (None
-    when it fitted whole). Its Evidence is made only when a result asks for it: :func:`pack`
-    never does."""
-
-    rank: int
-    candidate: Candidate
-    text: str
-    cost: int
     scopes: tuple[Scope, ...]
     names: tuple[str, ...]
-    uri: str | None
+    text: str
+    cost: int
+    header: int
     cut: CutResult | None
-    made: Evidence | None = None
-    #: The citations of identical items dropped in its favour (None: one had none).
-    twins: list[str | None] | None = None
-
-    @property
-    def label(self) -> str:
-        return self.candidate.provenance.label
-
-    def evidence(self) -> Evidence:
-        if self.made is None:
-            twins = self.twins or []
-            cited = dict.fromkeys(c for c in (self.uri, *twins) if c is not None)
-            self.made = Evidence(
-                provenance=self.candidate.provenance,
-                label=self.label,
-                text=self.text,
-                scopes=self.names,
-                resource_uri=self.uri,
-                token_count=self.cost,
-                truncated=self.cut is not None,
-                duplicates=len(twins),
-                citations=tuple(cited) if twins else (),
-            )
-        return self.made
-
-
-@dataclass(eq=False, repr=False)  # a ledger is one call's: compared and hashed by identity
-class Tally:
-    """What one walk has decided so far: kept items, trace entries, reason tallies, lane use, the
-    header's cost. Only these methods change them."""
-
-    candidates: Sequence[Any]
-    settings: WalkSettings
-    view: View
-    tok: Tokenizer
-    #: Said in the report (:meth:`note`).
-    notes: tuple[str, ...] = field(default=(), init=False)
-
-    def __post_init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        """No decision made yet (a policy that chooses again, as ``passages`` does, starts here)."""
-        self.header_cost = 0
-        self.kept: list[Kept] = []
-        self.entries: list[TraceRecord] = []
-        self.tail_reason: Reason | None = None
-        self.reasons: dict[str, int] = {}
-        self.used = 0
-        self.lane_used: dict[LaneKind | Provenance, int] = {}
-        self.full: set[LaneKind | Provenance] = set()
-        self.seen: KeptTexts[Kept] = KeptTexts()
-        self.scope_order: dict[str, Scope] = {}
-        self.floor_applied = False
-        self.dropped_sizes: dict[int, int] = {}  # rank -> characters, for drops by size
-
-    def lane_keys(self, c: Candidate) -> list[LaneKind | Provenance]:
-        """The lanes with a budget that ``c`` spends: its lane, its provenance."""
-        budgets = self.settings.lane_budgets
-        return [k for k in (c.lane, c.provenance) if k in budgets] if budgets else []
-
-    def lane_left(self, key: LaneKind | Provenance) -> int:
-        return self.settings.lane_budgets[key] - self.lane_used.get(key, 0)
-
-    def twin(self, c: Candidate) -> Kept | None:
-        """The kept item identical to ``c`` (its content and scopes), if any."""
-        return self.seen.find(c)
-
-    def keep(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], names: tuple[str, ...], text: str,
-             cost: int, header: int, cut: CutResult | None, uri: str | None, replace: bool = False,
-             kept_spans: tuple[tuple[int, int], ...] | None = None) -> None:
-        """Keep ``c`` at ``rank``, showing ``text`` for ``cost`` tokens (and ``header`` more for
-        the scopes it adds); ``kept_spans`` when they are not the cut's own (pieces of a document)."""
-        for scope in scopes:
-            if scope.name != PRIVATE:
-                self.scope_order.setdefault(scope.name, scope)
-        self.header_cost += header
-        kept = Kept(rank, c, text, cost, scopes, names, uri, cut)
-        self.kept.append(kept)
-        self.used += cost + header
-        if self.settings.lane_budgets:
-            for key in self.lane_keys(c):
-                self.lane_used[key] = self.lane_used.get(key, 0) + cost
-        if self.settings.dedupe:
-            self.seen.add(c, kept)
-        entry = self.entry(rank, c, Outcome.SELECTED, None, cost, cut)
-        if kept_spans is not None:
-            entry = entry._replace(kept_spans=kept_spans)
-        if replace:
-            self.entries[rank] = entry
-        else:
-            self.entries.append(entry)
-
-    def drop(self, rank: int, c: Candidate, reason: Reason, outcome: Outcome = Outcome.DROPPED,
-             tokens: int | None = None) -> bool:
-        """Record ``c`` as not kept, and why; True (the walk goes on)."""
-        if reason in _SIZE_REASONS:
-            self.dropped_sizes[rank] = len(c.text)
-        self.count_reason(reason, 1)
-        self.entries.append(self.entry(rank, c, outcome, reason, tokens, None))
-        return True
-
-    def drop_twin(self, rank: int, c: Candidate) -> bool:
-        """Drop ``c`` as identical to a kept item, which then stands for it: its citation joins
-        the kept item's, in the evidence and in this entry of the trace."""
-        twin = self.twin(c)
-        assert twin is not None
-        citation = resource_of(c, self.settings)
-        # Appended in place: a copy per duplicate made n identical candidates cost O(n^2).
-        if twin.twins is None:
-            twin.twins = []
-        twin.twins.append(citation)
-        twin.made = None
-        self.count_reason(Reason.DUPLICATE, 1)
-        # entry()'s record of a drop, made at once with its twin and citation (a duplicate is
-        # dropped once per copy: a million copies are a million of these).
-        self.entries.append(
-            TraceRecord(
-                rank,
-                Outcome.DROPPED,
-                Reason.DUPLICATE,
-                c.lane,
-                c.score,
-                None,
-                None,
-                (),
-                c.text[:_PREVIEW_CHARS],
-                twin.rank,
-                citation,
-            )
-        )
-        return True
-
-    def merge(self, rank: int, c: Candidate, into: int, kept_spans: tuple[tuple[int, int], ...]) -> None:
-        """Record ``c`` as shown inside the item kept at rank ``into`` (a piece of its document)."""
-        self.count_reason(Reason.MERGED, 1)
-        record = self.entry(rank, c, Outcome.DROPPED, Reason.MERGED, None, None)
-        self.entries.append(record._replace(cut="passages", kept_spans=kept_spans, merged_into=into))
-
-    def end(self, rank: int, c: Candidate, reason: Reason, tokens: int | None = None) -> bool:
-        """Drop ``c`` and end the walk: everything after it is the tail, for ``reason``; False."""
-        self.drop(rank, c, reason, tokens=tokens)
-        return self.stop(reason)
-
-    def stop(self, reason: Reason) -> bool:
-        """End the walk after what was just decided: everything after it is the tail, for
-        ``reason``; False."""
-        self.tail_reason = reason
-        return False
-
-    def note(self, text: str) -> None:
-        """Say ``text`` in the report's notes (a policy that packed as another, pieces set apart)."""
-        self.notes = (*self.notes, text)
-
-    def close_lanes(self, c: Candidate, cost: int) -> None:
-        """``c``'s lanes that cannot hold ``cost`` more are full: later items in them are dropped."""
-        self.full.update(k for k in self.lane_keys(c) if self.lane_left(k) < cost)
-
-    def count_reason(self, reason: Reason | None, delta: int) -> None:
-        if reason is not None:
-            self.reasons[reason.value] = self.reasons.get(reason.value, 0) + delta
-            if not self.reasons[reason.value]:
-                del self.reasons[reason.value]
-
-    @staticmethod
-    def entry(rank: int, c: Candidate, outcome: Outcome, reason: Reason | None, tokens: int | None,
-              cut: CutResult | None) -> TraceRecord:
-        if outcome is Outcome.WITHHELD:
-            # Whoever reads the trace may not read the item: its rank and why, nothing of it.
-            return TraceRecord(rank, outcome, reason, None, None, None, None, (), "")
-        preview = c.text[:_PREVIEW_CHARS]
-        if cut is None:
-            return TraceRecord(rank, outcome, reason, c.lane, c.score, tokens, None, (), preview)
-        return TraceRecord(rank, outcome, reason, c.lane, c.score, tokens, cut.kind, cut.spans, preview)
-
-    def give_back_last(self) -> None:
-        """Drop the last kept item after the block it ends came out over budget."""
-        last = self.kept.pop()
-        self.entries[last.rank] = self.entries[last.rank]._replace(
-            outcome=Outcome.DROPPED, reason=Reason.OVER_BUDGET, cut=None, kept_spans=()
-        )
-        self.count_reason(Reason.OVER_BUDGET, 1)
-        self.used -= last.cost
-        self.scope_order = {}
-        for kept in self.kept:
-            for scope in kept.scopes:
-                if scope.name != PRIVATE:
-                    self.scope_order.setdefault(scope.name, scope)
-        header = self.view.header(self.scope_order.values()) if self.kept else 0
-        self.used += header - self.header_cost
-        self.header_cost = header
-
-    def evidence(self) -> list[Evidence]:
-        if not self.view.renders_items:
-            for k in self.kept:
-                if k.made is None:
-                    k.uri = resource_of(k.candidate, self.settings)
-        return [k.evidence() for k in self.kept]
-
-    def shared_scopes(self) -> list[Scope]:
-        return list(self.scope_order.values())
+    uri: str | None
+    kept_spans: tuple[tuple[int, int], ...] | None = None
+    provisional: bool = False
 
 
 @dataclass(eq=False, repr=False)
 class Ledger(Tally):
-    """The ledger a policy is handed: the record (:class:`Tally`), each candidate read and gated
-    (scopes first), what an item looks like and what room it has, and the floor. ``cutter`` cuts
-    an item to its room (by focus on the query, or by head)."""
+    """The ledger of one walk: the record (:class:`Tally`), each candidate read and gated (scopes
+    first), what an item looks like and what room it has, the door every decision goes through
+    (:meth:`apply`), and the floor. ``cutter`` cuts an item to its room (by focus on the query,
+    or by head). A policy never holds it: it is handed a read-only
+    :class:`~recallpack.packing.decisions.PolicyView`."""
 
     cutter: Cutter | None = None
     #: How the call reads its query and texts, chosen once (:class:`.CallReading`).
@@ -314,31 +82,47 @@ class Ledger(Tally):
         self.resources: dict[int, tuple[Candidate, str | None]] = {}
         self.looks: dict[int, tuple[tuple[Scope, ...], tuple[str, ...], str | None]] = {}
         self.frames: dict[tuple[Provenance, tuple[str, ...], str | None], int] = {}
+        #: Each candidate read, by rank: read once a call, whoever asks (a choice made again too).
+        self._reads: dict[int, Candidate] = {}
+
+    def reset(self) -> None:
+        super().reset()
+        #: The last candidate gated, and the state it was gated in (what was decided and kept): a
+        #: policy that looks at a candidate, then decides it, has it gated once.
+        self._looked: tuple[int, int, int, Candidate, _Gate] | None = None
+        #: Whether the ledger itself ended the walk (the item cap was reached): the walk then stops
+        #: asking the policy for decisions, and a late one is ignored, not an error.
+        self.ended_by_ledger = False
 
     def read(self, rank: int) -> Candidate:
         """Candidate ``rank``, validated; for a withheld one, the stand-in of why. Its scopes are
         read first and alone: a withheld item is never validated, looked at again or named."""
         item = self.candidates[rank]
         reason = withheld(item, self.settings.reader)
-        return coerce_candidate(item, rank) if reason is None else _STAND_INS[reason]
+        return coerce_candidate(item, rank) if reason is None else STAND_INS[reason]
 
-    def admit(self, rank: int) -> Candidate | None:
-        """Candidate ``rank`` read (:meth:`read`) and gated (:meth:`gate`): the candidate when it
-        can be shown; else None, with why recorded (a duplicate joins its kept twin's citations)."""
-        c = self.read(rank)
+    def _gated(self, rank: int) -> tuple[Candidate, _Gate]:
+        """Candidate ``rank`` read (:meth:`read`) and gated (:meth:`gate`) in the present state."""
+        looked = self._looked
+        entries, kept = len(self.entries), len(self.kept)
+        if looked is not None and looked[0] == rank and looked[1] == entries and looked[2] == kept:
+            return looked[3], looked[4]
+        c = self._reads.get(rank)
+        if c is None:
+            c = self._reads[rank] = self.read(rank)
         gate = self.gate(c)
-        if gate is None:
-            return c
-        if gate[0] is Reason.DUPLICATE:
-            self.drop_twin(rank, c)
-        else:
-            self.drop(rank, c, gate[0], gate[1])
-        return None
+        self._looked = (rank, entries, kept, c, gate)
+        return c, gate
+
+    def shown(self, rank: int) -> Candidate | None:
+        """Candidate ``rank`` if the gate shows it now, else None; nothing is recorded."""
+        c, gate = self._gated(rank)
+        return c if gate is None else None
 
     def gate(self, c: Candidate) -> tuple[Reason, Outcome] | None:
         """Why ``c`` (as :meth:`read` gives it) cannot be shown at all, whatever the room; None
         when it can."""
-        reason = _WITHHELD_BY.get(id(c))
+        reason = WITHHELD_BY.get(id(c))
         if reason is not None:  # first: nothing else of a withheld item is looked at
             return reason, Outcome.WITHHELD
         if c.modality != "text":
@@ -405,6 +189,183 @@ class Ledger(Tally):
             cost = self.frames[key] = self.view.item(self, c, names, "", uri, None)
         return cost
 
+    # -- the door -------------------------------------------------------------------------------
+
+    def apply(self, decision: object, priced: Priced | None = None) -> bool:
+        """Apply one decision, checked (see the module's docstring); True when it kept the
+        candidate. ``priced``: a keep recallpack's own policies priced with the view already."""
+        kind = type(decision)
+        if kind not in DECISIONS:
+            raise self.broken("decision", f"{decision!r:.80} is not a decision: yield Keep, Cut, Drop, Merge or End")
+        if self.tail_reason is not None:
+            if self.ended_by_ledger:
+                return False  # the item cap ended it: what the policy still asks is not done
+            raise self.broken("end", f"{kind.__name__} came after the walk ended: decide nothing after End")
+        if kind is End:
+            return self._apply_end(decision)  # type: ignore[arg-type]
+        rank = self.check_rank(decision.rank, kind.__name__)  # type: ignore[union-attr]
+        self._catch_up(rank)
+        c, gate = self._gated(rank)
+        if gate is not None:  # whatever the policy asked, the gate's reason is recorded
+            self._record_gate(rank, c, gate)
+            return False
+        if kind is Drop:
+            reason = self._policy_reason(decision.reason, rank)  # type: ignore[union-attr]
+            self._drop(rank, c, reason, tokens=self._tokens(decision.tokens, rank))  # type: ignore[union-attr]
+            return False
+        if kind is Merge:
+            return self._apply_merge(rank, c, decision)  # type: ignore[arg-type]
+        cap = self.settings.max_items
+        if cap is not None and len(self.kept) >= cap:
+            self.ended_by_ledger = True
+            return self._end(rank, c, Reason.OVER_ITEM_CAP)
+        if kind is Cut:
+            return self._apply_cut(rank, c, decision.room, record=True)  # type: ignore[union-attr]
+        return self._apply_keep(rank, c, decision.excerpt, priced)  # type: ignore[union-attr]
+
+    def finish(self) -> None:
+        """After a policy's choice: every candidate is decided, or the walk ended. Candidates the
+        gate stops are recorded; one it shows that was never decided breaks the rule of End."""
+        if self.tail_reason is None:
+            self._catch_up(len(self.candidates), "end")
+
+    def broken(self, rule: str, said: str, rank: int | None = None) -> PolicyError:
+        policy = self.settings.policy
+        where = "" if rank is None else f" (candidate {rank})"
+        return PolicyError(
+            f"policy {policy!r} broke the rule of {rule}{where}: {said}", rule=rule, policy=policy, index=rank
+        )
+
+    def check_rank(self, rank: object, what: str) -> int:
+        if type(rank) is not int or not 0 <= rank < len(self.candidates):
+            said = f"{what}'s rank={rank!r:.40} is not a candidate's rank (0 to {len(self.candidates) - 1})"
+            raise self.broken("rank", said)
+        return rank
+
+    def check_text(self, text: object, rank: int) -> str:
+        if not isinstance(text, str):
+            raise self.broken("text", f"text is {type(text).__name__}, not a str", rank)
+        return text
+
+    def price(self, rank: int, c: Candidate, text: str) -> int:
+        """What ``c`` costs showing ``text``, with what its scopes add to the header."""
+        scopes = self.scopes_of(c)
+        header = self.view.header_delta(self, scopes)
+        return header + self.view.item(self, c, self.names(scopes), text, self.uri(c), None)
+
+    def _catch_up(self, rank: int, rule: str = "rank order") -> None:
+        """Record the gate's reason for each undecided candidate before ``rank``; one the gate
+        shows was skipped, and one already decided is decided again: both break a rule."""
+        decided = len(self.entries)
+        if rank < decided:
+            raise self.broken(rule, "decided twice, or out of rank order: decide each candidate once, in order", rank)
+        for skipped in range(decided, rank):
+            c, gate = self._gated(skipped)
+            if gate is None:
+                said = "never decided: decide every candidate the gate shows, in rank order, or End the walk"
+                raise self.broken(rule, said, skipped)
+            self._record_gate(skipped, c, gate)
+
+    def _record_gate(self, rank: int, c: Candidate, gate: tuple[Reason, Outcome]) -> None:
+        if gate[0] is Reason.DUPLICATE:
+            self._drop_twin(rank, c)  # its citation joins its kept twin's
+        else:
+            self._drop(rank, c, gate[0], gate[1])
+
+    def _policy_reason(self, reason: object, rank: int | None) -> Reason:
+        if not isinstance(reason, Reason) or reason in _NOT_A_POLICYS:
+            said = f"reason={reason!r:.40} is not a policy's: the gate gives withheld ones, Merge gives merged"
+            raise self.broken("reason", said, rank)
+        return reason
+
+    def _tokens(self, tokens: object, rank: int | None) -> int | None:
+        if tokens is not None and type(tokens) is not int:
+            raise self.broken("tokens", f"tokens={tokens!r:.40} is not a count (an int)", rank)
+        return tokens
+
+    def _apply_end(self, decision: End) -> bool:
+        reason = self._policy_reason(decision.reason, decision.rank)
+        if decision.rank is None:
+            return self._stop(reason)
+        rank = self.check_rank(decision.rank, "End")
+        tokens = self._tokens(decision.tokens, rank)
+        self._catch_up(rank)
+        c, gate = self._gated(rank)
+        if gate is not None:
+            self._record_gate(rank, c, gate)
+            return self._stop(reason)
+        return self._end(rank, c, reason, tokens)
+
+    def _apply_merge(self, rank: int, c: Candidate, decision: Merge) -> bool:
+        into = decision.into
+        if type(into) is not int or not any(k.rank == into for k in self.kept):
+            raise self.broken("merge", f"into={into!r:.40} is not the rank of a kept item", rank)
+        self._merge(rank, c, into, self._spans(decision.spans, rank))
+        return False
+
+    def _spans(self, spans: object, rank: int) -> tuple[tuple[int, int], ...]:
+        if isinstance(spans, tuple) and all(
+            isinstance(s, tuple) and len(s) == 2 and all(type(x) is int and x >= 0 for x in s) for s in spans
+        ):
+            return spans
+        raise self.broken("spans", f"spans={spans!r:.60} is not a tuple of (start, end) offsets", rank)
+
+    def _apply_cut(self, rank: int, c: Candidate, room: object, record: bool) -> bool:
+        if room is not None and (type(room) is not int or room <= 0):
+            raise self.broken("cut", f"room={room!r:.40} is not a number of tokens (an int, 1 or more)", rank)
+        scopes = self.scopes_of(c)
+        header = self.view.header_delta(self, scopes)
+        *_, limit = self.limits(c, header)
+        if limit is None and room is None:  # nothing bounds it: kept whole
+            return self._apply_keep(rank, c, None, None)
+        target = room if limit is None else limit if room is None else min(room, limit)
+        if target > 0 and self._keep_cut(rank, c, scopes, header, target):
+            return True
+        if record:
+            self._drop(rank, c, Reason.OVER_BUDGET)
+        return False
+
+    def _apply_keep(self, rank: int, c: Candidate, excerpt: object, priced: Priced | None) -> bool:
+        if priced is None:
+            scopes = self.scopes_of(c)
+            names, uri = self.names(scopes), self.uri(c)
+            cut = None if excerpt is None else self._excerpt(excerpt, rank)
+            text = c.text if cut is None else cut.text
+            header = self.view.header_delta(self, scopes)
+            room, lane_room, limit = self.limits(c, header)
+            cost = self.view.item(self, c, names, text, uri, limit)
+            spans = None
+        else:
+            scopes, names, text, cost, header, cut, uri, spans, provisional = priced
+            room, lane_room, _ = self.limits(c, header)
+            if provisional:
+                room = None
+        if lane_room is not None and cost > lane_room:  # its lane is spent: later items in it are dropped
+            self._close_lanes(c, cost)
+            self._drop(rank, c, Reason.OVER_LANE_BUDGET, tokens=cost)
+            return False
+        if room is not None and cost > room:
+            self._drop(rank, c, Reason.OVER_BUDGET, tokens=cost)
+            return False
+        self._keep(rank, c, scopes, names, text, cost, header, cut, uri, kept_spans=spans)
+        return True
+
+    def apply_cut_quietly(self, rank: int, room: object) -> bool:
+        """A cut as the old ``keep_cut`` made it: nothing recorded when no cut fits."""
+        self._catch_up(rank)
+        c, gate = self._gated(rank)
+        if gate is not None:
+            self._record_gate(rank, c, gate)
+            return False
+        return self._apply_cut(rank, c, room, record=False)
+
+    def _excerpt(self, excerpt: object, rank: int) -> CutResult:
+        text = self.check_text(getattr(excerpt, "text", None), rank)
+        kind = getattr(excerpt, "kind", None)
+        if not isinstance(kind, str):
+            raise self.broken("excerpt", f"the excerpt's kind is {type(kind).__name__}, not a str", rank)
+        return Excerpt(text, self._spans(getattr(excerpt, "spans", None), rank), cast(CutKind, kind))
+
     def floor_if_empty(self) -> None:
         """Nothing kept, with the floor on: keep the top readable match, cut to its room; a
         later one only if an earlier cannot be cut at all (its lane has no room), so merit
@@ -428,27 +389,28 @@ class Ledger(Tally):
             return False
         old = self.entries[rank]
         self.count_reason(old.reason, -1)
-        if self.keep_cut(rank, c, scopes, header, limit, replace=True):
+        if self._keep_cut(rank, c, scopes, header, limit, replace=True):
             self.floor_applied = True
             del self.dropped_sizes[rank]
             return True
         self.count_reason(old.reason, 1)
         return False
 
-    def keep_cut(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], header: int, room: int,
-                 replace: bool = False) -> bool:
+    def _keep_cut(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], header: int, room: int,
+                  replace: bool = False) -> bool:
         """Keep ``c`` cut to ``room`` tokens as its item renders; False when no cut fits."""
         names, uri = self.names(scopes), self.uri(c)
         # What the cut text costs rendered in its item: the view's own price, handed down.
         measure = functools.partial(self.view.item, self, c, names, uri=uri, limit=room)
-        assert self.cutter is not None, "a ledger that cuts is given a cutter"
+        if self.cutter is None:  # a ledger made without one cuts nothing
+            return False
         cut = self.cutter(c.text, max_tokens=room, measure=measure)
         if cut is None:
             return False
         cost = measure(cut.text)
         if cost > room:  # a cutter's promise, checked: the budget never rests on it alone
             return False
-        self.keep(rank, c, scopes, names, cut.text, cost, header, cut, uri, replace=replace)
+        self._keep(rank, c, scopes, names, cut.text, cost, header, cut, uri, replace=replace)
         return True
 
     def recut_last(self, excess: int) -> bool:
@@ -462,7 +424,7 @@ class Ledger(Tally):
         scopes = self.scopes_of(c)
         header = self.view.header_delta(self, scopes)
         room = last.cost - excess
-        if room > 0 and self.keep_cut(last.rank, c, scopes, header, room, replace=True):
+        if room > 0 and self._keep_cut(last.rank, c, scopes, header, room, replace=True):
             self.kept[-1].twins = last.twins  # it still stands for the same duplicates
             return True
         self.count_reason(Reason.OVER_BUDGET, 1)

@@ -36,8 +36,9 @@ from collections.abc import Sequence
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.cuts import Cut
 from recallpack.packing.documents import Document, Piece, documents_of
+from recallpack.packing.decisions import Drop, End, Keep, Merge, PolicyView
 from recallpack.packing.embedding import EmbedFn
-from recallpack.packing.ledger import Counted, Ledger
+from recallpack.packing.ledger import Counted, Ledger, Priced
 from recallpack.packing.render import MarkdownBlock, View
 from recallpack.packing.result import Outcome, Reason
 from recallpack.packing.scoring import NEIGHBOR_SHARE, RANK_PRIOR, UNIT_CHARS
@@ -100,10 +101,13 @@ class Passages:
     summary = "with a query: the passages that best answer it, across every item"
     needs_query = True
 
-    def choose(self, ledger: Ledger, query: str | None, embed: EmbedFn | None) -> Counted:
+    def choose(self, view: PolicyView, query: str | None, embed: EmbedFn | None) -> Counted:
         """Choose, then correct the choice with the exact count of what the model is shown until
         it holds: give back what is over, fill what is still free; the last count and block."""
-        assert query, "the walk hands passages only a call with a query"
+        # recallpack's own: it applies each decision through the ledger's door as it makes it.
+        ledger = view._ledger
+        if not query:  # the walk hands passages only a call with a query
+            raise ledger.broken("the query", "passages needs the call's query")
         choice = PassagesChoice(ledger, query, embed)
         choice.run()
         view, max_tokens = ledger.view, ledger.settings.max_tokens
@@ -214,36 +218,35 @@ class PassagesChoice:
             c = self.coerced[rank]
             gate = self.gates.get(rank)
             if gate is not None:
-                if gate[0] is Reason.DUPLICATE and ledger.twin(c) is not None:
-                    ledger.drop_twin(rank, c)  # the kept twin stands for it, citation and all
-                else:
-                    ledger.drop(rank, c, gate[0], gate[1])
+                # The door gates it again: a duplicate of a kept item joins its citations, one of
+                # an item only shown is dropped as a duplicate, the others keep the gate's reason.
+                ledger.apply(Drop(rank, Reason.DUPLICATE))
                 continue
             d = lead_of[rank]
             doc = self.documents[d]
             if doc.lead.rank != rank:
                 if d in kept_spans:
                     shown_spans = kept_spans[d] or [(0, len(doc.text))]
-                    ledger.merge(rank, c, doc.lead.rank, doc.piece_spans(rank, shown_spans))
+                    ledger.apply(Merge(rank, doc.lead.rank, doc.piece_spans(rank, shown_spans)))
                 else:
-                    ledger.drop(rank, c, over)
+                    ledger.apply(Drop(rank, over))
                 continue
             spans: list[tuple[int, int]] | None = None
             if whole:
                 if not self._keep_document(rank, doc, None, fit=True):
                     return False
             else:
-                assert self.selection is not None
-                if not self.selection.cuts[d].kept:
-                    ledger.drop(rank, c, over)
+                if self.selection is None or not self.selection.cuts[d].kept:
+                    ledger.apply(Drop(rank, over))
                     continue
                 spans = self.selection.kept_spans(d)
-                self._keep_document(rank, doc, spans)
+                if not self._keep_document(rank, doc, spans):
+                    continue  # the door refused it (a lane's budget): its pieces are not merged into it
             kept_spans[d] = spans
         if len(self.coerced) < len(ledger.candidates):
             # The candidates past the reach are the tail, never read: with the item cap full, none
             # could have been kept anyway; else nothing is known of whether they would have fitted.
-            ledger.stop(over if over is Reason.OVER_ITEM_CAP else Reason.NOT_REACHED)
+            ledger.apply(End(over if over is Reason.OVER_ITEM_CAP else Reason.NOT_REACHED))
         return True
 
     def _keep_document(
@@ -275,8 +278,9 @@ class PassagesChoice:
         whole = [(0, len(doc.text))]
         cut = None if spans is None and not merged else Cut(text, tuple(spans or whole), "passages")
         kept_spans = None if cut is None else doc.piece_spans(rank, spans or whole)
-        ledger.keep(rank, c, scopes, names, text, cost, header, cut, uri, kept_spans=kept_spans)
-        return True
+        # Not yet over the total: a choice is corrected with the exact count (refit), and the walk's fit.
+        priced = Priced(scopes, names, text, cost, header, cut, uri, kept_spans, provisional=not fit)
+        return ledger.apply(Keep(rank), priced)
 
     def refit(self, used: int, max_tokens: int | None) -> bool:
         """Correct the choice with ``used``, the block's exact count: give back what is over,
