@@ -160,7 +160,7 @@ def test_an_installed_policy_is_a_choice_of_recallpack_serve(half_budget_install
     [
         ("raise ImportError('needs numpy 9')", "toy_broken:Policy", "broken", "loading it raised ImportError: needs numpy 9"),
         ("class Policy:\n    summary, needs_query, choose = 'x', False, 5\n", "toy_broken:Policy", "broken",
-         "choose(ledger, query, embed) is not a method"),
+         "choose(view, query, embed) is not a method"),
         ("class Policy:\n    summary, needs_query = 3, 'yes'\n    def choose(self, l, q, e): return None\n",
          "toy_broken:Policy", "broken", "its summary is not a str; its needs_query is not a bool"),
         ("from recallpack.packing.in_order import Skip as Policy\n", "toy_broken:Policy", "prefix", "is built in"),

@@ -112,7 +112,7 @@ class PolicyView:
         """Candidate ``rank`` as the gate shows it, or None when it cannot be shown (withheld by
         its scopes, empty, not text, a duplicate of a kept item, in a full lane): then nothing of
         it is given, and whatever is decided of it the gate's reason is what is recorded."""
-        return self._ledger.shown(self._ledger.check_rank(rank, "candidate"))
+        return self._ledger.shown(self._ledger.door.check_rank(rank, "candidate"))
 
     @property
     def decided(self) -> int:
@@ -146,7 +146,7 @@ class PolicyView:
         """The tokens candidate ``rank`` may take (its scopes' header included): the tighter of the
         total and its lanes; None when nothing bounds it, or it cannot be shown."""
         ledger = self._ledger
-        c = ledger.shown(ledger.check_rank(rank, "room"))
+        c = ledger.shown(ledger.door.check_rank(rank, "room"))
         if c is None:
             return None
         scopes = ledger.scopes_of(c)
@@ -156,10 +156,10 @@ class PolicyView:
         """What candidate ``rank`` costs kept (showing ``text``, or all of it), its scopes' header
         included, as the model is shown it; None when it cannot be shown."""
         ledger = self._ledger
-        c = ledger.shown(ledger.check_rank(rank, "measure"))
+        c = ledger.shown(ledger.door.check_rank(rank, "measure"))
         if c is None:
             return None
-        return ledger.price(rank, c, c.text if text is None else ledger.check_text(text, rank))
+        return ledger.door.price(rank, c, c.text if text is None else ledger.door.check_text(text, rank))
 
     def __getattr__(self, name: str) -> Any:
         # A policy written for the ledger itself: its names keep working one release, warned.

@@ -14,8 +14,9 @@ from typing import NamedTuple
 
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.decisions import Drop, End, Keep, PolicyView
+from recallpack.packing.door import Priced
 from recallpack.packing.embedding import EmbedFn
-from recallpack.packing.ledger import Ledger, Priced
+from recallpack.packing.ledger import Ledger
 from recallpack.packing.result import Reason
 from recallpack.packing.scopes import Scope
 
@@ -47,7 +48,7 @@ class Prefix:
         for rank in range(len(ledger.candidates)):
             c = ledger.shown(rank)
             if c is None:
-                ledger.apply(Drop(rank))  # the gate's reason is what is recorded
+                ledger.door.apply(Drop(rank))  # the gate's reason is what is recorded
             elif not self.step(ledger, rank, c):
                 break
         ledger.floor_if_empty()
@@ -57,20 +58,20 @@ class Prefix:
         after it is the tail)."""
         max_items = ledger.settings.max_items
         if max_items is not None and len(ledger.kept) >= max_items:
-            return ledger.apply(End(Reason.OVER_ITEM_CAP, rank))
+            return ledger.door.apply(End(Reason.OVER_ITEM_CAP, rank))
         scopes = ledger.scopes_of(c)
         header = ledger.view.header_delta(ledger, scopes)
         room, lane_room, limit = ledger.limits(c, header)
         uri, names = ledger.uri(c), ledger.names(scopes)
         cost = ledger.view.item(ledger, c, names, c.text, uri, limit)
         if room is None or cost <= room:  # kept, or refused by its lane alone (the other lanes go on)
-            ledger.apply(Keep(rank), Priced(scopes, names, c.text, cost, header, None, uri))
+            ledger.door.apply(Keep(rank), Priced(scopes, names, c.text, cost, header, None, uri))
             return True
         return self.over_budget(ledger, Over(rank, c, scopes, header, room, lane_room, cost))
 
     def over_budget(self, ledger: Ledger, over: Over) -> bool:
         """What becomes of an item that costs more than the room left: here, the walk ends."""
-        return ledger.apply(End(Reason.OVER_BUDGET, over.rank, over.cost))
+        return ledger.door.apply(End(Reason.OVER_BUDGET, over.rank, over.cost))
 
 
 class Skip(Prefix):
@@ -80,9 +81,9 @@ class Skip(Prefix):
 
     def over_budget(self, ledger: Ledger, over: Over) -> bool:
         if over.room > 0:
-            ledger.apply(Drop(over.rank, Reason.OVER_BUDGET, over.cost))
+            ledger.door.apply(Drop(over.rank, Reason.OVER_BUDGET, over.cost))
             return True
-        return ledger.apply(End(Reason.OVER_BUDGET, over.rank, over.cost))  # nothing more can fit
+        return ledger.door.apply(End(Reason.OVER_BUDGET, over.rank, over.cost))  # nothing more can fit
 
 
 class Truncate(Prefix):
@@ -95,6 +96,6 @@ class Truncate(Prefix):
         room, lane_room = over.room, over.lane_room
         # A cut is made to the global room only; an item its own lane cannot hold is not cut.
         cuttable = room > 0 and (lane_room is None or lane_room >= room)
-        if cuttable and ledger.apply_cut_quietly(over.rank, room):
-            return ledger.apply(End(Reason.OVER_BUDGET))
-        return ledger.apply(End(Reason.OVER_BUDGET, over.rank, over.cost))
+        if cuttable and ledger.door.apply_cut_quietly(over.rank, room):
+            return ledger.door.apply(End(Reason.OVER_BUDGET))
+        return ledger.door.apply(End(Reason.OVER_BUDGET, over.rank, over.cost))

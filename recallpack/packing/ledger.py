@@ -1,8 +1,8 @@
-"""The ledger of one walk: its record (:class:`~recallpack.packing.tally.Tally`), what is left of
-each budget, the gate, the one door every decision goes through, and the floor.
+"""The ledger of one walk: its record (:class:`Tally`), what is left of each budget, the gate, and
+the floor. Only its door (:mod:`recallpack.packing.door`) records a policy's decisions.
 
 A policy (:mod:`recallpack.packing.policies`) decides (:mod:`recallpack.packing.decisions`); the
-ledger applies each decision through :meth:`Ledger.apply`, which checks it first: in rank order and
+door (:meth:`~recallpack.packing.door.Door.apply`) applies each decision, checked first: in rank order and
 once per candidate, gated before anything of the candidate is read (scopes first, and whatever the
 policy asked, the gate's reason is what is recorded for a candidate it stops), priced by the view,
 and held to ``max_items``, every lane's budget and the total. A decision that breaks a rule is a
@@ -14,19 +14,15 @@ whole, the floor keeps the top match that passed the gate, cut to the room. The 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-from typing import NamedTuple, cast
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from recallpack.packing.analysis import CallReading
-from recallpack.packing.candidate import Candidate, Provenance, coerce_candidate, item_scopes
+from recallpack.packing.candidate import Candidate, LaneKind, Provenance, coerce_candidate
 from recallpack.packing.citations import resource_of
-from recallpack.packing.cuts import Cut as Excerpt
-from recallpack.packing.cuts import CutKind
-from recallpack.packing.decisions import DECISIONS, Cut, Drop, End, Keep, Merge
-from recallpack.packing.errors import PolicyError
-from recallpack.packing.result import Outcome, Reason
-from recallpack.packing.scopes import Reader, Scope
-from recallpack.packing.tally import (
+from recallpack.packing.door import Door
+from recallpack.packing.records import (
     STAND_INS,
     WITHHELD_BY,
     WITHHELD_REASONS,
@@ -35,34 +31,201 @@ from recallpack.packing.tally import (
     Cutter,
     Kept,
     Measure,
-    Tally,
     WalkSettings,
+    withheld,
 )
+from recallpack.packing.render import View
+from recallpack.packing.result import Evidence, Outcome, Reason, TraceRecord
+from recallpack.packing.scopes import PRIVATE, Scope
+from recallpack.packing.tokenizers import Tokenizer
+from recallpack.packing.twins import KeptTexts
 
 __all__ = [
-    "Ledger", "Tally", "Kept", "WalkSettings", "CutResult", "Cutter", "Counted", "Measure", "Priced",
+    "Ledger", "Tally", "Kept", "WalkSettings", "CutResult", "Cutter", "Counted", "Measure",
     "withheld", "WITHHELD_REASONS",
 ]
 
-#: Reasons a policy may not give: the gate's own (it records them) and a merge's (Merge says it).
-_NOT_A_POLICYS = frozenset((*WITHHELD_REASONS, Reason.MERGED))
+_PREVIEW_CHARS = 60
+_SIZE_REASONS = (Reason.OVER_BUDGET, Reason.OVER_LANE_BUDGET)
 _Gate = tuple[Reason, Outcome] | None
 
 
-class Priced(NamedTuple):
-    """A keep recallpack's own policies priced with the view already: what the door would work
-    out again (``provisional``: it may be over the total for now; the policy's own correction and
-    the walk's exact fit take it back, as ``passages`` does)."""
+@dataclass(eq=False, repr=False)  # a ledger is one call's: compared and hashed by identity
+class Tally:
+    """What one walk has decided so far: kept items, trace entries, reason tallies, lane use, the
+    header's cost. Only these methods change them, and only the ledger's door calls them."""
 
-    scopes: tuple[Scope, ...]
-    names: tuple[str, ...]
-    text: str
-    cost: int
-    header: int
-    cut: CutResult | None
-    uri: str | None
-    kept_spans: tuple[tuple[int, int], ...] | None = None
-    provisional: bool = False
+    candidates: Sequence[Any]
+    settings: WalkSettings
+    view: View
+    tok: Tokenizer
+    #: Said in the report (:meth:`note`).
+    notes: tuple[str, ...] = field(default=(), init=False)
+
+    def __post_init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """No decision made yet (a policy that chooses again, as ``passages`` does, starts here)."""
+        self.header_cost = 0
+        self.kept: list[Kept] = []
+        self.entries: list[TraceRecord] = []
+        self.tail_reason: Reason | None = None
+        self.reasons: dict[str, int] = {}
+        self.used = 0
+        self.lane_used: dict[LaneKind | Provenance, int] = {}
+        self.full: set[LaneKind | Provenance] = set()
+        self.seen: KeptTexts[Kept] = KeptTexts()
+        self.scope_order: dict[str, Scope] = {}
+        self.floor_applied = False
+        self.dropped_sizes: dict[int, int] = {}  # rank -> characters, for drops by size
+
+    def lane_keys(self, c: Candidate) -> list[LaneKind | Provenance]:
+        """The lanes with a budget that ``c`` spends: its lane, its provenance."""
+        budgets = self.settings.lane_budgets
+        return [k for k in (c.lane, c.provenance) if k in budgets] if budgets else []
+
+    def lane_left(self, key: LaneKind | Provenance) -> int:
+        return self.settings.lane_budgets[key] - self.lane_used.get(key, 0)
+
+    def twin(self, c: Candidate) -> Kept | None:
+        """The kept item identical to ``c`` (its content and scopes), if any."""
+        return self.seen.find(c)
+
+    def _keep(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], names: tuple[str, ...], text: str,
+             cost: int, header: int, cut: CutResult | None, uri: str | None, replace: bool = False,
+             kept_spans: tuple[tuple[int, int], ...] | None = None) -> None:
+        """Keep ``c`` at ``rank``, showing ``text`` for ``cost`` tokens (and ``header`` more for
+        the scopes it adds); ``kept_spans`` when they are not the cut's own (pieces of a document)."""
+        for scope in scopes:
+            if scope.name != PRIVATE:
+                self.scope_order.setdefault(scope.name, scope)
+        self.header_cost += header
+        kept = Kept(rank, c, text, cost, scopes, names, uri, cut)
+        self.kept.append(kept)
+        self.used += cost + header
+        if self.settings.lane_budgets:
+            for key in self.lane_keys(c):
+                self.lane_used[key] = self.lane_used.get(key, 0) + cost
+        if self.settings.dedupe:
+            self.seen.add(c, kept)
+        entry = self.entry(rank, c, Outcome.SELECTED, None, cost, cut)
+        if kept_spans is not None:
+            entry = entry._replace(kept_spans=kept_spans)
+        if replace:
+            self.entries[rank] = entry
+        else:
+            self.entries.append(entry)
+
+    def _drop(self, rank: int, c: Candidate, reason: Reason, outcome: Outcome = Outcome.DROPPED,
+             tokens: int | None = None) -> bool:
+        """Record ``c`` as not kept, and why; True (the walk goes on)."""
+        if reason in _SIZE_REASONS:
+            self.dropped_sizes[rank] = len(c.text)
+        self.count_reason(reason, 1)
+        self.entries.append(self.entry(rank, c, outcome, reason, tokens, None))
+        return True
+
+    def _drop_twin(self, rank: int, c: Candidate) -> bool:
+        """Drop ``c`` as identical to a kept item, which then stands for it: its citation joins
+        the kept item's, in the evidence and in this entry of the trace."""
+        twin = self.twin(c)
+        if twin is None:  # no kept twin (any more): an ordinary drop, as a duplicate of what was shown
+            return self._drop(rank, c, Reason.DUPLICATE)
+        citation = resource_of(c, self.settings)
+        # Appended in place: a copy per duplicate made n identical candidates cost O(n^2).
+        if twin.twins is None:
+            twin.twins = []
+        twin.twins.append(citation)
+        twin.made = None
+        self.count_reason(Reason.DUPLICATE, 1)
+        # entry()'s record of a drop, made at once with its twin and citation (a duplicate is
+        # dropped once per copy: a million copies are a million of these).
+        self.entries.append(
+            TraceRecord(
+                rank,
+                Outcome.DROPPED,
+                Reason.DUPLICATE,
+                c.lane,
+                c.score,
+                None,
+                None,
+                (),
+                c.text[:_PREVIEW_CHARS],
+                twin.rank,
+                citation,
+            )
+        )
+        return True
+
+    def _merge(self, rank: int, c: Candidate, into: int, kept_spans: tuple[tuple[int, int], ...]) -> None:
+        """Record ``c`` as shown inside the item kept at rank ``into`` (a piece of its document)."""
+        self.count_reason(Reason.MERGED, 1)
+        record = self.entry(rank, c, Outcome.DROPPED, Reason.MERGED, None, None)
+        self.entries.append(record._replace(cut="passages", kept_spans=kept_spans, merged_into=into))
+
+    def _end(self, rank: int, c: Candidate, reason: Reason, tokens: int | None = None) -> bool:
+        """Drop ``c`` and end the walk: everything after it is the tail, for ``reason``; False."""
+        self._drop(rank, c, reason, tokens=tokens)
+        return self._stop(reason)
+
+    def _stop(self, reason: Reason) -> bool:
+        """End the walk after what was just decided: everything after it is the tail, for
+        ``reason``; False."""
+        self.tail_reason = reason
+        return False
+
+    def note(self, text: str) -> None:
+        """Say ``text`` in the report's notes (a policy that packed as another, pieces set apart)."""
+        self.notes = (*self.notes, text)
+
+    def _close_lanes(self, c: Candidate, cost: int) -> None:
+        """``c``'s lanes that cannot hold ``cost`` more are full: later items in them are dropped."""
+        self.full.update(k for k in self.lane_keys(c) if self.lane_left(k) < cost)
+
+    def count_reason(self, reason: Reason | None, delta: int) -> None:
+        if reason is not None:
+            self.reasons[reason.value] = self.reasons.get(reason.value, 0) + delta
+            if not self.reasons[reason.value]:
+                del self.reasons[reason.value]
+
+    @staticmethod
+    def entry(rank: int, c: Candidate, outcome: Outcome, reason: Reason | None, tokens: int | None,
+              cut: CutResult | None) -> TraceRecord:
+        if outcome is Outcome.WITHHELD:
+            # Whoever reads the trace may not read the item: its rank and why, nothing of it.
+            return TraceRecord(rank, outcome, reason, None, None, None, None, (), "")
+        preview = c.text[:_PREVIEW_CHARS]
+        if cut is None:
+            return TraceRecord(rank, outcome, reason, c.lane, c.score, tokens, None, (), preview)
+        return TraceRecord(rank, outcome, reason, c.lane, c.score, tokens, cut.kind, cut.spans, preview)
+
+    def give_back_last(self) -> None:
+        """Drop the last kept item after the block it ends came out over budget."""
+        last = self.kept.pop()
+        self.entries[last.rank] = self.entries[last.rank]._replace(
+            outcome=Outcome.DROPPED, reason=Reason.OVER_BUDGET, cut=None, kept_spans=()
+        )
+        self.count_reason(Reason.OVER_BUDGET, 1)
+        self.used -= last.cost
+        self.scope_order = {}
+        for kept in self.kept:
+            for scope in kept.scopes:
+                if scope.name != PRIVATE:
+                    self.scope_order.setdefault(scope.name, scope)
+        header = self.view.header(self.scope_order.values()) if self.kept else 0
+        self.used += header - self.header_cost
+        self.header_cost = header
+
+    def evidence(self) -> list[Evidence]:
+        if not self.view.renders_items:
+            for k in self.kept:
+                if k.made is None:
+                    k.uri = resource_of(k.candidate, self.settings)
+        return [k.evidence() for k in self.kept]
+
+    def shared_scopes(self) -> list[Scope]:
+        return list(self.scope_order.values())
 
 
 @dataclass(eq=False, repr=False)
@@ -82,6 +245,8 @@ class Ledger(Tally):
         self.resources: dict[int, tuple[Candidate, str | None]] = {}
         self.looks: dict[int, tuple[tuple[Scope, ...], tuple[str, ...], str | None]] = {}
         self.frames: dict[tuple[Provenance, tuple[str, ...], str | None], int] = {}
+        #: The door a policy's decisions go through.
+        self.door = Door(self)
         #: Each candidate read, by rank: read once a call, whoever asks (a choice made again too).
         self._reads: dict[int, Candidate] = {}
 
@@ -189,183 +354,6 @@ class Ledger(Tally):
             cost = self.frames[key] = self.view.item(self, c, names, "", uri, None)
         return cost
 
-    # -- the door -------------------------------------------------------------------------------
-
-    def apply(self, decision: object, priced: Priced | None = None) -> bool:
-        """Apply one decision, checked (see the module's docstring); True when it kept the
-        candidate. ``priced``: a keep recallpack's own policies priced with the view already."""
-        kind = type(decision)
-        if kind not in DECISIONS:
-            raise self.broken("decision", f"{decision!r:.80} is not a decision: yield Keep, Cut, Drop, Merge or End")
-        if self.tail_reason is not None:
-            if self.ended_by_ledger:
-                return False  # the item cap ended it: what the policy still asks is not done
-            raise self.broken("end", f"{kind.__name__} came after the walk ended: decide nothing after End")
-        if kind is End:
-            return self._apply_end(decision)  # type: ignore[arg-type]
-        rank = self.check_rank(decision.rank, kind.__name__)  # type: ignore[union-attr]
-        self._catch_up(rank)
-        c, gate = self._gated(rank)
-        if gate is not None:  # whatever the policy asked, the gate's reason is recorded
-            self._record_gate(rank, c, gate)
-            return False
-        if kind is Drop:
-            reason = self._policy_reason(decision.reason, rank)  # type: ignore[union-attr]
-            self._drop(rank, c, reason, tokens=self._tokens(decision.tokens, rank))  # type: ignore[union-attr]
-            return False
-        if kind is Merge:
-            return self._apply_merge(rank, c, decision)  # type: ignore[arg-type]
-        cap = self.settings.max_items
-        if cap is not None and len(self.kept) >= cap:
-            self.ended_by_ledger = True
-            return self._end(rank, c, Reason.OVER_ITEM_CAP)
-        if kind is Cut:
-            return self._apply_cut(rank, c, decision.room, record=True)  # type: ignore[union-attr]
-        return self._apply_keep(rank, c, decision.excerpt, priced)  # type: ignore[union-attr]
-
-    def finish(self) -> None:
-        """After a policy's choice: every candidate is decided, or the walk ended. Candidates the
-        gate stops are recorded; one it shows that was never decided breaks the rule of End."""
-        if self.tail_reason is None:
-            self._catch_up(len(self.candidates), "end")
-
-    def broken(self, rule: str, said: str, rank: int | None = None) -> PolicyError:
-        policy = self.settings.policy
-        where = "" if rank is None else f" (candidate {rank})"
-        return PolicyError(
-            f"policy {policy!r} broke the rule of {rule}{where}: {said}", rule=rule, policy=policy, index=rank
-        )
-
-    def check_rank(self, rank: object, what: str) -> int:
-        if type(rank) is not int or not 0 <= rank < len(self.candidates):
-            said = f"{what}'s rank={rank!r:.40} is not a candidate's rank (0 to {len(self.candidates) - 1})"
-            raise self.broken("rank", said)
-        return rank
-
-    def check_text(self, text: object, rank: int) -> str:
-        if not isinstance(text, str):
-            raise self.broken("text", f"text is {type(text).__name__}, not a str", rank)
-        return text
-
-    def price(self, rank: int, c: Candidate, text: str) -> int:
-        """What ``c`` costs showing ``text``, with what its scopes add to the header."""
-        scopes = self.scopes_of(c)
-        header = self.view.header_delta(self, scopes)
-        return header + self.view.item(self, c, self.names(scopes), text, self.uri(c), None)
-
-    def _catch_up(self, rank: int, rule: str = "rank order") -> None:
-        """Record the gate's reason for each undecided candidate before ``rank``; one the gate
-        shows was skipped, and one already decided is decided again: both break a rule."""
-        decided = len(self.entries)
-        if rank < decided:
-            raise self.broken(rule, "decided twice, or out of rank order: decide each candidate once, in order", rank)
-        for skipped in range(decided, rank):
-            c, gate = self._gated(skipped)
-            if gate is None:
-                said = "never decided: decide every candidate the gate shows, in rank order, or End the walk"
-                raise self.broken(rule, said, skipped)
-            self._record_gate(skipped, c, gate)
-
-    def _record_gate(self, rank: int, c: Candidate, gate: tuple[Reason, Outcome]) -> None:
-        if gate[0] is Reason.DUPLICATE:
-            self._drop_twin(rank, c)  # its citation joins its kept twin's
-        else:
-            self._drop(rank, c, gate[0], gate[1])
-
-    def _policy_reason(self, reason: object, rank: int | None) -> Reason:
-        if not isinstance(reason, Reason) or reason in _NOT_A_POLICYS:
-            said = f"reason={reason!r:.40} is not a policy's: the gate gives withheld ones, Merge gives merged"
-            raise self.broken("reason", said, rank)
-        return reason
-
-    def _tokens(self, tokens: object, rank: int | None) -> int | None:
-        if tokens is not None and type(tokens) is not int:
-            raise self.broken("tokens", f"tokens={tokens!r:.40} is not a count (an int)", rank)
-        return tokens
-
-    def _apply_end(self, decision: End) -> bool:
-        reason = self._policy_reason(decision.reason, decision.rank)
-        if decision.rank is None:
-            return self._stop(reason)
-        rank = self.check_rank(decision.rank, "End")
-        tokens = self._tokens(decision.tokens, rank)
-        self._catch_up(rank)
-        c, gate = self._gated(rank)
-        if gate is not None:
-            self._record_gate(rank, c, gate)
-            return self._stop(reason)
-        return self._end(rank, c, reason, tokens)
-
-    def _apply_merge(self, rank: int, c: Candidate, decision: Merge) -> bool:
-        into = decision.into
-        if type(into) is not int or not any(k.rank == into for k in self.kept):
-            raise self.broken("merge", f"into={into!r:.40} is not the rank of a kept item", rank)
-        self._merge(rank, c, into, self._spans(decision.spans, rank))
-        return False
-
-    def _spans(self, spans: object, rank: int) -> tuple[tuple[int, int], ...]:
-        if isinstance(spans, tuple) and all(
-            isinstance(s, tuple) and len(s) == 2 and all(type(x) is int and x >= 0 for x in s) for s in spans
-        ):
-            return spans
-        raise self.broken("spans", f"spans={spans!r:.60} is not a tuple of (start, end) offsets", rank)
-
-    def _apply_cut(self, rank: int, c: Candidate, room: object, record: bool) -> bool:
-        if room is not None and (type(room) is not int or room <= 0):
-            raise self.broken("cut", f"room={room!r:.40} is not a number of tokens (an int, 1 or more)", rank)
-        scopes = self.scopes_of(c)
-        header = self.view.header_delta(self, scopes)
-        *_, limit = self.limits(c, header)
-        if limit is None and room is None:  # nothing bounds it: kept whole
-            return self._apply_keep(rank, c, None, None)
-        target = room if limit is None else limit if room is None else min(room, limit)
-        if target > 0 and self._keep_cut(rank, c, scopes, header, target):
-            return True
-        if record:
-            self._drop(rank, c, Reason.OVER_BUDGET)
-        return False
-
-    def _apply_keep(self, rank: int, c: Candidate, excerpt: object, priced: Priced | None) -> bool:
-        if priced is None:
-            scopes = self.scopes_of(c)
-            names, uri = self.names(scopes), self.uri(c)
-            cut = None if excerpt is None else self._excerpt(excerpt, rank)
-            text = c.text if cut is None else cut.text
-            header = self.view.header_delta(self, scopes)
-            room, lane_room, limit = self.limits(c, header)
-            cost = self.view.item(self, c, names, text, uri, limit)
-            spans = None
-        else:
-            scopes, names, text, cost, header, cut, uri, spans, provisional = priced
-            room, lane_room, _ = self.limits(c, header)
-            if provisional:
-                room = None
-        if lane_room is not None and cost > lane_room:  # its lane is spent: later items in it are dropped
-            self._close_lanes(c, cost)
-            self._drop(rank, c, Reason.OVER_LANE_BUDGET, tokens=cost)
-            return False
-        if room is not None and cost > room:
-            self._drop(rank, c, Reason.OVER_BUDGET, tokens=cost)
-            return False
-        self._keep(rank, c, scopes, names, text, cost, header, cut, uri, kept_spans=spans)
-        return True
-
-    def apply_cut_quietly(self, rank: int, room: object) -> bool:
-        """A cut as the old ``keep_cut`` made it: nothing recorded when no cut fits."""
-        self._catch_up(rank)
-        c, gate = self._gated(rank)
-        if gate is not None:
-            self._record_gate(rank, c, gate)
-            return False
-        return self._apply_cut(rank, c, room, record=False)
-
-    def _excerpt(self, excerpt: object, rank: int) -> CutResult:
-        text = self.check_text(getattr(excerpt, "text", None), rank)
-        kind = getattr(excerpt, "kind", None)
-        if not isinstance(kind, str):
-            raise self.broken("excerpt", f"the excerpt's kind is {type(kind).__name__}, not a str", rank)
-        return Excerpt(text, self._spans(getattr(excerpt, "spans", None), rank), cast(CutKind, kind))
-
     def floor_if_empty(self) -> None:
         """Nothing kept, with the floor on: keep the top readable match, cut to its room; a
         later one only if an earlier cannot be cut at all (its lane has no room), so merit
@@ -429,17 +417,3 @@ class Ledger(Tally):
             return True
         self.count_reason(Reason.OVER_BUDGET, 1)
         return False
-
-
-def withheld(item: object, reader: Reader | None) -> Reason | None:
-    """Why ``item`` (a Candidate, or a mapping of its fields) is withheld from ``reader``, read
-    from its scope fields alone; None when the reader may read it. Fail closed: malformed scope
-    fields withhold it, and so do any scopes when there is no reader."""
-    scope_ids = item_scopes(item)
-    if scope_ids is None:
-        return Reason.MALFORMED_SCOPE
-    if not scope_ids:
-        return None
-    if reader is None:
-        return Reason.NO_READER
-    return None if reader.can_read(scope_ids) else Reason.UNREADABLE

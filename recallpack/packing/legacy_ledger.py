@@ -22,56 +22,57 @@ __all__ = ["LEGACY"]
 
 def admit(ledger: Ledger, rank: int) -> Any:
     """The candidate if the gate shows it; else None, with the gate's reason recorded."""
-    c = ledger.shown(ledger.check_rank(rank, "admit"))
+    c = ledger.shown(ledger.door.check_rank(rank, "admit"))
     if c is None:
-        ledger.apply(Drop(rank))  # the gate's reason is what is recorded
+        ledger.door.apply(Drop(rank))  # the gate's reason is what is recorded
     return c
 
 
 def keep(ledger: Ledger, rank: int, c: object, scopes: object, names: object, text: object, cost: object,
          header: object, cut: object, uri: object, replace: bool = False, kept_spans: object = None) -> bool:
-    shown = ledger.shown(ledger.check_rank(rank, "keep"))
+    shown = ledger.shown(ledger.door.check_rank(rank, "keep"))
     whole = shown is not None and cut is None and text == shown.text
-    excerpt = None if whole else cut if cut is not None else Excerpt(ledger.check_text(text, rank), (), "head")
-    return ledger.apply(Keep(rank, cast(Any, excerpt)))
+    made = None if whole or cut is not None else Excerpt(ledger.door.check_text(text, rank), (), "head")
+    excerpt = made if cut is None else cut
+    return ledger.door.apply(Keep(rank, cast(Any, excerpt)))
 
 
 def drop(ledger: Ledger, rank: int, c: object, reason: Reason, outcome: object = None,
          tokens: int | None = None) -> bool:
-    ledger.apply(Drop(rank, reason, tokens))
+    ledger.door.apply(Drop(rank, reason, tokens))
     return True
 
 
 def drop_twin(ledger: Ledger, rank: int, c: object) -> bool:
-    ledger.apply(Drop(rank, Reason.DUPLICATE))
+    ledger.door.apply(Drop(rank, Reason.DUPLICATE))
     return True
 
 
 def merge(ledger: Ledger, rank: int, c: object, into: int, kept_spans: tuple[tuple[int, int], ...]) -> None:
-    ledger.apply(Merge(rank, into, kept_spans))
+    ledger.door.apply(Merge(rank, into, kept_spans))
 
 
 def end(ledger: Ledger, rank: int, c: object, reason: Reason, tokens: int | None = None) -> bool:
-    ledger.apply(End(reason, rank, tokens))
+    ledger.door.apply(End(reason, rank, tokens))
     return False
 
 
 def stop(ledger: Ledger, reason: Reason) -> bool:
-    ledger.apply(End(reason))
+    ledger.door.apply(End(reason))
     return False
 
 
 def keep_cut(ledger: Ledger, rank: int, c: object, scopes: object, header: object, room: int,
              replace: bool = False) -> bool:
     """Kept cut to ``room``; False, with nothing recorded, when no cut fits (the old contract)."""
-    rank = ledger.check_rank(rank, "keep_cut")
+    rank = ledger.door.check_rank(rank, "keep_cut")
     shown = ledger.shown(rank)
     if shown is None or ledger.tail_reason is not None:
-        return ledger.apply(Cut(rank, room))
+        return ledger.door.apply(Cut(rank, room))
     cap = ledger.settings.max_items
     if cap is not None and len(ledger.kept) >= cap:
-        return ledger.apply(Cut(rank, room))  # the door ends the walk there
-    return ledger.apply_cut_quietly(rank, room)
+        return ledger.door.apply(Cut(rank, room))  # the door ends the walk there
+    return ledger.door.apply_cut_quietly(rank, room)
 
 
 def close_lanes(ledger: Ledger, c: object, cost: int) -> None:

@@ -35,10 +35,11 @@ from collections.abc import Sequence
 
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.cuts import Cut
-from recallpack.packing.documents import Document, Piece, documents_of
 from recallpack.packing.decisions import Drop, End, Keep, Merge, PolicyView
+from recallpack.packing.documents import Document, Piece, documents_of
+from recallpack.packing.door import Priced
 from recallpack.packing.embedding import EmbedFn
-from recallpack.packing.ledger import Counted, Ledger, Priced
+from recallpack.packing.ledger import Counted, Ledger
 from recallpack.packing.render import MarkdownBlock, View
 from recallpack.packing.result import Outcome, Reason
 from recallpack.packing.scoring import NEIGHBOR_SHARE, RANK_PRIOR, UNIT_CHARS
@@ -101,13 +102,13 @@ class Passages:
     summary = "with a query: the passages that best answer it, across every item"
     needs_query = True
 
-    def choose(self, view: PolicyView, query: str | None, embed: EmbedFn | None) -> Counted:
+    def choose(self, seen: PolicyView, query: str | None, embed: EmbedFn | None) -> Counted:
         """Choose, then correct the choice with the exact count of what the model is shown until
         it holds: give back what is over, fill what is still free; the last count and block."""
         # recallpack's own: it applies each decision through the ledger's door as it makes it.
-        ledger = view._ledger
+        ledger = seen._ledger
         if not query:  # the walk hands passages only a call with a query
-            raise ledger.broken("the query", "passages needs the call's query")
+            raise ledger.door.broken("the query", "passages needs the call's query")
         choice = PassagesChoice(ledger, query, embed)
         choice.run()
         view, max_tokens = ledger.view, ledger.settings.max_tokens
@@ -215,21 +216,20 @@ class PassagesChoice:
         kept_spans: dict[int, list[tuple[int, int]] | None] = {}
         over = _stopped_by(None if whole else self.selection, self.settings.max_items)
         for rank in range(len(self.coerced)):
-            c = self.coerced[rank]
             gate = self.gates.get(rank)
             if gate is not None:
                 # The door gates it again: a duplicate of a kept item joins its citations, one of
                 # an item only shown is dropped as a duplicate, the others keep the gate's reason.
-                ledger.apply(Drop(rank, Reason.DUPLICATE))
+                ledger.door.apply(Drop(rank, Reason.DUPLICATE))
                 continue
             d = lead_of[rank]
             doc = self.documents[d]
             if doc.lead.rank != rank:
                 if d in kept_spans:
                     shown_spans = kept_spans[d] or [(0, len(doc.text))]
-                    ledger.apply(Merge(rank, doc.lead.rank, doc.piece_spans(rank, shown_spans)))
+                    ledger.door.apply(Merge(rank, doc.lead.rank, doc.piece_spans(rank, shown_spans)))
                 else:
-                    ledger.apply(Drop(rank, over))
+                    ledger.door.apply(Drop(rank, over))
                 continue
             spans: list[tuple[int, int]] | None = None
             if whole:
@@ -237,7 +237,7 @@ class PassagesChoice:
                     return False
             else:
                 if self.selection is None or not self.selection.cuts[d].kept:
-                    ledger.apply(Drop(rank, over))
+                    ledger.door.apply(Drop(rank, over))
                     continue
                 spans = self.selection.kept_spans(d)
                 if not self._keep_document(rank, doc, spans):
@@ -246,7 +246,7 @@ class PassagesChoice:
         if len(self.coerced) < len(ledger.candidates):
             # The candidates past the reach are the tail, never read: with the item cap full, none
             # could have been kept anyway; else nothing is known of whether they would have fitted.
-            ledger.apply(End(over if over is Reason.OVER_ITEM_CAP else Reason.NOT_REACHED))
+            ledger.door.apply(End(over if over is Reason.OVER_ITEM_CAP else Reason.NOT_REACHED))
         return True
 
     def _keep_document(
@@ -280,7 +280,7 @@ class PassagesChoice:
         kept_spans = None if cut is None else doc.piece_spans(rank, spans or whole)
         # Not yet over the total: a choice is corrected with the exact count (refit), and the walk's fit.
         priced = Priced(scopes, names, text, cost, header, cut, uri, kept_spans, provisional=not fit)
-        return ledger.apply(Keep(rank), priced)
+        return ledger.door.apply(Keep(rank), priced)
 
     def refit(self, used: int, max_tokens: int | None) -> bool:
         """Correct the choice with ``used``, the block's exact count: give back what is over,

@@ -23,8 +23,8 @@ from typing import Any
 from recallpack.packing.analysis import CallReading
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.cuts import FocusCutter, cut_head
-from recallpack.packing.embedding import EmbedFn
 from recallpack.packing.decisions import PolicyView
+from recallpack.packing.embedding import EmbedFn
 from recallpack.packing.errors import BudgetError, CandidateError, ConfigError, LaneError, RecallpackError
 from recallpack.packing.ledger import WITHHELD_REASONS, Counted, Cutter, Ledger, WalkSettings
 from recallpack.packing.limits import ELLIPSIS
@@ -268,20 +268,20 @@ def choose(policy: PackingPolicy, ledger: Ledger, query: str | None, embed: Embe
     except Exception as exc:  # a registered policy's own code: said as the policy's, not ours
         if not registered:
             raise
-        raise ledger.broken("its own code", f"choose raised {type(exc).__name__}") from exc
-    ledger.finish()
+        raise ledger.door.broken("its own code", f"choose raised {type(exc).__name__}") from exc
+    ledger.door.finish()
     return made if isinstance(made, tuple) else None
 
 
 def apply_all(ledger: Ledger, decisions: object) -> None:
     """Each of ``decisions`` (an iterable of them) applied, until the walk ends."""
     if isinstance(decisions, (str, bytes, Mapping)) or not isinstance(decisions, Iterable):
-        said = f"choose returned {type(decisions).__name__}: yield decisions, or return a list of them, or None"
-        raise ledger.broken("decision", said)
+        said = f"choose returned {type(decisions).__name__}: yield decisions, return a list of them, or None"
+        raise ledger.door.broken("decision", said)
     iterator = iter(decisions)
     try:
         for decision in iterator:
-            ledger.apply(decision)
+            ledger.door.apply(decision)
             if ledger.tail_reason is not None:
                 break
     finally:

@@ -1,0 +1,240 @@
+"""The one door every decision of a policy goes through (:meth:`Door.apply`), and its rules.
+
+Each decision (:mod:`recallpack.packing.decisions`) is checked before anything is recorded: in
+rank order and once per candidate (a candidate the gate stops on the way is recorded with the
+gate's reason; one it shows that was skipped is an error), gated first (whatever the policy asked,
+the gate's reason is what is recorded for a candidate it stops: nothing of a withheld item is
+read), priced by the view whatever the policy said it cost, and held to ``max_items`` (a keep past
+it ends the walk there), its lanes' budgets (it is dropped, and the lane closed) and the total (it
+is dropped). A decision that breaks a rule is a :class:`~recallpack.packing.errors.PolicyError`
+naming the rule and the policy, raised, never asserted, so ``python -O`` keeps it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
+
+from recallpack.packing.candidate import Candidate
+from recallpack.packing.cuts import Cut as Excerpt
+from recallpack.packing.cuts import CutKind
+from recallpack.packing.decisions import DECISIONS, Cut, Drop, End, Merge
+from recallpack.packing.errors import PolicyError
+from recallpack.packing.records import WITHHELD_REASONS, CutResult
+from recallpack.packing.result import Outcome, Reason
+from recallpack.packing.scopes import Scope
+
+if TYPE_CHECKING:
+    from recallpack.packing.ledger import Ledger
+
+__all__ = ["Door", "Priced"]
+
+#: Reasons a policy may not give: the gate's own (it records them) and a merge's (Merge says it).
+_NOT_A_POLICYS = frozenset((*WITHHELD_REASONS, Reason.MERGED))
+
+
+class Priced(NamedTuple):
+    """A keep recallpack's own policies priced with the view already: what the door would work
+    out again (``provisional``: it may be over the total for now; the policy's own correction and
+    the walk's exact fit take it back, as ``passages`` does; lanes and the item cap still hold)."""
+
+    scopes: tuple[Scope, ...]
+    names: tuple[str, ...]
+    text: str
+    cost: int
+    header: int
+    cut: CutResult | None
+    uri: str | None
+    kept_spans: tuple[tuple[int, int], ...] | None = None
+    provisional: bool = False
+
+
+class Door:
+    """The door of one ledger: the only way a policy's decisions are recorded."""
+
+    __slots__ = ("ledger",)
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    def apply(self, decision: object, priced: Priced | None = None) -> bool:
+        """Apply one decision, checked (see the module's docstring); True when it kept the
+        candidate. ``priced``: a keep recallpack's own policies priced with the view already."""
+        kind = type(decision)
+        if kind not in DECISIONS:
+            said = f"{decision!r:.80} is not a decision: yield Keep, Cut, Drop, Merge or End"
+            raise self.broken("decision", said)
+        if self.ledger.tail_reason is not None:
+            if self.ledger.ended_by_ledger:
+                return False  # the item cap ended it: what the policy still asks is not done
+            raise self.broken("end", f"{kind.__name__} came after the walk ended: decide nothing after End")
+        decided: Any = decision  # one of DECISIONS: its fields are read by kind below
+        if kind is End:
+            return self._apply_end(decided)
+        rank = self.check_rank(decided.rank, kind.__name__)
+        self._catch_up(rank)
+        c, gate = self.ledger._gated(rank)
+        if gate is not None:  # whatever the policy asked, the gate's reason is recorded
+            self._record_gate(rank, c, gate)
+            return False
+        if kind is Drop:
+            reason = self._policy_reason(decided.reason, rank)
+            self.ledger._drop(rank, c, reason, tokens=self._tokens(decided.tokens, rank))
+            return False
+        if kind is Merge:
+            return self._apply_merge(rank, c, decided)
+        cap = self.ledger.settings.max_items
+        if cap is not None and len(self.ledger.kept) >= cap:
+            self.ledger.ended_by_ledger = True
+            return self.ledger._end(rank, c, Reason.OVER_ITEM_CAP)
+        if kind is Cut:
+            return self._apply_cut(rank, c, decided.room, record=True)
+        return self._apply_keep(rank, c, decided.excerpt, priced)
+
+    def finish(self) -> None:
+        """After a policy's choice: every candidate is decided, or the walk ended. Candidates the
+        gate stops are recorded; one it shows that was never decided breaks the rule of End."""
+        if self.ledger.tail_reason is None:
+            self._catch_up(len(self.ledger.candidates), "end")
+
+    def broken(self, rule: str, said: str, rank: int | None = None) -> PolicyError:
+        policy = self.ledger.settings.policy
+        where = "" if rank is None else f" (candidate {rank})"
+        return PolicyError(
+            f"policy {policy!r} broke the rule of {rule}{where}: {said}", rule=rule, policy=policy, index=rank
+        )
+
+    def check_rank(self, rank: object, what: str) -> int:
+        if type(rank) is not int or not 0 <= rank < len(self.ledger.candidates):
+            last = len(self.ledger.candidates) - 1
+            said = f"{what}'s rank={rank!r:.40} is not a candidate's rank (0 to {last})"
+            raise self.broken("rank", said)
+        return rank
+
+    def check_text(self, text: object, rank: int) -> str:
+        if not isinstance(text, str):
+            raise self.broken("text", f"text is {type(text).__name__}, not a str", rank)
+        return text
+
+    def price(self, rank: int, c: Candidate, text: str) -> int:
+        """What ``c`` costs showing ``text``, with what its scopes add to the header."""
+        scopes = self.ledger.scopes_of(c)
+        header = self.ledger.view.header_delta(self.ledger, scopes)
+        ledger = self.ledger
+        return header + ledger.view.item(ledger, c, ledger.names(scopes), text, ledger.uri(c), None)
+
+    def _catch_up(self, rank: int, rule: str = "rank order") -> None:
+        """Record the gate's reason for each undecided candidate before ``rank``; one the gate
+        shows was skipped, and one already decided is decided again: both break a rule."""
+        decided = len(self.ledger.entries)
+        if rank < decided:
+            said = "decided twice, or out of rank order: decide each candidate once, in order"
+            raise self.broken(rule, said, rank)
+        for skipped in range(decided, rank):
+            c, gate = self.ledger._gated(skipped)
+            if gate is None:
+                said = "never decided: decide every candidate the gate shows, in rank order, or End the walk"
+                raise self.broken(rule, said, skipped)
+            self._record_gate(skipped, c, gate)
+
+    def _record_gate(self, rank: int, c: Candidate, gate: tuple[Reason, Outcome]) -> None:
+        if gate[0] is Reason.DUPLICATE:
+            self.ledger._drop_twin(rank, c)  # its citation joins its kept twin's
+        else:
+            self.ledger._drop(rank, c, gate[0], gate[1])
+
+    def _policy_reason(self, reason: object, rank: int | None) -> Reason:
+        if not isinstance(reason, Reason) or reason in _NOT_A_POLICYS:
+            said = f"reason={reason!r:.40} is not a policy's (the gate gives withheld ones, Merge merged)"
+            raise self.broken("reason", said, rank)
+        return reason
+
+    def _tokens(self, tokens: object, rank: int | None) -> int | None:
+        if tokens is not None and type(tokens) is not int:
+            raise self.broken("tokens", f"tokens={tokens!r:.40} is not a count (an int)", rank)
+        return tokens
+
+    def _apply_end(self, decision: End) -> bool:
+        reason = self._policy_reason(decision.reason, decision.rank)
+        if decision.rank is None:
+            return self.ledger._stop(reason)
+        rank = self.check_rank(decision.rank, "End")
+        tokens = self._tokens(decision.tokens, rank)
+        self._catch_up(rank)
+        c, gate = self.ledger._gated(rank)
+        if gate is not None:
+            self._record_gate(rank, c, gate)
+            return self.ledger._stop(reason)
+        return self.ledger._end(rank, c, reason, tokens)
+
+    def _apply_merge(self, rank: int, c: Candidate, decision: Merge) -> bool:
+        into = decision.into
+        if type(into) is not int or not any(k.rank == into for k in self.ledger.kept):
+            raise self.broken("merge", f"into={into!r:.40} is not the rank of a kept item", rank)
+        self.ledger._merge(rank, c, into, self._spans(decision.spans, rank))
+        return False
+
+    def _spans(self, spans: object, rank: int) -> tuple[tuple[int, int], ...]:
+        if isinstance(spans, tuple) and all(
+            isinstance(s, tuple) and len(s) == 2 and all(type(x) is int and x >= 0 for x in s) for s in spans
+        ):
+            return spans
+        raise self.broken("spans", f"spans={spans!r:.60} is not a tuple of (start, end) offsets", rank)
+
+    def _apply_cut(self, rank: int, c: Candidate, room: object, record: bool) -> bool:
+        if room is not None and (type(room) is not int or room <= 0):
+            raise self.broken("cut", f"room={room!r:.40} is not a number of tokens (an int, 1 or more)", rank)
+        asked = room
+        scopes = self.ledger.scopes_of(c)
+        header = self.ledger.view.header_delta(self.ledger, scopes)
+        *_, limit = self.ledger.limits(c, header)
+        if limit is None and asked is None:  # nothing bounds it: kept whole
+            return self._apply_keep(rank, c, None, None)
+        bounds = [b for b in (asked, limit) if b is not None]
+        target = min(bounds)
+        if target > 0 and self.ledger._keep_cut(rank, c, scopes, header, target):
+            return True
+        if record:
+            self.ledger._drop(rank, c, Reason.OVER_BUDGET)
+        return False
+
+    def _apply_keep(self, rank: int, c: Candidate, excerpt: object, priced: Priced | None) -> bool:
+        if priced is None:
+            scopes = self.ledger.scopes_of(c)
+            names, uri = self.ledger.names(scopes), self.ledger.uri(c)
+            cut = None if excerpt is None else self._excerpt(excerpt, rank)
+            text = c.text if cut is None else cut.text
+            header = self.ledger.view.header_delta(self.ledger, scopes)
+            room, lane_room, limit = self.ledger.limits(c, header)
+            cost = self.ledger.view.item(self.ledger, c, names, text, uri, limit)
+            spans = None
+        else:
+            scopes, names, text, cost, header, cut, uri, spans, provisional = priced
+            room, lane_room, _ = self.ledger.limits(c, header)
+            if provisional:
+                room = None
+        if lane_room is not None and cost > lane_room:  # its lane is spent: later items in it are dropped
+            self.ledger._close_lanes(c, cost)
+            self.ledger._drop(rank, c, Reason.OVER_LANE_BUDGET, tokens=cost)
+            return False
+        if room is not None and cost > room:
+            self.ledger._drop(rank, c, Reason.OVER_BUDGET, tokens=cost)
+            return False
+        self.ledger._keep(rank, c, scopes, names, text, cost, header, cut, uri, kept_spans=spans)
+        return True
+
+    def apply_cut_quietly(self, rank: int, room: object) -> bool:
+        """A cut as the old ``keep_cut`` made it: nothing recorded when no cut fits."""
+        self._catch_up(rank)
+        c, gate = self.ledger._gated(rank)
+        if gate is not None:
+            self._record_gate(rank, c, gate)
+            return False
+        return self._apply_cut(rank, c, room, record=False)
+
+    def _excerpt(self, excerpt: object, rank: int) -> CutResult:
+        text = self.check_text(getattr(excerpt, "text", None), rank)
+        kind = getattr(excerpt, "kind", None)
+        if not isinstance(kind, str):
+            raise self.broken("excerpt", f"the excerpt's kind is {type(kind).__name__}, not a str", rank)
+        return Excerpt(text, self._spans(getattr(excerpt, "spans", None), rank), cast(CutKind, kind))
+
