@@ -21,7 +21,6 @@ from typing import Any
 from recallpack.packing.analysis import CallReading
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, coerce_candidate
 from recallpack.packing.citations import resource_of
-from recallpack.packing.door import Door
 from recallpack.packing.records import (
     STAND_INS,
     WITHHELD_BY,
@@ -245,8 +244,6 @@ class Ledger(Tally):
         self.resources: dict[int, tuple[Candidate, str | None]] = {}
         self.looks: dict[int, tuple[tuple[Scope, ...], tuple[str, ...], str | None]] = {}
         self.frames: dict[tuple[Provenance, tuple[str, ...], str | None], int] = {}
-        #: The door a policy's decisions go through.
-        self.door = Door(self)
         #: Each candidate read, by rank: read once a call, whoever asks (a choice made again too).
         self._reads: dict[int, Candidate] = {}
 

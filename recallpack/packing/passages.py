@@ -35,9 +35,9 @@ from collections.abc import Sequence
 
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.cuts import Cut
-from recallpack.packing.decisions import Drop, End, Keep, Merge, PolicyView
+from recallpack.packing.decisions import Drop, End, Keep, Merge
 from recallpack.packing.documents import Document, Piece, documents_of
-from recallpack.packing.door import Priced
+from recallpack.packing.door import Door, PolicyView, Priced
 from recallpack.packing.embedding import EmbedFn
 from recallpack.packing.ledger import Counted, Ledger
 from recallpack.packing.render import MarkdownBlock, View
@@ -108,7 +108,7 @@ class Passages:
         # recallpack's own: it applies each decision through the ledger's door as it makes it.
         ledger = seen._ledger
         if not query:  # the walk hands passages only a call with a query
-            raise ledger.door.broken("the query", "passages needs the call's query")
+            raise seen._door.broken("the query", "passages needs the call's query")
         choice = PassagesChoice(ledger, query, embed)
         choice.run()
         view, max_tokens = ledger.view, ledger.settings.max_tokens
@@ -124,6 +124,7 @@ class PassagesChoice:
 
     def __init__(self, ledger: Ledger, query: str, embed: EmbedFn | None) -> None:
         self.ledger = ledger
+        self.door = Door(ledger)  # what records the choice: the ledger's one door, checked
         self.settings = ledger.settings
         self.query = query
         self.embed = embed
@@ -220,16 +221,16 @@ class PassagesChoice:
             if gate is not None:
                 # The door gates it again: a duplicate of a kept item joins its citations, one of
                 # an item only shown is dropped as a duplicate, the others keep the gate's reason.
-                ledger.door.apply(Drop(rank, Reason.DUPLICATE))
+                self.door.apply(Drop(rank, Reason.DUPLICATE))
                 continue
             d = lead_of[rank]
             doc = self.documents[d]
             if doc.lead.rank != rank:
                 if d in kept_spans:
                     shown_spans = kept_spans[d] or [(0, len(doc.text))]
-                    ledger.door.apply(Merge(rank, doc.lead.rank, doc.piece_spans(rank, shown_spans)))
+                    self.door.apply(Merge(rank, doc.lead.rank, doc.piece_spans(rank, shown_spans)))
                 else:
-                    ledger.door.apply(Drop(rank, over))
+                    self.door.apply(Drop(rank, over))
                 continue
             spans: list[tuple[int, int]] | None = None
             if whole:
@@ -237,7 +238,7 @@ class PassagesChoice:
                     return False
             else:
                 if self.selection is None or not self.selection.cuts[d].kept:
-                    ledger.door.apply(Drop(rank, over))
+                    self.door.apply(Drop(rank, over))
                     continue
                 spans = self.selection.kept_spans(d)
                 if not self._keep_document(rank, doc, spans):
@@ -246,7 +247,7 @@ class PassagesChoice:
         if len(self.coerced) < len(ledger.candidates):
             # The candidates past the reach are the tail, never read: with the item cap full, none
             # could have been kept anyway; else nothing is known of whether they would have fitted.
-            ledger.door.apply(End(over if over is Reason.OVER_ITEM_CAP else Reason.NOT_REACHED))
+            self.door.apply(End(over if over is Reason.OVER_ITEM_CAP else Reason.NOT_REACHED))
         return True
 
     def _keep_document(
@@ -280,7 +281,7 @@ class PassagesChoice:
         kept_spans = None if cut is None else doc.piece_spans(rank, spans or whole)
         # Not yet over the total: a choice is corrected with the exact count (refit), and the walk's fit.
         priced = Priced(scopes, names, text, cost, header, cut, uri, kept_spans, provisional=not fit)
-        return ledger.door.apply(Keep(rank), priced)
+        return self.door.apply(Keep(rank), priced)
 
     def refit(self, used: int, max_tokens: int | None) -> bool:
         """Correct the choice with ``used``, the block's exact count: give back what is over,

@@ -21,7 +21,8 @@ import threading
 from collections.abc import Iterable
 from typing import Protocol, cast
 
-from recallpack.packing.decisions import Decision, PolicyView
+from recallpack.packing.decisions import Decision
+from recallpack.packing.door import PolicyView
 from recallpack.packing.embedding import EmbedFn
 from recallpack.packing.errors import ConfigError, PolicyError
 from recallpack.packing.in_order import Prefix, Skip, Truncate

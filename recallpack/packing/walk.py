@@ -23,10 +23,11 @@ from typing import Any
 from recallpack.packing.analysis import CallReading
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.cuts import FocusCutter, cut_head
-from recallpack.packing.decisions import PolicyView
+from recallpack.packing.door import Door, PolicyView
 from recallpack.packing.embedding import EmbedFn
 from recallpack.packing.errors import BudgetError, CandidateError, ConfigError, LaneError, RecallpackError
 from recallpack.packing.ledger import WITHHELD_REASONS, Counted, Cutter, Ledger, WalkSettings
+from recallpack.packing.legacy_ledger import LEGACY
 from recallpack.packing.limits import ELLIPSIS
 from recallpack.packing.logs import log_result, logger
 from recallpack.packing.policies import PackingPolicy, is_built_in, policy_named
@@ -254,35 +255,36 @@ def choose(policy: PackingPolicy, ledger: Ledger, query: str | None, embed: Embe
     applied through the ledger's door, in order, until it ends the walk; then every candidate is
     decided or the walk ended (:meth:`~recallpack.packing.ledger.Ledger.finish`). What a registered
     policy raises that is not a RecallpackError is a PolicyError naming it."""
+    door = Door(ledger)
     try:
-        made = policy.choose(PolicyView(ledger), query, embed)
+        made = policy.choose(PolicyView(door, LEGACY), query, embed)
         if registered:
             # None: nothing yielded (an old policy recorded through the view, warned). A count
             # and block: an old policy's, which is counted again anyway.
             old_count = isinstance(made, tuple) and len(made) == 2 and type(made[0]) is int
             if made is not None and not old_count:
-                apply_all(ledger, made)
+                apply_all(door, made)
             made = None
     except RecallpackError:
         raise
     except Exception as exc:  # a registered policy's own code: said as the policy's, not ours
         if not registered:
             raise
-        raise ledger.door.broken("its own code", f"choose raised {type(exc).__name__}") from exc
-    ledger.door.finish()
+        raise door.broken("its own code", f"choose raised {type(exc).__name__}") from exc
+    door.finish()
     return made if isinstance(made, tuple) else None
 
 
-def apply_all(ledger: Ledger, decisions: object) -> None:
+def apply_all(door: Door, decisions: object) -> None:
     """Each of ``decisions`` (an iterable of them) applied, until the walk ends."""
     if isinstance(decisions, (str, bytes, Mapping)) or not isinstance(decisions, Iterable):
         said = f"choose returned {type(decisions).__name__}: yield decisions, return a list of them, or None"
-        raise ledger.door.broken("decision", said)
+        raise door.broken("decision", said)
     iterator = iter(decisions)
     try:
         for decision in iterator:
-            ledger.door.apply(decision)
-            if ledger.tail_reason is not None:
+            door.apply(decision)
+            if door.ledger.tail_reason is not None:
                 break
     finally:
         close = getattr(iterator, "close", None)
