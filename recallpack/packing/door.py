@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, cast, overload
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.cuts import Cut as Excerpt
@@ -253,6 +253,29 @@ LEGACY_NAMES = frozenset(
 )
 
 
+_COPIES: dict[type, Callable[[Any], Any]] = {list: tuple, dict: dict, set: frozenset}
+
+
+class _ReadCandidates(Sequence[Candidate]):
+    """The candidates as an old policy reads them: each through :meth:`Ledger.read`, so a withheld
+    one is the stand-in of why (nothing of it), never the item itself."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+
+    def __len__(self) -> int:
+        return len(self._ledger.candidates)
+
+    @overload
+    def __getitem__(self, index: int) -> Candidate: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Candidate]: ...
+    def __getitem__(self, index: int | slice) -> Candidate | Sequence[Candidate]:
+        if isinstance(index, slice):
+            return [self._ledger.read(i) for i in range(len(self))[index]]
+        return self._ledger.read(range(len(self))[index])
+
+
 class PolicyView:
     """What a policy sees of one walk while it decides: read only, and current after each decision
     applied (a policy that yields sees the effect of what it yielded)."""
@@ -273,7 +296,7 @@ class PolicyView:
         """Candidate ``rank`` as the gate shows it, or None when it cannot be shown (withheld by
         its scopes, empty, not text, a duplicate of a kept item, in a full lane): then nothing of
         it is given, and whatever is decided of it the gate's reason is what is recorded."""
-        return self._ledger.shown(self._self._door.check_rank(rank, "candidate"))
+        return self._ledger.shown(self._door.check_rank(rank, "candidate"))
 
     @property
     def decided(self) -> int:
@@ -333,5 +356,12 @@ class PolicyView:
             )
             old = object.__getattribute__(self, "_legacy").get(name)
             door = object.__getattribute__(self, "_door")
-            return getattr(door.ledger, name) if old is None else functools.partial(old, door)
+            if old is not None:
+                return functools.partial(old, door)
+            if name == "candidates":  # read through the gate's reading: a withheld one is its stand-in
+                return _ReadCandidates(door.ledger)
+            value = getattr(door.ledger, name)
+            # The record's containers as copies: what an old policy changes in them records nothing.
+            copy = _COPIES.get(type(value))
+            return value if copy is None else copy(value)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
