@@ -316,3 +316,31 @@ def test_under_python_O_a_broken_policy_is_still_a_policy_error() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n") == ["end", "rank order", "rank", "decision", "asserts off", ""]
+
+
+class KeepsThenNarrows:
+    """Keeps all it can, then, shown the exact count, chooses again: only the first."""
+
+    summary = "keeps all, then only the first"
+    needs_query = False
+
+    def __init__(self) -> None:
+        self.counts: list[int] = []
+
+    def choose(self, view: PolicyView, query: str | None, embed: EmbedFn | None) -> list[Decision]:
+        return [Keep(rank) for rank in range(len(view))]
+
+    def refine(self, view: PolicyView, used: int) -> list[Decision] | None:
+        self.counts.append(used)
+        return [Keep(0), End(Reason.OVER_BUDGET)] if len(self.counts) == 1 else None
+
+
+def test_a_registered_policy_refines_its_choice_with_the_exact_count() -> None:
+    """refine(view, used) is shown each choice's exact count, and its new choice replaces the last."""
+    texts = [Candidate(text=f"Note {n}: the orchid blooms in May.") for n in range(5)]
+    policy = KeepsThenNarrows()
+    with policy_registered("narrows", policy):
+        result = recall(texts, max_tokens=2000, policy="narrows")
+    assert result.report.items_selected == 1 and result.trace[1].reason is Reason.OVER_BUDGET
+    first, second = policy.counts
+    assert second == result.report.tokens_used < first

@@ -53,7 +53,8 @@ class PackingPolicy(Protocol):
         """Decide each candidate reached, in rank order (:mod:`recallpack.packing.decisions`):
         yield the decisions, or return a list of them; the walk applies each and the ``view``
         shows its effect. (recallpack's own apply theirs as they make them and return None, or
-        the last exact count and block.)"""
+        the last exact count and block.) A policy may also have ``refine(view, used)``: shown the
+        exact count of its choice, it returns decisions that replace it, or None to keep it."""
         ...
 
 

@@ -249,30 +249,47 @@ class Walk:
         return Fitted(ledger, used, block)
 
 
+#: At most this many correction rounds of a registered policy's ``refine``.
+REFINE_ROUNDS = 8
+
+
 def choose(policy: PackingPolicy, ledger: Ledger, query: str | None, embed: EmbedFn | None,
            registered: bool) -> Counted | None:
     """Run ``policy`` on a read-only view of ``ledger``: each decision it yields or returns is
     applied through the ledger's door, in order, until it ends the walk; then every candidate is
-    decided or the walk ended (:meth:`~recallpack.packing.ledger.Ledger.finish`). What a registered
-    policy raises that is not a RecallpackError is a PolicyError naming it."""
+    decided or the walk ended (:meth:`~recallpack.packing.door.Door.finish`). A registered policy
+    with ``refine(view, used)`` is then shown the exact count of its choice, and may choose again
+    (a few rounds at most). What a registered policy raises that is not a RecallpackError is a
+    PolicyError naming it."""
     door = Door(ledger)
+    view = PolicyView(door, LEGACY)
     try:
-        made = policy.choose(PolicyView(door, LEGACY), query, embed)
-        if registered:
-            # None: nothing yielded (an old policy recorded through the view, warned). A count
-            # and block: an old policy's, which is counted again anyway.
-            old_count = isinstance(made, tuple) and len(made) == 2 and type(made[0]) is int
-            if made is not None and not old_count:
-                apply_all(door, made)
-            made = None
-    except RecallpackError:
+        made = policy.choose(view, query, embed)
+        if not registered:
+            door.finish()
+            return made if isinstance(made, tuple) else None
+        # None: nothing yielded (an old policy recorded through the view, warned). A count and
+        # block: an old policy's, which is counted again anyway.
+        old_count = isinstance(made, tuple) and len(made) == 2 and type(made[0]) is int
+        if made is not None and not old_count:
+            apply_all(door, made)
+        door.finish()
+        refine = getattr(policy, "refine", None)
+        for _ in range(REFINE_ROUNDS if callable(refine) else 0):
+            used, _block = ledger.view.measure(ledger, ledger.settings.max_tokens, True)
+            again = refine(view, used)  # type: ignore[misc]
+            if again is None:
+                break
+            ledger.reset()  # a new choice, decided and checked as the first was
+            apply_all(door, again)
+            door.finish()
+    except (RecallpackError, Warning):  # a warning raised as an error (-W error) stays one
         raise
     except Exception as exc:  # a registered policy's own code: said as the policy's, not ours
         if not registered:
             raise
         raise door.broken("its own code", f"choose raised {type(exc).__name__}") from exc
-    door.finish()
-    return made if isinstance(made, tuple) else None
+    return None
 
 
 def apply_all(door: Door, decisions: object) -> None:
