@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, cast, overload
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.cuts import Cut as Excerpt
 from recallpack.packing.cuts import CutKind
-from recallpack.packing.decisions import DECISIONS, Cut, Drop, End, Merge
+from recallpack.packing.decisions import DECISIONS, Cut, Drop, End, Keep, Merge
 from recallpack.packing.errors import PolicyError
 from recallpack.packing.ledger import Ledger
 from recallpack.packing.records import WITHHELD_REASONS, CutResult
@@ -90,6 +90,38 @@ class Door:
         if kind is Cut:
             return self._apply_cut(rank, c, decided.room, record=True)
         return self._apply_keep(rank, c, decided.excerpt, priced)
+
+    def keep_priced(self, rank: int, priced: Priced) -> bool:
+        """``apply(Keep(rank), priced)`` for recallpack's own policies, which decide in the walk's
+        hot loop: the same checks (the end, rank order, the gate, the caps), no dispatch."""
+        ledger = self.ledger
+        kept = len(ledger.kept)
+        looked = ledger._looked  # what the policy just looked at, in this state: not gated again
+        cap = ledger.settings.max_items
+        if (
+            ledger.tail_reason is not None
+            or looked is None
+            or looked[0] != rank
+            or looked[1] != rank
+            or looked[2] != kept
+            or looked[4] is not None
+            or (cap is not None and kept >= cap)
+        ):
+            return self.apply(Keep(rank), priced)  # anything else is decided, and said, as apply does
+        c = looked[3]
+        scopes, names, text, cost, header, cut, uri, spans, provisional = priced
+        max_tokens = ledger.settings.max_tokens
+        if ledger.settings.lane_budgets:
+            lane_room = ledger.limits(c, header)[1]
+            if lane_room is not None and cost > lane_room:  # its lane is spent: later items in it are dropped
+                ledger._close_lanes(c, cost)
+                ledger._drop(rank, c, Reason.OVER_LANE_BUDGET, tokens=cost)
+                return False
+        if not provisional and max_tokens is not None and cost > max_tokens - ledger.used - header:
+            ledger._drop(rank, c, Reason.OVER_BUDGET, tokens=cost)
+            return False
+        ledger._keep(rank, c, scopes, names, text, cost, header, cut, uri, kept_spans=spans)
+        return True
 
     def finish(self) -> None:
         """After a policy's choice: every candidate is decided, or the walk ended. Candidates the
@@ -199,29 +231,18 @@ class Door:
         return False
 
     def _apply_keep(self, rank: int, c: Candidate, excerpt: object, priced: Priced | None) -> bool:
+        """Keep ``c`` (gated just now, within the item cap), priced here unless ``priced``."""
         if priced is None:
-            scopes = self.ledger.scopes_of(c)
-            names, uri = self.ledger.names(scopes), self.ledger.uri(c)
+            ledger = self.ledger
+            scopes = ledger.scopes_of(c)
+            names, uri = ledger.names(scopes), ledger.uri(c)
             cut = None if excerpt is None else self._excerpt(excerpt, rank)
             text = c.text if cut is None else cut.text
-            header = self.ledger.view.header_delta(self.ledger, scopes)
-            room, lane_room, limit = self.ledger.limits(c, header)
-            cost = self.ledger.view.item(self.ledger, c, names, text, uri, limit)
-            spans = None
-        else:
-            scopes, names, text, cost, header, cut, uri, spans, provisional = priced
-            room, lane_room, _ = self.ledger.limits(c, header)
-            if provisional:
-                room = None
-        if lane_room is not None and cost > lane_room:  # its lane is spent: later items in it are dropped
-            self.ledger._close_lanes(c, cost)
-            self.ledger._drop(rank, c, Reason.OVER_LANE_BUDGET, tokens=cost)
-            return False
-        if room is not None and cost > room:
-            self.ledger._drop(rank, c, Reason.OVER_BUDGET, tokens=cost)
-            return False
-        self.ledger._keep(rank, c, scopes, names, text, cost, header, cut, uri, kept_spans=spans)
-        return True
+            header = ledger.view.header_delta(ledger, scopes)
+            limit = ledger.limits(c, header)[2]
+            cost = ledger.view.item(ledger, c, names, text, uri, limit)
+            priced = Priced(scopes, names, text, cost, header, cut, uri)
+        return self.keep_priced(rank, priced)  # held to the total and the lanes there
 
     def apply_cut_quietly(self, rank: int, room: object) -> bool:
         """A cut as the old ``keep_cut`` made it: nothing recorded when no cut fits."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from recallpack.packing.candidate import Candidate
-from recallpack.packing.decisions import Drop, End, Keep
+from recallpack.packing.decisions import Drop, End
 from recallpack.packing.door import Door, PolicyView, Priced
 from recallpack.packing.embedding import EmbedFn
 from recallpack.packing.result import Reason
@@ -46,8 +46,8 @@ class Prefix:
         door = view._door
         ledger = door.ledger
         for rank in range(len(ledger.candidates)):
-            c = ledger.shown(rank)
-            if c is None:
+            c, gate = ledger.gated_now(rank)
+            if gate is not None:
                 door.apply(Drop(rank))  # the gate's reason is what is recorded
             elif not self.step(door, rank, c):
                 break
@@ -66,7 +66,7 @@ class Prefix:
         uri, names = ledger.uri(c), ledger.names(scopes)
         cost = ledger.view.item(ledger, c, names, c.text, uri, limit)
         if room is None or cost <= room:  # kept, or refused by its lane alone (the other lanes go on)
-            door.apply(Keep(rank), Priced(scopes, names, c.text, cost, header, None, uri))
+            door.keep_priced(rank, Priced(scopes, names, c.text, cost, header, None, uri))
             return True
         return self.over_budget(door, Over(rank, c, scopes, header, room, lane_room, cost))
 

@@ -276,6 +276,14 @@ class Ledger(Tally):
         self._looked = (rank, entries, kept, c, gate)
         return c, gate
 
+    def gated_now(self, rank: int) -> tuple[Candidate, _Gate]:
+        """Candidate ``rank`` read and gated, its read not kept: a walk in rank order (the
+        in-order policies) reads each candidate once anyway."""
+        c = self.read(rank)
+        gate = self.gate(c)
+        self._looked = (rank, len(self.entries), len(self.kept), c, gate)
+        return c, gate
+
     def shown(self, rank: int) -> Candidate | None:
         """Candidate ``rank`` if the gate shows it now, else None; nothing is recorded."""
         c, gate = self._gated(rank)

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.cuts import Cut
-from recallpack.packing.decisions import Drop, End, Keep, Merge
+from recallpack.packing.decisions import Drop, End, Merge
 from recallpack.packing.documents import Document, Piece, documents_of
 from recallpack.packing.door import Door, PolicyView, Priced
 from recallpack.packing.embedding import EmbedFn
@@ -281,7 +281,7 @@ class PassagesChoice:
         kept_spans = None if cut is None else doc.piece_spans(rank, spans or whole)
         # Not yet over the total: a choice is corrected with the exact count (refit), and the walk's fit.
         priced = Priced(scopes, names, text, cost, header, cut, uri, kept_spans, provisional=not fit)
-        return self.door.apply(Keep(rank), priced)
+        return self.door.keep_priced(rank, priced)
 
     def refit(self, used: int, max_tokens: int | None) -> bool:
         """Correct the choice with ``used``, the block's exact count: give back what is over,
