@@ -91,36 +91,39 @@ class Door:
             return self._apply_cut(rank, c, decided.room, record=True)
         return self._apply_keep(rank, c, decided.excerpt, priced)
 
-    def keep_priced(self, rank: int, priced: Priced) -> bool:
-        """``apply(Keep(rank), priced)`` for recallpack's own policies, which decide in the walk's
-        hot loop: the same checks (the end, rank order, the gate, the caps), no dispatch."""
+    def keep_priced(
+        self, rank: int, scopes: tuple[Scope, ...], names: tuple[str, ...], text: str, cost: int, header: int,
+        cut: CutResult | None, uri: str | None, kept_spans: tuple[tuple[int, int], ...] | None = None,
+        provisional: bool = False,
+    ) -> bool:
+        """``apply(Keep(rank), Priced(...))`` for recallpack's own policies, which decide in the
+        walk's hot loop: the same checks (the end, rank order, the gate, the caps), no dispatch;
+        and where every keep, a registered policy's too, is held to the total and its lanes."""
         ledger = self.ledger
-        kept = len(ledger.kept)
-        looked = ledger._looked  # what the policy just looked at, in this state: not gated again
+        looked = ledger._looked  # gated just now, nothing recorded since: not gated again
         cap = ledger.settings.max_items
         if (
-            ledger.tail_reason is not None
-            or looked is None
+            looked is None
             or looked[0] != rank
-            or looked[1] != rank
-            or looked[2] != kept
-            or looked[4] is not None
-            or (cap is not None and kept >= cap)
-        ):
-            return self.apply(Keep(rank), priced)  # anything else is decided, and said, as apply does
-        c = looked[3]
-        scopes, names, text, cost, header, cut, uri, spans, provisional = priced
-        max_tokens = ledger.settings.max_tokens
+            or looked[2] is not None
+            or rank != len(ledger.entries)
+            or ledger.tail_reason is not None
+            or (cap is not None and len(ledger.kept) >= cap)
+        ):  # anything else is decided, and said, as apply does
+            priced = Priced(scopes, names, text, cost, header, cut, uri, kept_spans, provisional)
+            return self.apply(Keep(rank), priced)
+        c = looked[1]
         if ledger.settings.lane_budgets:
             lane_room = ledger.limits(c, header)[1]
             if lane_room is not None and cost > lane_room:  # its lane is spent: later items in it are dropped
                 ledger._close_lanes(c, cost)
                 ledger._drop(rank, c, Reason.OVER_LANE_BUDGET, tokens=cost)
                 return False
+        max_tokens = ledger.settings.max_tokens
         if not provisional and max_tokens is not None and cost > max_tokens - ledger.used - header:
             ledger._drop(rank, c, Reason.OVER_BUDGET, tokens=cost)
             return False
-        ledger._keep(rank, c, scopes, names, text, cost, header, cut, uri, kept_spans=spans)
+        ledger._keep(rank, c, scopes, names, text, cost, header, cut, uri, kept_spans=kept_spans)
         return True
 
     def finish(self) -> None:
@@ -242,7 +245,7 @@ class Door:
             limit = ledger.limits(c, header)[2]
             cost = ledger.view.item(ledger, c, names, text, uri, limit)
             priced = Priced(scopes, names, text, cost, header, cut, uri)
-        return self.keep_priced(rank, priced)  # held to the total and the lanes there
+        return self.keep_priced(rank, *priced)  # held to the total and the lanes there
 
     def apply_cut_quietly(self, rank: int, room: object) -> bool:
         """A cut as the old ``keep_cut`` made it: nothing recorded when no cut fits."""

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.decisions import Drop, End
-from recallpack.packing.door import Door, PolicyView, Priced
+from recallpack.packing.door import Door, PolicyView
 from recallpack.packing.embedding import EmbedFn
 from recallpack.packing.result import Reason
 from recallpack.packing.scopes import Scope
@@ -66,7 +66,7 @@ class Prefix:
         uri, names = ledger.uri(c), ledger.names(scopes)
         cost = ledger.view.item(ledger, c, names, c.text, uri, limit)
         if room is None or cost <= room:  # kept, or refused by its lane alone (the other lanes go on)
-            door.keep_priced(rank, Priced(scopes, names, c.text, cost, header, None, uri))
+            door.keep_priced(rank, scopes, names, c.text, cost, header, None, uri)
             return True
         return self.over_budget(door, Over(rank, c, scopes, header, room, lane_room, cost))
 

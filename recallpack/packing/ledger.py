@@ -78,6 +78,10 @@ class Tally:
         self.scope_order: dict[str, Scope] = {}
         self.floor_applied = False
         self.dropped_sizes: dict[int, int] = {}  # rank -> characters, for drops by size
+        #: The last candidate gated, and what the gate said: good until anything is recorded
+        #: (every recorder forgets it), so a policy that looks at a candidate, then decides it,
+        #: has it read and gated once.
+        self._looked: tuple[int, Candidate, _Gate] | None = None
 
     def lane_keys(self, c: Candidate) -> list[LaneKind | Provenance]:
         """The lanes with a budget that ``c`` spends: its lane, its provenance."""
@@ -96,6 +100,7 @@ class Tally:
              kept_spans: tuple[tuple[int, int], ...] | None = None) -> None:
         """Keep ``c`` at ``rank``, showing ``text`` for ``cost`` tokens (and ``header`` more for
         the scopes it adds); ``kept_spans`` when they are not the cut's own (pieces of a document)."""
+        self._looked = None
         for scope in scopes:
             if scope.name != PRIVATE:
                 self.scope_order.setdefault(scope.name, scope)
@@ -119,6 +124,7 @@ class Tally:
     def _drop(self, rank: int, c: Candidate, reason: Reason, outcome: Outcome = Outcome.DROPPED,
              tokens: int | None = None) -> bool:
         """Record ``c`` as not kept, and why; True (the walk goes on)."""
+        self._looked = None
         if reason in _SIZE_REASONS:
             self.dropped_sizes[rank] = len(c.text)
         self.count_reason(reason, 1)
@@ -128,6 +134,7 @@ class Tally:
     def _drop_twin(self, rank: int, c: Candidate) -> bool:
         """Drop ``c`` as identical to a kept item, which then stands for it: its citation joins
         the kept item's, in the evidence and in this entry of the trace."""
+        self._looked = None
         twin = self.twin(c)
         if twin is None:  # no kept twin (any more): an ordinary drop, as a duplicate of what was shown
             return self._drop(rank, c, Reason.DUPLICATE)
@@ -159,6 +166,7 @@ class Tally:
 
     def _merge(self, rank: int, c: Candidate, into: int, kept_spans: tuple[tuple[int, int], ...]) -> None:
         """Record ``c`` as shown inside the item kept at rank ``into`` (a piece of its document)."""
+        self._looked = None
         self.count_reason(Reason.MERGED, 1)
         record = self.entry(rank, c, Outcome.DROPPED, Reason.MERGED, None, None)
         self.entries.append(record._replace(cut="passages", kept_spans=kept_spans, merged_into=into))
@@ -201,6 +209,7 @@ class Tally:
 
     def give_back_last(self) -> None:
         """Drop the last kept item after the block it ends came out over budget."""
+        self._looked = None
         last = self.kept.pop()
         self.entries[last.rank] = self.entries[last.rank]._replace(
             outcome=Outcome.DROPPED, reason=Reason.OVER_BUDGET, cut=None, kept_spans=()
@@ -249,9 +258,6 @@ class Ledger(Tally):
 
     def reset(self) -> None:
         super().reset()
-        #: The last candidate gated, and the state it was gated in (what was decided and kept): a
-        #: policy that looks at a candidate, then decides it, has it gated once.
-        self._looked: tuple[int, int, int, Candidate, _Gate] | None = None
         #: Whether the ledger itself ended the walk (the item cap was reached): the walk then stops
         #: asking the policy for decisions, and a late one is ignored, not an error.
         self.ended_by_ledger = False
@@ -264,16 +270,15 @@ class Ledger(Tally):
         return coerce_candidate(item, rank) if reason is None else STAND_INS[reason]
 
     def _gated(self, rank: int) -> tuple[Candidate, _Gate]:
-        """Candidate ``rank`` read (:meth:`read`) and gated (:meth:`gate`) in the present state."""
+        """Candidate ``rank`` read (:meth:`read`, once a call) and gated (:meth:`gate`) now."""
         looked = self._looked
-        entries, kept = len(self.entries), len(self.kept)
-        if looked is not None and looked[0] == rank and looked[1] == entries and looked[2] == kept:
-            return looked[3], looked[4]
+        if looked is not None and looked[0] == rank:
+            return looked[1], looked[2]
         c = self._reads.get(rank)
         if c is None:
             c = self._reads[rank] = self.read(rank)
         gate = self.gate(c)
-        self._looked = (rank, entries, kept, c, gate)
+        self._looked = (rank, c, gate)
         return c, gate
 
     def gated_now(self, rank: int) -> tuple[Candidate, _Gate]:
@@ -281,7 +286,7 @@ class Ledger(Tally):
         in-order policies) reads each candidate once anyway."""
         c = self.read(rank)
         gate = self.gate(c)
-        self._looked = (rank, len(self.entries), len(self.kept), c, gate)
+        self._looked = (rank, c, gate)
         return c, gate
 
     def shown(self, rank: int) -> Candidate | None:

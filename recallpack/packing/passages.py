@@ -281,7 +281,7 @@ class PassagesChoice:
         kept_spans = None if cut is None else doc.piece_spans(rank, spans or whole)
         # Not yet over the total: a choice is corrected with the exact count (refit), and the walk's fit.
         priced = Priced(scopes, names, text, cost, header, cut, uri, kept_spans, provisional=not fit)
-        return self.door.keep_priced(rank, priced)
+        return self.door.keep_priced(rank, *priced)
 
     def refit(self, used: int, max_tokens: int | None) -> bool:
         """Correct the choice with ``used``, the block's exact count: give back what is over,
