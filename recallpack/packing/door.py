@@ -78,8 +78,8 @@ class Door:
             self._record_gate(rank, c, gate)
             return False
         if kind is Drop:
-            reason = self._policy_reason(decided.reason, rank)
-            self.ledger._drop(rank, c, reason, tokens=self._tokens(decided.tokens, rank))
+            reason = _policy_reason(self, decided.reason, rank)
+            self.ledger._drop(rank, c, reason, tokens=_tokens(self, decided.tokens, rank))
             return False
         if kind is Merge:
             return self._apply_merge(rank, c, decided)
@@ -178,23 +178,12 @@ class Door:
         else:
             self.ledger._drop(rank, c, gate[0], gate[1])
 
-    def _policy_reason(self, reason: object, rank: int | None) -> Reason:
-        if not isinstance(reason, Reason) or reason in _NOT_A_POLICYS:
-            said = f"reason={reason!r:.40} is not a policy's (the gate gives withheld ones, Merge merged)"
-            raise self.broken("reason", said, rank)
-        return reason
-
-    def _tokens(self, tokens: object, rank: int | None) -> int | None:
-        if tokens is not None and type(tokens) is not int:
-            raise self.broken("tokens", f"tokens={tokens!r:.40} is not a count (an int)", rank)
-        return tokens
-
     def _apply_end(self, decision: End) -> bool:
-        reason = self._policy_reason(decision.reason, decision.rank)
+        reason = _policy_reason(self, decision.reason, decision.rank)
         if decision.rank is None:
             return self.ledger._stop(reason)
         rank = self.check_rank(decision.rank, "End")
-        tokens = self._tokens(decision.tokens, rank)
+        tokens = _tokens(self, decision.tokens, rank)
         self._catch_up(rank)
         c, gate = self.ledger._gated(rank)
         if gate is not None:
@@ -206,15 +195,8 @@ class Door:
         into = decision.into
         if type(into) is not int or not any(k.rank == into for k in self.ledger.kept):
             raise self.broken("merge", f"into={into!r:.40} is not the rank of a kept item", rank)
-        self.ledger._merge(rank, c, into, self._spans(decision.spans, rank))
+        self.ledger._merge(rank, c, into, _spans(self, decision.spans, rank))
         return False
-
-    def _spans(self, spans: object, rank: int) -> tuple[tuple[int, int], ...]:
-        if isinstance(spans, tuple) and all(
-            isinstance(s, tuple) and len(s) == 2 and all(type(x) is int and x >= 0 for x in s) for s in spans
-        ):
-            return spans
-        raise self.broken("spans", f"spans={spans!r:.60} is not a tuple of (start, end) offsets", rank)
 
     def _apply_cut(self, rank: int, c: Candidate, room: object, record: bool) -> bool:
         if room is not None and (type(room) is not int or room <= 0):
@@ -239,7 +221,7 @@ class Door:
             ledger = self.ledger
             scopes = ledger.scopes_of(c)
             names, uri = ledger.names(scopes), ledger.uri(c)
-            cut = None if excerpt is None else self._excerpt(excerpt, rank)
+            cut = None if excerpt is None else _excerpt(self, excerpt, rank)
             text = c.text if cut is None else cut.text
             header = ledger.view.header_delta(ledger, scopes)
             limit = ledger.limits(c, header)[2]
@@ -256,12 +238,35 @@ class Door:
             return False
         return self._apply_cut(rank, c, room, record=False)
 
-    def _excerpt(self, excerpt: object, rank: int) -> CutResult:
-        text = self.check_text(getattr(excerpt, "text", None), rank)
-        kind = getattr(excerpt, "kind", None)
-        if not isinstance(kind, str):
-            raise self.broken("excerpt", f"the excerpt's kind is {type(kind).__name__}, not a str", rank)
-        return Excerpt(text, self._spans(getattr(excerpt, "spans", None), rank), cast(CutKind, kind))
+
+
+def _policy_reason(door: Door, reason: object, rank: int | None) -> Reason:
+    if not isinstance(reason, Reason) or reason in _NOT_A_POLICYS:
+        said = f"reason={reason!r:.40} is not a policy's (the gate gives withheld ones, Merge merged)"
+        raise door.broken("reason", said, rank)
+    return reason
+
+
+def _tokens(door: Door, tokens: object, rank: int | None) -> int | None:
+    if tokens is not None and type(tokens) is not int:
+        raise door.broken("tokens", f"tokens={tokens!r:.40} is not a count (an int)", rank)
+    return tokens
+
+
+def _spans(door: Door, spans: object, rank: int) -> tuple[tuple[int, int], ...]:
+    if isinstance(spans, tuple) and all(
+        isinstance(s, tuple) and len(s) == 2 and all(type(x) is int and x >= 0 for x in s) for s in spans
+    ):
+        return spans
+    raise door.broken("spans", f"spans={spans!r:.60} is not a tuple of (start, end) offsets", rank)
+
+
+def _excerpt(door: Door, excerpt: object, rank: int) -> CutResult:
+    text = door.check_text(getattr(excerpt, "text", None), rank)
+    kind = getattr(excerpt, "kind", None)
+    if not isinstance(kind, str):
+        raise door.broken("excerpt", f"the excerpt's kind is {type(kind).__name__}, not a str", rank)
+    return Excerpt(text, _spans(door, getattr(excerpt, "spans", None), rank), cast(CutKind, kind))
 
 
 #: What a policy written for the ledger itself (before 0.2) reads and calls; each still works for
