@@ -18,8 +18,9 @@ import pytest
 
 from recallpack import POLICIES, Candidate, ConfigError, Packer, PolicyError, Reader, Scope, recall
 from recallpack.cli import main
+from recallpack.packing.decisions import Decision, End, Keep
+from recallpack.packing.door import PolicyView
 from recallpack.packing.embedding import EmbedFn
-from recallpack.packing.ledger import Ledger
 from recallpack.packing.policies import (
     BUILT_IN,
     check_policy,
@@ -39,20 +40,19 @@ class HalfBudget:
     summary = "keeps items in order while half the budget lasts"
     needs_query = False
 
-    def choose(self, ledger: Ledger, query: str | None, embed: EmbedFn | None) -> None:
-        max_tokens = ledger.settings.max_tokens
+    def choose(self, view: PolicyView, query: str | None, embed: EmbedFn | None) -> Iterator[Decision]:
+        max_tokens = view.tokens_left
         half = None if max_tokens is None else max_tokens // 2
-        for rank in range(len(ledger.candidates)):
-            c = ledger.admit(rank)
-            if c is None:
+        spent = 0
+        for rank in range(len(view)):
+            if view.candidate(rank) is None:  # the door records the gate's reason
                 continue
-            scopes, names, uri = ledger.look(c)
-            header = ledger.view.header_delta(ledger, scopes)
-            cost = ledger.view.item(ledger, c, names, c.text, uri, None)
-            if half is not None and ledger.used + header + cost > half:
-                ledger.end(rank, c, Reason.OVER_BUDGET, tokens=cost)
+            cost = view.measure(rank) or 0
+            if half is not None and spent + cost > half:
+                yield End(Reason.OVER_BUDGET, rank)
                 return
-            ledger.keep(rank, c, scopes, names, c.text, cost, header, None, uri)
+            spent += cost
+            yield Keep(rank)
 
 
 @pytest.fixture
@@ -155,7 +155,7 @@ class _Keeps(HalfBudget):
 @pytest.mark.parametrize(
     ("part", "value", "said"),
     [
-        ("choose", 5, r"choose\(ledger, query, embed\) is not a method"),
+        ("choose", 5, r"choose\(view, query, embed\) is not a method"),
         ("summary", None, "its summary is not a str"),
         ("needs_query", "yes", "its needs_query is not a bool"),
     ],
@@ -183,10 +183,8 @@ class _Nothing:
     summary = "keeps nothing"
     needs_query = False
 
-    def choose(self, ledger: Ledger, query: str | None, embed: EmbedFn | None) -> None:
-        c = ledger.admit(0)
-        assert c is not None
-        ledger.end(0, c, Reason.OVER_BUDGET)
+    def choose(self, view: PolicyView, query: str | None, embed: EmbedFn | None) -> list[Decision]:
+        return [End(Reason.OVER_BUDGET, 0)]
 
 
 def test_recall_runs_the_policy_registered_last_under_a_name() -> None:
@@ -202,14 +200,14 @@ def test_recall_runs_the_policy_registered_last_under_a_name() -> None:
 
 
 class RecordsAWithheldRankAsTooBig:
-    """A hostile policy: it records rank 0 as over the budget through the ledger's own stand-in,
-    without admitting it, and keeps nothing, so that the floor reaches it."""
+    """A hostile policy: it ends the walk at rank 0 as over the budget, without looking whether
+    the gate shows it, and keeps nothing, so that the floor would reach it."""
 
     summary = "records a withheld rank as over the budget"
     needs_query = False
 
-    def choose(self, ledger: Ledger, query: str | None, embed: EmbedFn | None) -> None:
-        ledger.end(0, ledger.read(0), Reason.OVER_BUDGET, tokens=10_000)
+    def choose(self, view: PolicyView, query: str | None, embed: EmbedFn | None) -> list[Decision]:
+        return [End(Reason.OVER_BUDGET, 0, tokens=10_000)]
 
 
 @pytest.mark.parametrize("reader", [None, Reader(id="u-1", scopes={"org-1": Scope(name="org 1")})])

@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 #: The toy policy the throwaway package installs: in order while half the budget lasts.
 HALF_BUDGET = '''
+from recallpack.packing.decisions import End, Keep
 from recallpack.packing.result import Reason
 
 
@@ -32,20 +33,17 @@ class HalfBudget:
     summary = "keeps items in order while half the budget lasts"
     needs_query = False
 
-    def choose(self, ledger, query, embed):
-        half = ledger.settings.max_tokens // 2
-        for rank in range(len(ledger.candidates)):
-            c = ledger.admit(rank)
-            if c is None:
+    def choose(self, view, query, embed):
+        half, spent = view.tokens_left // 2, 0
+        for rank in range(len(view)):
+            if view.candidate(rank) is None:
                 continue
-            scopes, names, uri = ledger.look(c)
-            header = ledger.view.header_delta(ledger, scopes)
-            cost = ledger.view.item(ledger, c, names, c.text, uri, None)
-            if ledger.used + header + cost > half:
-                ledger.end(rank, c, Reason.OVER_BUDGET, tokens=cost)
-                return None
-            ledger.keep(rank, c, scopes, names, c.text, cost, header, None, uri)
-        return None
+            cost = view.measure(rank)
+            if spent + cost > half:
+                yield End(Reason.OVER_BUDGET, rank)
+                return
+            spent += cost
+            yield Keep(rank)
 '''
 
 
@@ -160,7 +158,7 @@ def test_an_installed_policy_is_a_choice_of_recallpack_serve(half_budget_install
     [
         ("raise ImportError('needs numpy 9')", "toy_broken:Policy", "broken", "loading it raised ImportError: needs numpy 9"),
         ("class Policy:\n    summary, needs_query, choose = 'x', False, 5\n", "toy_broken:Policy", "broken",
-         "choose(ledger, query, embed) is not a method"),
+         "choose(view, query, embed) is not a method"),
         ("class Policy:\n    summary, needs_query = 3, 'yes'\n    def choose(self, l, q, e): return None\n",
          "toy_broken:Policy", "broken", "its summary is not a str; its needs_query is not a bool"),
         ("from recallpack.packing.in_order import Skip as Policy\n", "toy_broken:Policy", "prefix", "is built in"),

@@ -28,7 +28,23 @@ class BudgetError(ConfigError):
 
 
 class PolicyError(ConfigError):
-    """An unknown oversize policy."""
+    """An unknown policy, or a decision a policy made that breaks a rule of the ledger's.
+
+    For a broken decision, ``rule`` names the rule (``"rank order"``, ``"end"``, ``"decision"``...),
+    ``policy`` the policy's name and ``index`` the candidate's rank when it is about one.
+    """
+
+    def __init__(
+        self,
+        *args: object,
+        field: str | None = "policy",
+        index: int | None = None,
+        rule: str | None = None,
+        policy: str | None = None,
+    ) -> None:
+        super().__init__(*args, field=field, index=index)
+        self.rule = rule
+        self.policy = policy
 
 
 class LaneError(ConfigError):

@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from recallpack.packing.candidate import Candidate
+from recallpack.packing.decisions import Drop, End
+from recallpack.packing.door import Door, PolicyView
 from recallpack.packing.embedding import EmbedFn
-from recallpack.packing.ledger import Ledger
 from recallpack.packing.result import Reason
 from recallpack.packing.scopes import Scope
 
@@ -40,37 +41,38 @@ class Prefix:
     summary = "an item that does not fit ends the walk (the strict prefix)"
     needs_query = False
 
-    def choose(self, ledger: Ledger, query: str | None, embed: EmbedFn | None) -> None:
+    def choose(self, view: PolicyView, query: str | None, embed: EmbedFn | None) -> None:
+        # recallpack's own: it applies each decision through the ledger's door as it makes it.
+        door = view._door
+        ledger = door.ledger
         for rank in range(len(ledger.candidates)):
-            c = ledger.admit(rank)
-            if c is not None and not self.step(ledger, rank, c):
+            c, gate = ledger.gated_now(rank)
+            if gate is not None:
+                door.apply(Drop(rank))  # the gate's reason is what is recorded
+            elif not self.step(door, rank, c):
                 break
         ledger.floor_if_empty()
 
-    def step(self, ledger: Ledger, rank: int, c: Candidate) -> bool:
+    def step(self, door: Door, rank: int, c: Candidate) -> bool:
         """Decide candidate ``rank`` (admitted: it can be shown); False ends the walk (everything
         after it is the tail)."""
+        ledger = door.ledger
         max_items = ledger.settings.max_items
         if max_items is not None and len(ledger.kept) >= max_items:
-            return ledger.end(rank, c, Reason.OVER_ITEM_CAP)
+            return door.apply(End(Reason.OVER_ITEM_CAP, rank))
         scopes = ledger.scopes_of(c)
         header = ledger.view.header_delta(ledger, scopes)
         room, lane_room, limit = ledger.limits(c, header)
         uri, names = ledger.uri(c), ledger.names(scopes)
         cost = ledger.view.item(ledger, c, names, c.text, uri, limit)
-        fits_global = room is None or cost <= room
-        if fits_global and (lane_room is None or cost <= lane_room):
-            ledger.keep(rank, c, scopes, names, c.text, cost, header, None, uri)
+        if room is None or cost <= room:  # kept, or refused by its lane alone (the other lanes go on)
+            door.keep_priced(rank, scopes, names, c.text, cost, header, None, uri)
             return True
-        if fits_global:  # only a lane's own budget is spent; the other lanes go on
-            ledger.close_lanes(c, cost)
-            return ledger.drop(rank, c, Reason.OVER_LANE_BUDGET, tokens=cost)
-        assert room is not None
-        return self.over_budget(ledger, Over(rank, c, scopes, header, room, lane_room, cost))
+        return self.over_budget(door, Over(rank, c, scopes, header, room, lane_room, cost))
 
-    def over_budget(self, ledger: Ledger, over: Over) -> bool:
+    def over_budget(self, door: Door, over: Over) -> bool:
         """What becomes of an item that costs more than the room left: here, the walk ends."""
-        return ledger.end(over.rank, over.c, Reason.OVER_BUDGET, tokens=over.cost)
+        return door.apply(End(Reason.OVER_BUDGET, over.rank, over.cost))
 
 
 class Skip(Prefix):
@@ -78,10 +80,11 @@ class Skip(Prefix):
 
     summary = "an item that does not fit is passed over, and the walk goes on"
 
-    def over_budget(self, ledger: Ledger, over: Over) -> bool:
+    def over_budget(self, door: Door, over: Over) -> bool:
         if over.room > 0:
-            return ledger.drop(over.rank, over.c, Reason.OVER_BUDGET, tokens=over.cost)
-        return ledger.end(over.rank, over.c, Reason.OVER_BUDGET, tokens=over.cost)  # nothing more can fit
+            door.apply(Drop(over.rank, Reason.OVER_BUDGET, over.cost))
+            return True
+        return door.apply(End(Reason.OVER_BUDGET, over.rank, over.cost))  # nothing more can fit
 
 
 class Truncate(Prefix):
@@ -90,10 +93,10 @@ class Truncate(Prefix):
 
     summary = "an item that does not fit is cut to the room left, and the walk ends"
 
-    def over_budget(self, ledger: Ledger, over: Over) -> bool:
+    def over_budget(self, door: Door, over: Over) -> bool:
         room, lane_room = over.room, over.lane_room
         # A cut is made to the global room only; an item its own lane cannot hold is not cut.
         cuttable = room > 0 and (lane_room is None or lane_room >= room)
-        if cuttable and ledger.keep_cut(over.rank, over.c, over.scopes, over.header, room):
-            return ledger.stop(Reason.OVER_BUDGET)
-        return ledger.end(over.rank, over.c, Reason.OVER_BUDGET, tokens=over.cost)
+        if cuttable and door.apply_cut_quietly(over.rank, room):
+            return door.apply(End(Reason.OVER_BUDGET))
+        return door.apply(End(Reason.OVER_BUDGET, over.rank, over.cost))

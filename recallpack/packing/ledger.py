@@ -1,131 +1,58 @@
-"""The ledger of one walk: the record of every candidate it reached, and what is left of each budget.
+"""The ledger of one walk: its record (:class:`Tally`), what is left of each budget, the gate, and
+the floor. Only its door (:mod:`recallpack.packing.door`) records a policy's decisions.
 
-A policy (:mod:`recallpack.packing.policies`) decides; the :class:`Ledger` it is handed records
-each decision (kept, dropped, merged or withheld, and why), keeps what is left of the budget and
-of each lane, gates each candidate before anything of it is read (scopes first), and applies the
-floor: when nothing fitted whole, the top readable match is kept, cut to the room. The walk
+A policy (:mod:`recallpack.packing.policies`) decides (:mod:`recallpack.packing.decisions`); the
+door (:meth:`~recallpack.packing.door.Door.apply`) applies each decision, checked first: in rank order and
+once per candidate, gated before anything of the candidate is read (scopes first, and whatever the
+policy asked, the gate's reason is what is recorded for a candidate it stops), priced by the view,
+and held to ``max_items``, every lane's budget and the total. A decision that breaks a rule is a
+:class:`~recallpack.packing.errors.PolicyError` naming the rule and the policy. When nothing fitted
+whole, the floor keeps the top match that passed the gate, cut to the room. The walk
 (:mod:`recallpack.packing.walk`) makes the result of it. Nothing here chooses what to keep.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from recallpack.packing.analysis import CallReading
-from recallpack.packing.candidate import Candidate, LaneKind, Provenance, coerce_candidate, item_scopes
+from recallpack.packing.candidate import Candidate, LaneKind, Provenance, coerce_candidate
 from recallpack.packing.citations import resource_of
+from recallpack.packing.records import (
+    STAND_INS,
+    WITHHELD_BY,
+    WITHHELD_REASONS,
+    Counted,
+    CutResult,
+    Cutter,
+    Kept,
+    Measure,
+    WalkSettings,
+    withheld,
+)
 from recallpack.packing.render import View
 from recallpack.packing.result import Evidence, Outcome, Reason, TraceRecord
-from recallpack.packing.scopes import PRIVATE, Reader, Scope
+from recallpack.packing.scopes import PRIVATE, Scope
 from recallpack.packing.tokenizers import Tokenizer
 from recallpack.packing.twins import KeptTexts
 
 __all__ = [
-    "Ledger", "Tally", "Kept", "WalkSettings", "CutResult", "Cutter", "Counted", "withheld",
-    "WITHHELD_REASONS",
+    "Ledger", "Tally", "Kept", "WalkSettings", "CutResult", "Cutter", "Counted", "Measure",
+    "withheld", "WITHHELD_REASONS",
 ]
 
 _PREVIEW_CHARS = 60
 _SIZE_REASONS = (Reason.OVER_BUDGET, Reason.OVER_LANE_BUDGET)
-#: Why an item is withheld: the reasons a report counts as withheld, not dropped.
-WITHHELD_REASONS = (Reason.NO_READER, Reason.UNREADABLE, Reason.MALFORMED_SCOPE)
-#: What stands for a withheld item in a walk, by why it is withheld: nothing of the item itself.
-_STAND_INS = {reason: Candidate(text=reason.value) for reason in WITHHELD_REASONS}
-_WITHHELD_BY = {id(stand_in): reason for reason, stand_in in _STAND_INS.items()}
-
-
-class CutResult(Protocol):
-    """What a cutter returns: the kept text (elisions marked), the ranges it kept, how."""
-
-    @property
-    def text(self) -> str: ...
-    @property
-    def spans(self) -> tuple[tuple[int, int], ...]: ...
-    @property
-    def kind(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class WalkSettings:
-    """The validated settings one walk runs with (the Packer's, resolved once; a call changes
-    only its bounds)."""
-
-    max_tokens: int | None
-    max_items: int | None
-    #: The name the policy is registered by (:mod:`recallpack.packing.policies`).
-    policy: str
-    floor: bool
-    reader: Reader | None
-    lane_budgets: Mapping[LaneKind | Provenance, int]
-    dedupe: bool
-    resource_uri_template: str
-    citation_keys: tuple[str, ...]
-    language: str | None
-
-
-class Cutter(Protocol):
-    """``cutter(text, max_tokens=..., measure=...)``: the best cut of ``text`` such that
-    ``measure(cut.text) <= max_tokens`` (``measure`` prices a text as its item renders it), or None."""
-
-    def __call__(self, text: str, *, max_tokens: int, measure: Measure) -> CutResult | None: ...
-
-
-#: The exact count of what the model is shown, and the block counted (None: none was rendered).
-Counted = tuple[int, "str | None"]
-
-
-class Measure(Protocol):
-    def __call__(self, text: str) -> int: ...
-
-
-@dataclass(slots=True)
-class Kept:
-    """One kept item: where it ranked, the candidate, the text kept (cut or whole), what it
-    cost, its scopes and their names, its resource line, and the cut that made it fit (None
-    when it fitted whole). Its Evidence is made only when a result asks for it: :func:`pack`
-    never does."""
-
-    rank: int
-    candidate: Candidate
-    text: str
-    cost: int
-    scopes: tuple[Scope, ...]
-    names: tuple[str, ...]
-    uri: str | None
-    cut: CutResult | None
-    made: Evidence | None = None
-    #: The citations of identical items dropped in its favour (None: one had none).
-    twins: list[str | None] | None = None
-
-    @property
-    def label(self) -> str:
-        return self.candidate.provenance.label
-
-    def evidence(self) -> Evidence:
-        if self.made is None:
-            twins = self.twins or []
-            cited = dict.fromkeys(c for c in (self.uri, *twins) if c is not None)
-            self.made = Evidence(
-                provenance=self.candidate.provenance,
-                label=self.label,
-                text=self.text,
-                scopes=self.names,
-                resource_uri=self.uri,
-                token_count=self.cost,
-                truncated=self.cut is not None,
-                duplicates=len(twins),
-                citations=tuple(cited) if twins else (),
-            )
-        return self.made
+_Gate = tuple[Reason, Outcome] | None
 
 
 @dataclass(eq=False, repr=False)  # a ledger is one call's: compared and hashed by identity
 class Tally:
     """What one walk has decided so far: kept items, trace entries, reason tallies, lane use, the
-    header's cost. Only these methods change them."""
+    header's cost. Only these methods change them, and only the ledger's door calls them."""
 
     candidates: Sequence[Any]
     settings: WalkSettings
@@ -151,6 +78,10 @@ class Tally:
         self.scope_order: dict[str, Scope] = {}
         self.floor_applied = False
         self.dropped_sizes: dict[int, int] = {}  # rank -> characters, for drops by size
+        #: The last candidate gated, and what the gate said: good until anything is recorded
+        #: (every recorder forgets it), so a policy that looks at a candidate, then decides it,
+        #: has it read and gated once.
+        self._looked: tuple[int, Candidate, _Gate] | None = None
 
     def lane_keys(self, c: Candidate) -> list[LaneKind | Provenance]:
         """The lanes with a budget that ``c`` spends: its lane, its provenance."""
@@ -164,11 +95,12 @@ class Tally:
         """The kept item identical to ``c`` (its content and scopes), if any."""
         return self.seen.find(c)
 
-    def keep(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], names: tuple[str, ...], text: str,
+    def _keep(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], names: tuple[str, ...], text: str,
              cost: int, header: int, cut: CutResult | None, uri: str | None, replace: bool = False,
              kept_spans: tuple[tuple[int, int], ...] | None = None) -> None:
         """Keep ``c`` at ``rank``, showing ``text`` for ``cost`` tokens (and ``header`` more for
         the scopes it adds); ``kept_spans`` when they are not the cut's own (pieces of a document)."""
+        self._looked = None
         for scope in scopes:
             if scope.name != PRIVATE:
                 self.scope_order.setdefault(scope.name, scope)
@@ -189,20 +121,23 @@ class Tally:
         else:
             self.entries.append(entry)
 
-    def drop(self, rank: int, c: Candidate, reason: Reason, outcome: Outcome = Outcome.DROPPED,
+    def _drop(self, rank: int, c: Candidate, reason: Reason, outcome: Outcome = Outcome.DROPPED,
              tokens: int | None = None) -> bool:
         """Record ``c`` as not kept, and why; True (the walk goes on)."""
+        self._looked = None
         if reason in _SIZE_REASONS:
             self.dropped_sizes[rank] = len(c.text)
         self.count_reason(reason, 1)
         self.entries.append(self.entry(rank, c, outcome, reason, tokens, None))
         return True
 
-    def drop_twin(self, rank: int, c: Candidate) -> bool:
+    def _drop_twin(self, rank: int, c: Candidate) -> bool:
         """Drop ``c`` as identical to a kept item, which then stands for it: its citation joins
         the kept item's, in the evidence and in this entry of the trace."""
+        self._looked = None
         twin = self.twin(c)
-        assert twin is not None
+        if twin is None:  # no kept twin (any more): an ordinary drop, as a duplicate of what was shown
+            return self._drop(rank, c, Reason.DUPLICATE)
         citation = resource_of(c, self.settings)
         # Appended in place: a copy per duplicate made n identical candidates cost O(n^2).
         if twin.twins is None:
@@ -229,18 +164,19 @@ class Tally:
         )
         return True
 
-    def merge(self, rank: int, c: Candidate, into: int, kept_spans: tuple[tuple[int, int], ...]) -> None:
+    def _merge(self, rank: int, c: Candidate, into: int, kept_spans: tuple[tuple[int, int], ...]) -> None:
         """Record ``c`` as shown inside the item kept at rank ``into`` (a piece of its document)."""
+        self._looked = None
         self.count_reason(Reason.MERGED, 1)
         record = self.entry(rank, c, Outcome.DROPPED, Reason.MERGED, None, None)
         self.entries.append(record._replace(cut="passages", kept_spans=kept_spans, merged_into=into))
 
-    def end(self, rank: int, c: Candidate, reason: Reason, tokens: int | None = None) -> bool:
+    def _end(self, rank: int, c: Candidate, reason: Reason, tokens: int | None = None) -> bool:
         """Drop ``c`` and end the walk: everything after it is the tail, for ``reason``; False."""
-        self.drop(rank, c, reason, tokens=tokens)
-        return self.stop(reason)
+        self._drop(rank, c, reason, tokens=tokens)
+        return self._stop(reason)
 
-    def stop(self, reason: Reason) -> bool:
+    def _stop(self, reason: Reason) -> bool:
         """End the walk after what was just decided: everything after it is the tail, for
         ``reason``; False."""
         self.tail_reason = reason
@@ -250,7 +186,7 @@ class Tally:
         """Say ``text`` in the report's notes (a policy that packed as another, pieces set apart)."""
         self.notes = (*self.notes, text)
 
-    def close_lanes(self, c: Candidate, cost: int) -> None:
+    def _close_lanes(self, c: Candidate, cost: int) -> None:
         """``c``'s lanes that cannot hold ``cost`` more are full: later items in them are dropped."""
         self.full.update(k for k in self.lane_keys(c) if self.lane_left(k) < cost)
 
@@ -273,6 +209,7 @@ class Tally:
 
     def give_back_last(self) -> None:
         """Drop the last kept item after the block it ends came out over budget."""
+        self._looked = None
         last = self.kept.pop()
         self.entries[last.rank] = self.entries[last.rank]._replace(
             outcome=Outcome.DROPPED, reason=Reason.OVER_BUDGET, cut=None, kept_spans=()
@@ -301,9 +238,11 @@ class Tally:
 
 @dataclass(eq=False, repr=False)
 class Ledger(Tally):
-    """The ledger a policy is handed: the record (:class:`Tally`), each candidate read and gated
-    (scopes first), what an item looks like and what room it has, and the floor. ``cutter`` cuts
-    an item to its room (by focus on the query, or by head)."""
+    """The ledger of one walk: the record (:class:`Tally`), each candidate read and gated (scopes
+    first), what an item looks like and what room it has, the door every decision goes through
+    (:meth:`apply`), and the floor. ``cutter`` cuts an item to its room (by focus on the query,
+    or by head). A policy never holds it: it is handed a read-only
+    :class:`~recallpack.packing.decisions.PolicyView`."""
 
     cutter: Cutter | None = None
     #: How the call reads its query and texts, chosen once (:class:`.CallReading`).
@@ -314,31 +253,51 @@ class Ledger(Tally):
         self.resources: dict[int, tuple[Candidate, str | None]] = {}
         self.looks: dict[int, tuple[tuple[Scope, ...], tuple[str, ...], str | None]] = {}
         self.frames: dict[tuple[Provenance, tuple[str, ...], str | None], int] = {}
+        #: Each candidate read, by rank: read once a call, whoever asks (a choice made again too).
+        self._reads: dict[int, Candidate] = {}
+
+    def reset(self) -> None:
+        super().reset()
+        #: Whether the ledger itself ended the walk (the item cap was reached): the walk then stops
+        #: asking the policy for decisions, and a late one is ignored, not an error.
+        self.ended_by_ledger = False
 
     def read(self, rank: int) -> Candidate:
         """Candidate ``rank``, validated; for a withheld one, the stand-in of why. Its scopes are
         read first and alone: a withheld item is never validated, looked at again or named."""
         item = self.candidates[rank]
         reason = withheld(item, self.settings.reader)
-        return coerce_candidate(item, rank) if reason is None else _STAND_INS[reason]
+        return coerce_candidate(item, rank) if reason is None else STAND_INS[reason]
 
-    def admit(self, rank: int) -> Candidate | None:
-        """Candidate ``rank`` read (:meth:`read`) and gated (:meth:`gate`): the candidate when it
-        can be shown; else None, with why recorded (a duplicate joins its kept twin's citations)."""
+    def _gated(self, rank: int) -> tuple[Candidate, _Gate]:
+        """Candidate ``rank`` read (:meth:`read`, once a call) and gated (:meth:`gate`) now."""
+        looked = self._looked
+        if looked is not None and looked[0] == rank:
+            return looked[1], looked[2]
+        c = self._reads.get(rank)
+        if c is None:
+            c = self._reads[rank] = self.read(rank)
+        gate = self.gate(c)
+        self._looked = (rank, c, gate)
+        return c, gate
+
+    def gated_now(self, rank: int) -> tuple[Candidate, _Gate]:
+        """Candidate ``rank`` read and gated, its read not kept: a walk in rank order (the
+        in-order policies) reads each candidate once anyway."""
         c = self.read(rank)
         gate = self.gate(c)
-        if gate is None:
-            return c
-        if gate[0] is Reason.DUPLICATE:
-            self.drop_twin(rank, c)
-        else:
-            self.drop(rank, c, gate[0], gate[1])
-        return None
+        self._looked = (rank, c, gate)
+        return c, gate
+
+    def shown(self, rank: int) -> Candidate | None:
+        """Candidate ``rank`` if the gate shows it now, else None; nothing is recorded."""
+        c, gate = self._gated(rank)
+        return c if gate is None else None
 
     def gate(self, c: Candidate) -> tuple[Reason, Outcome] | None:
         """Why ``c`` (as :meth:`read` gives it) cannot be shown at all, whatever the room; None
         when it can."""
-        reason = _WITHHELD_BY.get(id(c))
+        reason = WITHHELD_BY.get(id(c))
         if reason is not None:  # first: nothing else of a withheld item is looked at
             return reason, Outcome.WITHHELD
         if c.modality != "text":
@@ -428,27 +387,28 @@ class Ledger(Tally):
             return False
         old = self.entries[rank]
         self.count_reason(old.reason, -1)
-        if self.keep_cut(rank, c, scopes, header, limit, replace=True):
+        if self._keep_cut(rank, c, scopes, header, limit, replace=True):
             self.floor_applied = True
             del self.dropped_sizes[rank]
             return True
         self.count_reason(old.reason, 1)
         return False
 
-    def keep_cut(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], header: int, room: int,
-                 replace: bool = False) -> bool:
+    def _keep_cut(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], header: int, room: int,
+                  replace: bool = False) -> bool:
         """Keep ``c`` cut to ``room`` tokens as its item renders; False when no cut fits."""
         names, uri = self.names(scopes), self.uri(c)
         # What the cut text costs rendered in its item: the view's own price, handed down.
         measure = functools.partial(self.view.item, self, c, names, uri=uri, limit=room)
-        assert self.cutter is not None, "a ledger that cuts is given a cutter"
+        if self.cutter is None:  # a ledger made without one cuts nothing
+            return False
         cut = self.cutter(c.text, max_tokens=room, measure=measure)
         if cut is None:
             return False
         cost = measure(cut.text)
         if cost > room:  # a cutter's promise, checked: the budget never rests on it alone
             return False
-        self.keep(rank, c, scopes, names, cut.text, cost, header, cut, uri, replace=replace)
+        self._keep(rank, c, scopes, names, cut.text, cost, header, cut, uri, replace=replace)
         return True
 
     def recut_last(self, excess: int) -> bool:
@@ -462,22 +422,8 @@ class Ledger(Tally):
         scopes = self.scopes_of(c)
         header = self.view.header_delta(self, scopes)
         room = last.cost - excess
-        if room > 0 and self.keep_cut(last.rank, c, scopes, header, room, replace=True):
+        if room > 0 and self._keep_cut(last.rank, c, scopes, header, room, replace=True):
             self.kept[-1].twins = last.twins  # it still stands for the same duplicates
             return True
         self.count_reason(Reason.OVER_BUDGET, 1)
         return False
-
-
-def withheld(item: object, reader: Reader | None) -> Reason | None:
-    """Why ``item`` (a Candidate, or a mapping of its fields) is withheld from ``reader``, read
-    from its scope fields alone; None when the reader may read it. Fail closed: malformed scope
-    fields withhold it, and so do any scopes when there is no reader."""
-    scope_ids = item_scopes(item)
-    if scope_ids is None:
-        return Reason.MALFORMED_SCOPE
-    if not scope_ids:
-        return None
-    if reader is None:
-        return Reason.NO_READER
-    return None if reader.can_read(scope_ids) else Reason.UNREADABLE

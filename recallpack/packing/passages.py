@@ -35,7 +35,9 @@ from collections.abc import Sequence
 
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.cuts import Cut
+from recallpack.packing.decisions import Drop, End, Merge
 from recallpack.packing.documents import Document, Piece, documents_of
+from recallpack.packing.door import Door, PolicyView, Priced
 from recallpack.packing.embedding import EmbedFn
 from recallpack.packing.ledger import Counted, Ledger
 from recallpack.packing.render import MarkdownBlock, View
@@ -100,10 +102,13 @@ class Passages:
     summary = "with a query: the passages that best answer it, across every item"
     needs_query = True
 
-    def choose(self, ledger: Ledger, query: str | None, embed: EmbedFn | None) -> Counted:
+    def choose(self, seen: PolicyView, query: str | None, embed: EmbedFn | None) -> Counted:
         """Choose, then correct the choice with the exact count of what the model is shown until
         it holds: give back what is over, fill what is still free; the last count and block."""
-        assert query, "the walk hands passages only a call with a query"
+        # recallpack's own: it applies each decision through the ledger's door as it makes it.
+        ledger = seen._ledger
+        if not query:  # the walk hands passages only a call with a query
+            raise seen._door.broken("the query", "passages needs the call's query")
         choice = PassagesChoice(ledger, query, embed)
         choice.run()
         view, max_tokens = ledger.view, ledger.settings.max_tokens
@@ -119,6 +124,7 @@ class PassagesChoice:
 
     def __init__(self, ledger: Ledger, query: str, embed: EmbedFn | None) -> None:
         self.ledger = ledger
+        self.door = Door(ledger)  # what records the choice: the ledger's one door, checked
         self.settings = ledger.settings
         self.query = query
         self.embed = embed
@@ -211,39 +217,37 @@ class PassagesChoice:
         kept_spans: dict[int, list[tuple[int, int]] | None] = {}
         over = _stopped_by(None if whole else self.selection, self.settings.max_items)
         for rank in range(len(self.coerced)):
-            c = self.coerced[rank]
             gate = self.gates.get(rank)
             if gate is not None:
-                if gate[0] is Reason.DUPLICATE and ledger.twin(c) is not None:
-                    ledger.drop_twin(rank, c)  # the kept twin stands for it, citation and all
-                else:
-                    ledger.drop(rank, c, gate[0], gate[1])
+                # The door gates it again: a duplicate of a kept item joins its citations, one of
+                # an item only shown is dropped as a duplicate, the others keep the gate's reason.
+                self.door.apply(Drop(rank, Reason.DUPLICATE))
                 continue
             d = lead_of[rank]
             doc = self.documents[d]
             if doc.lead.rank != rank:
                 if d in kept_spans:
                     shown_spans = kept_spans[d] or [(0, len(doc.text))]
-                    ledger.merge(rank, c, doc.lead.rank, doc.piece_spans(rank, shown_spans))
+                    self.door.apply(Merge(rank, doc.lead.rank, doc.piece_spans(rank, shown_spans)))
                 else:
-                    ledger.drop(rank, c, over)
+                    self.door.apply(Drop(rank, over))
                 continue
             spans: list[tuple[int, int]] | None = None
             if whole:
                 if not self._keep_document(rank, doc, None, fit=True):
                     return False
             else:
-                assert self.selection is not None
-                if not self.selection.cuts[d].kept:
-                    ledger.drop(rank, c, over)
+                if self.selection is None or not self.selection.cuts[d].kept:
+                    self.door.apply(Drop(rank, over))
                     continue
                 spans = self.selection.kept_spans(d)
-                self._keep_document(rank, doc, spans)
+                if not self._keep_document(rank, doc, spans):
+                    continue  # the door refused it (a lane's budget): its pieces are not merged into it
             kept_spans[d] = spans
         if len(self.coerced) < len(ledger.candidates):
             # The candidates past the reach are the tail, never read: with the item cap full, none
             # could have been kept anyway; else nothing is known of whether they would have fitted.
-            ledger.stop(over if over is Reason.OVER_ITEM_CAP else Reason.NOT_REACHED)
+            self.door.apply(End(over if over is Reason.OVER_ITEM_CAP else Reason.NOT_REACHED))
         return True
 
     def _keep_document(
@@ -275,8 +279,9 @@ class PassagesChoice:
         whole = [(0, len(doc.text))]
         cut = None if spans is None and not merged else Cut(text, tuple(spans or whole), "passages")
         kept_spans = None if cut is None else doc.piece_spans(rank, spans or whole)
-        ledger.keep(rank, c, scopes, names, text, cost, header, cut, uri, kept_spans=kept_spans)
-        return True
+        # Not yet over the total: a choice is corrected with the exact count (refit), and the walk's fit.
+        priced = Priced(scopes, names, text, cost, header, cut, uri, kept_spans, provisional=not fit)
+        return self.door.keep_priced(rank, *priced)
 
     def refit(self, used: int, max_tokens: int | None) -> bool:
         """Correct the choice with ``used``, the block's exact count: give back what is over,

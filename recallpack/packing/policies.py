@@ -1,11 +1,12 @@
 """The policies: how a walk chooses what to keep, each one object, registered by name in one table.
 
-A policy is an object with one method, :meth:`PackingPolicy.choose`. Given one call's
-:class:`~recallpack.packing.ledger.Ledger` (the candidates in merit order, the settings, what is
-left of each budget), the query and the embedding, it decides, and records every decision in the
-ledger; one that corrects its choice with the exact count of what the model is shown (as
-``passages`` does) returns that count. The walk (:mod:`recallpack.packing.walk`) calls it
-once, then makes the whole fit and applies the floor through the ledger.
+A policy is an object with one method, :meth:`PackingPolicy.choose`. Given a read-only
+:class:`~recallpack.packing.decisions.PolicyView` of one call's walk (the candidates in merit
+order as the gate shows them, what is left of each budget, the price of an item), the query and the
+embedding, it decides: it yields (or returns a list of) decisions, which the walk
+(:mod:`recallpack.packing.walk`) applies through the ledger's one door, checked and held to every
+cap, then makes the whole fit and applies the floor. recallpack's own policies apply theirs
+through that same door as they make them.
 
 :data:`BUILT_IN` is the table: the ``policy`` setting, the CLI's ``--policy`` choices and their
 help are read from it. A fifth policy is one module and one line here, or, from outside the
@@ -17,12 +18,15 @@ it a choice of ``recallpack pack --policy`` and ``recallpack serve --policy`` to
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from typing import Protocol, cast
 
+from recallpack.packing.decisions import Decision
+from recallpack.packing.door import PolicyView
 from recallpack.packing.embedding import EmbedFn
 from recallpack.packing.errors import ConfigError, PolicyError
 from recallpack.packing.in_order import Prefix, Skip, Truncate
-from recallpack.packing.ledger import Counted, Ledger
+from recallpack.packing.ledger import Counted
 from recallpack.packing.passages import Passages
 from recallpack.packing.plugins import POLICY_GROUP, Plugin, plugins
 
@@ -36,17 +40,21 @@ Policy = str
 
 
 class PackingPolicy(Protocol):
-    """How a walk chooses what to keep: ``choose`` records its decisions in the ledger."""
+    """How a walk chooses what to keep: ``choose`` yields its decisions."""
 
     #: One line saying what the policy does with an item that does not fit (the CLI's help).
     summary: str
     #: Whether it needs the call's query: without one, the walk packs as ``prefix`` and says so.
     needs_query: bool
 
-    def choose(self, ledger: Ledger, query: str | None, embed: EmbedFn | None) -> Counted | None:
-        """Decide, recording every decision in ``ledger``. A policy that corrects its choice
-        with the exact count of what the model is shown returns the last count and block; one
-        that does not returns None (the walk counts)."""
+    def choose(
+        self, view: PolicyView, query: str | None, embed: EmbedFn | None
+    ) -> Iterable[Decision] | Counted | None:
+        """Decide each candidate reached, in rank order (:mod:`recallpack.packing.decisions`):
+        yield the decisions, or return a list of them; the walk applies each and the ``view``
+        shows its effect. (recallpack's own apply theirs as they make them and return None, or
+        the last exact count and block.) A policy may also have ``refine(view, used)``: shown the
+        exact count of its choice, it returns decisions that replace it, or None to keep it."""
         ...
 
 
@@ -73,7 +81,7 @@ def _shape(name: str, policy: object) -> str | None:
     """What is wrong with ``policy`` as a policy, in words, or None."""
     wrong = []
     if not callable(getattr(policy, "choose", None)):
-        wrong.append("choose(ledger, query, embed) is not a method")
+        wrong.append("choose(view, query, embed) is not a method")
     if not isinstance(getattr(policy, "summary", None), str):
         wrong.append("its summary is not a str")
     if not isinstance(getattr(policy, "needs_query", None), bool):
@@ -82,7 +90,7 @@ def _shape(name: str, policy: object) -> str | None:
         return None
     return (
         f"policy {name!r} is not a policy: {'; '.join(wrong)} (a policy has a summary, a str, "
-        "needs_query, a bool, and choose(ledger, query, embed))"
+        "needs_query, a bool, and choose(view, query, embed))"
     )
 
 
@@ -131,10 +139,12 @@ def register_policy(name: str, policy: PackingPolicy) -> None:
     first. The policy's shape is checked now: ``choose`` callable, ``summary`` a str,
     ``needs_query`` a bool.
 
+    >>> from recallpack.packing.decisions import End
+    >>> from recallpack.packing.result import Reason
     >>> class Nothing:
     ...     summary, needs_query = "keeps nothing", False
-    ...     def choose(self, ledger, query, embed):
-    ...         return None
+    ...     def choose(self, view, query, embed):
+    ...         return [End(Reason.OVER_BUDGET, 0)] if len(view) else []
     >>> register_policy("nothing", Nothing())
     >>> "nothing" in policy_names()
     True

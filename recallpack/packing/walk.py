@@ -23,9 +23,11 @@ from typing import Any
 from recallpack.packing.analysis import CallReading
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.cuts import FocusCutter, cut_head
+from recallpack.packing.door import Door, PolicyView
 from recallpack.packing.embedding import EmbedFn
-from recallpack.packing.errors import BudgetError, CandidateError, ConfigError, LaneError
-from recallpack.packing.ledger import WITHHELD_REASONS, Cutter, Ledger, WalkSettings
+from recallpack.packing.errors import BudgetError, CandidateError, ConfigError, LaneError, RecallpackError
+from recallpack.packing.ledger import WITHHELD_REASONS, Counted, Cutter, Ledger, WalkSettings
+from recallpack.packing.legacy_ledger import LEGACY
 from recallpack.packing.limits import ELLIPSIS
 from recallpack.packing.logs import log_result, logger
 from recallpack.packing.policies import PackingPolicy, is_built_in, policy_named
@@ -220,11 +222,12 @@ class Walk:
     def fit(self) -> Fitted:
         """Let the policy choose, then count what the model is shown exactly and correct until it fits."""
         ledger, view = self.ledger, self.ledger.view
-        counted = self.policy.choose(ledger, self.query, self.embed)
-        max_tokens = ledger.settings.max_tokens
-        # recallpack's own policies record what the view priced, so their costs add up to the
-        # exact count; a registered one's are counted again, from what the model is shown.
+        # recallpack's own policies apply their decisions through the ledger's door as they make
+        # them, and record what the view priced, so their costs add up to the exact count; a
+        # registered one's decisions are applied here, and its block is counted again.
         recount = not is_built_in(self.policy)
+        counted = choose(self.policy, ledger, self.query, self.embed, recount)
+        max_tokens = ledger.settings.max_tokens
         if counted is None or recount:
             used, block = view.measure(ledger, max_tokens, recount)
         else:
@@ -244,6 +247,66 @@ class Walk:
         if block is None and view.shows_block:
             block = view.block(ledger.evidence(), ledger.shared_scopes(), max_tokens)
         return Fitted(ledger, used, block)
+
+
+#: At most this many correction rounds of a registered policy's ``refine``.
+REFINE_ROUNDS = 8
+
+
+def choose(policy: PackingPolicy, ledger: Ledger, query: str | None, embed: EmbedFn | None,
+           registered: bool) -> Counted | None:
+    """Run ``policy`` on a read-only view of ``ledger``: each decision it yields or returns is
+    applied through the ledger's door, in order, until it ends the walk; then every candidate is
+    decided or the walk ended (:meth:`~recallpack.packing.door.Door.finish`). A registered policy
+    with ``refine(view, used)`` is then shown the exact count of its choice, and may choose again
+    (a few rounds at most). What a registered policy raises that is not a RecallpackError is a
+    PolicyError naming it."""
+    door = Door(ledger)
+    view = PolicyView(door, LEGACY)
+    try:
+        made = policy.choose(view, query, embed)
+        if not registered:
+            door.finish()
+            return made if isinstance(made, tuple) else None
+        # None: nothing yielded (an old policy recorded through the view, warned). A count and
+        # block: an old policy's, which is counted again anyway.
+        old_count = isinstance(made, tuple) and len(made) == 2 and type(made[0]) is int
+        if made is not None and not old_count:
+            apply_all(door, made)
+        door.finish()
+        refine = getattr(policy, "refine", None)
+        for _ in range(REFINE_ROUNDS if callable(refine) else 0):
+            used, _block = ledger.view.measure(ledger, ledger.settings.max_tokens, True)
+            again = refine(view, used)  # type: ignore[misc]
+            if again is None:
+                break
+            ledger.reset()  # a new choice, decided and checked as the first was
+            apply_all(door, again)
+            door.finish()
+    except (RecallpackError, Warning):  # a warning raised as an error (-W error) stays one
+        raise
+    except Exception as exc:  # a registered policy's own code: said as the policy's, not ours
+        if not registered:
+            raise
+        raise door.broken("its own code", f"choose raised {type(exc).__name__}") from exc
+    return None
+
+
+def apply_all(door: Door, decisions: object) -> None:
+    """Each of ``decisions`` (an iterable of them) applied, until the walk ends."""
+    if isinstance(decisions, (str, bytes, Mapping)) or not isinstance(decisions, Iterable):
+        said = f"choose returned {type(decisions).__name__}: yield decisions, return a list of them, or None"
+        raise door.broken("decision", said)
+    iterator = iter(decisions)
+    try:
+        for decision in iterator:
+            door.apply(decision)
+            if door.ledger.tail_reason is not None:
+                break
+    finally:
+        close = getattr(iterator, "close", None)
+        if callable(close):  # a generator stopped early runs its own cleanup now
+            close()
 
 
 @dataclass(frozen=True)
@@ -278,8 +341,7 @@ class Fitted:
         w = self.ledger
         reasons = dict(w.reasons)
         tail = len(w.candidates) - len(w.entries)
-        if tail:
-            assert w.tail_reason is not None
+        if tail and w.tail_reason is not None:  # Ledger.finish: a tail has its reason
             reasons[w.tail_reason.value] = reasons.get(w.tail_reason.value, 0) + tail
         withheld = sum(count for reason, count in reasons.items() if reason in _WITHHELD_VALUES)
         cut_kinds = [k.cut.kind for k in w.kept if k.cut is not None]
