@@ -20,7 +20,6 @@ cut to fit, before anything fills in rank order.
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import InitVar, dataclass
 from operator import itemgetter, neg
@@ -32,19 +31,16 @@ from recallpack.packing.embedding import EmbedFn
 from recallpack.packing.focus import Focus, Growth
 from recallpack.packing.ledger import WalkSettings
 from recallpack.packing.scoring import UnitBounds, combined, embedded, layout_of, lexical
+from recallpack.packing.small_room import SMALL_ROOM_GOAL, SmallRoom
 from recallpack.packing.tokenizers import Tokenizer
-from recallpack.packing.units import has_text, is_stray, split_units, strip_end
 
 __all__ = [
-    "Chooser", "Selection", "choose", "CONTEXT_SHARE", "SAMPLE_CHARS", "FILL_SLACK", "RATE_TOLERANCE",
+    "Chooser", "Selection", "choose", "fill_tail",
+    "CONTEXT_SHARE", "SAMPLE_CHARS", "FILL_SLACK", "RATE_TOLERANCE",
 ]
 
 #: The context kept around each best unit before the next one is taken, as a share of the budget.
 CONTEXT_SHARE = 0.05
-#: ...or this share of it when the room is smaller than the top document: one passage of a few
-#: sentences answers more often than several cut to a phrase each (a focus cut grows its first to
-#: a third of the room; half did better under one paragraph in all 13 languages of the bench).
-SMALL_ROOM_GOAL = 0.5
 #: Characters of the likeliest kept text counted exactly, to estimate every unit's tokens.
 SAMPLE_CHARS = 512
 #: The exact count may leave this share of the budget free before the choice is filled again.
@@ -105,14 +101,10 @@ class Selection:
         documents, tok = self.documents, self.by.tok
         ratio = _ratio(documents, units, self.ranked, tok)
         #: The room is smaller than the top document (estimated): what prefix would keep is a cut
-        #: of it, and the choice keeps fewer, longer passages.
+        #: of it, and the choice keeps fewer, longer passages (:mod:`~recallpack.packing.small_room`).
         self.small = bool(documents) and len(documents[0].text) * ratio > self.room
         self.goal = max(1, int((SMALL_ROOM_GOAL if self.small else CONTEXT_SHARE) * self.room))
-        #: Under one document, the head of the unit after the best passage, cut to the room the
-        #: exact count left: (document, where the passage ended, where it ends now).
-        self.tail: tuple[int, int, int] | None = None
-        self.tail_tried = False
-        self.sentences: dict[int, list[int]] = {}  # per document, where its sentences start
+        self.under = SmallRoom(tok)
         # Every unit costed from its length at the tokens per character this call measured:
         # choosing counts no unit, and only what is kept is counted, once, exactly.
         shared: dict[str, int] = {}
@@ -168,26 +160,17 @@ class Selection:
     def grow(self, d: int, seed: int, goal: float) -> None:
         """Widen the passage around ``seed`` of document ``d`` to ``goal`` tokens, as a focus cut
         does, within this choice's room."""
-        if self.small and goal == self.goal:
-            self.back_to_sentence(d, seed)
+        if self.small and goal == self.goal:  # back to the sentence's start, as far as it fits
+            for before in self.under.before(d, self.cuts[d], seed):
+                if not self.try_add(d, before):
+                    break
         growth = Growth(self.cuts[d], seed, self.raised[d], goal)
         while (unit := growth.next()) is not None:
             growth.tried(self.try_add(d, unit))
 
-    def back_to_sentence(self, d: int, seed: int) -> None:
-        """Under one document, keep the units before ``seed`` back to its sentence's start, as
-        far as they fit: a unit that is a piece of a long sentence matched the query's words, and
-        what the question asks for is often the sentence's subject, before them (a focus cut
-        keeps a sentence from its start)."""
-        cut = self.cuts[d]
-        first = self._sentence_start(d, seed)
-        unit = seed - 1
-        while unit >= 0 and cut.starts[unit] >= first and self.try_add(d, unit):
-            unit -= 1
-
     def select(self) -> None:
         """Best units first, each with its context; then the passages widen; then the rest fills
-        in rank order (under one document, only once :meth:`fill_tail` was tried). Run again
+        in rank order (under one document, only once :func:`fill_tail` was tried). Run again
         after the room grew, it goes on where it stopped."""
         misses = 0
         for d, u in self.ranked:
@@ -207,7 +190,7 @@ class Selection:
             if self.used >= self.room:
                 return
             self.grow(d, u, math.inf)
-        if self.small and not self.tail_tried:
+        if self.small and not self.under.tried:
             return  # under one document, what is left goes to the best passage's next words first
         misses = 0
         for d, cut in enumerate(self.cuts):
@@ -299,61 +282,7 @@ class Selection:
         if len(cut.kept) == len(cut.starts):
             return None
         spans = cut.spans(sorted(cut.kept))
-        if self.tail is not None and self.tail[0] == d:
-            _, old, new = self.tail
-            spans = [(new if start == old else start, new if stop == old else stop) for start, stop in spans]
-        return spans
-
-    def fill_tail(self, free: int) -> bool:
-        """Under one document, once: the best passage goes on into the head of the unit after it,
-        cut to ``free`` tokens (what the exact count left, less one for the join), as a focus cut
-        keeps the head of a sentence it cannot hold whole; without such a unit, the rest fills in
-        rank order as it does over a larger room. False when nothing changed."""
-        if not self.small or self.tail_tried:
-            return False
-        self.tail_tried = True
-        if free >= 2 and self._head_after_best(free):
-            return True
-        before = len(self.order)
-        self.select()
-        return len(self.order) > before
-
-    def _head_after_best(self, free: int) -> bool:
-        """Set :attr:`tail` to the head of the unit after the best passage that can grow; False
-        when none can or no text fits."""
-        for d, u in self.seeds:
-            cut = self.cuts[d]
-            if u not in cut.kept:
-                continue
-            last = cut.runs().run(u)[1]
-            if last + 1 > cut.last_unit or last + 1 in cut.kept:
-                continue
-            text, start = cut.text, cut.ends[last]
-            head = self.by.tok.truncate(text[start : cut.ends[last + 1]], free - 1)
-            end = strip_end(text, start, start + len(head))
-            if not has_text(text, start, end) or is_stray(text, start, end):
-                return False
-            self.tail = (d, start, end)
-            return True
-        return False
-
-    def _sentence_start(self, d: int, u: int) -> int:
-        """Where the sentence that unit ``u`` of document ``d`` is part of starts."""
-        cut = self.cuts[d]
-        starts = self.sentences.get(d)
-        if starts is None:
-            whole = len(cut.text) + 1
-            starts = self.sentences[d] = split_units(cut.text, whole, whole, None)[0]
-        at = bisect_right(starts, cut.starts[u]) - 1
-        return cut.starts[u] if at < 0 else starts[at]
-
-    def drop_tail(self) -> bool:
-        """Give back the head :meth:`fill_tail` added (the exact count put it over); False when
-        there is none."""
-        if self.tail is None:
-            return False
-        self.tail = None
-        return True
+        return self.under.spans(d, spans) if self.small else spans
 
 
 def choose(documents: list[Document], query: str, embed: EmbedFn | None, by: Chooser) -> Selection:
@@ -378,3 +307,19 @@ def choose(documents: list[Document], query: str, embed: EmbedFn | None, by: Cho
     selection = Selection(by, documents, units, aim, ranked, raised)
     selection.select()
     return selection
+
+
+def fill_tail(selection: Selection, free: int) -> bool:
+    """Under one document, once: the head of the unit after the best passage of ``selection``,
+    cut to ``free`` tokens (what the exact count left), as a focus cut keeps the head of a
+    sentence it cannot hold whole; without one, the rest fills in rank order. False when nothing
+    changed."""
+    under = selection.under
+    if not selection.small or under.tried:
+        return False
+    under.tried = True
+    if free >= 2 and under.head_after(selection.seeds, selection.cuts, free):
+        return True
+    before = len(selection.order)
+    selection.select()
+    return len(selection.order) > before
