@@ -43,7 +43,7 @@ from recallpack.packing.ledger import Counted, Ledger
 from recallpack.packing.render import MarkdownBlock, View
 from recallpack.packing.result import Outcome, Reason
 from recallpack.packing.scoring import NEIGHBOR_SHARE, RANK_PRIOR, UNIT_CHARS
-from recallpack.packing.selection import CONTEXT_SHARE, Chooser, Selection, choose
+from recallpack.packing.selection import CONTEXT_SHARE, Chooser, Selection, choose, fill_tail
 from recallpack.packing.tokenizers.pieces import PieceCounts
 from recallpack.packing.twins import compared_text, dedupe_key
 from recallpack.packing.units import MARK, MAX_QUERY_TERMS, join_spans
@@ -285,11 +285,17 @@ class PassagesChoice:
 
     def refit(self, used: int, max_tokens: int | None) -> bool:
         """Correct the choice with ``used``, the block's exact count: give back what is over,
-        fill what the count says is still free. True when it changed something (count again)."""
+        fill what the count says is still free (under one document, with the head of the unit
+        after the best passage first). True when it changed something (count again)."""
         if self.selection is None or max_tokens is None:
             return False
+        selection = self.selection
+        if used > max_tokens and selection.under.drop_tail():
+            self._materialize()
+            return True
         exact = {k.rank: k.cost for k in self.ledger.kept}
-        if not self.selection.correct(used, max_tokens, exact, self.ledger.lane_used):
+        changed = selection.correct(used, max_tokens, exact, self.ledger.lane_used)
+        if not changed and not fill_tail(selection, max_tokens - used):
             return False
         self._materialize()
         return True

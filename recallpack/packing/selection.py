@@ -9,6 +9,12 @@ then the kept passages widen; then the rest fills in rank order. The walk then c
 exactly and hands the count back (:meth:`Selection.correct`): what is over is given back, the
 last added first, and what is still free (more than :data:`FILL_SLACK` of the budget) is filled
 again. The choice knows the walk only through a :class:`Chooser`: settings, tokenizer, framing.
+
+When the room is smaller than the top document (a budget under one document: what ``prefix``
+keeps then is a focus cut of it), the choice keeps fewer, longer passages, as a focus cut does:
+each best unit grows back to its sentence's start and on to half the room before the next is
+taken; the room the exact count leaves goes to the head of the unit after the best passage,
+cut to fit, before anything fills in rank order.
 """
 
 from __future__ import annotations
@@ -25,10 +31,12 @@ from recallpack.packing.embedding import EmbedFn
 from recallpack.packing.focus import Focus, Growth
 from recallpack.packing.ledger import WalkSettings
 from recallpack.packing.scoring import UnitBounds, combined, embedded, layout_of, lexical
+from recallpack.packing.small_room import SMALL_ROOM_GOAL, SmallRoom
 from recallpack.packing.tokenizers import Tokenizer
 
 __all__ = [
-    "Chooser", "Selection", "choose", "CONTEXT_SHARE", "SAMPLE_CHARS", "FILL_SLACK", "RATE_TOLERANCE",
+    "Chooser", "Selection", "choose", "fill_tail",
+    "CONTEXT_SHARE", "SAMPLE_CHARS", "FILL_SLACK", "RATE_TOLERANCE",
 ]
 
 #: The context kept around each best unit before the next one is taken, as a share of the budget.
@@ -90,9 +98,13 @@ class Selection:
     raised: list[dict[int, float]]  # per document, each unit's score with its neighbours'
 
     def __post_init__(self, units: list[UnitBounds]) -> None:
-        self.goal = max(1, int(CONTEXT_SHARE * self.room))
         documents, tok = self.documents, self.by.tok
         ratio = _ratio(documents, units, self.ranked, tok)
+        #: The room is smaller than the top document (estimated): what prefix would keep is a cut
+        #: of it, and the choice keeps fewer, longer passages (:mod:`~recallpack.packing.small_room`).
+        self.small = bool(documents) and len(documents[0].text) * ratio > self.room
+        self.goal = max(1, int((SMALL_ROOM_GOAL if self.small else CONTEXT_SHARE) * self.room))
+        self.under = SmallRoom(tok)
         # Every unit costed from its length at the tokens per character this call measured:
         # choosing counts no unit, and only what is kept is counted, once, exactly.
         shared: dict[str, int] = {}
@@ -148,13 +160,18 @@ class Selection:
     def grow(self, d: int, seed: int, goal: float) -> None:
         """Widen the passage around ``seed`` of document ``d`` to ``goal`` tokens, as a focus cut
         does, within this choice's room."""
+        if self.small and goal == self.goal:  # back to the sentence's start, as far as it fits
+            for before in self.under.before(d, self.cuts[d], seed):
+                if not self.try_add(d, before):
+                    break
         growth = Growth(self.cuts[d], seed, self.raised[d], goal)
         while (unit := growth.next()) is not None:
             growth.tried(self.try_add(d, unit))
 
     def select(self) -> None:
         """Best units first, each with its context; then the passages widen; then the rest fills
-        in rank order. Run again after the room grew, it goes on where it stopped."""
+        in rank order (under one document, only once :func:`fill_tail` was tried). Run again
+        after the room grew, it goes on where it stopped."""
         misses = 0
         for d, u in self.ranked:
             if u in self.cuts[d].kept:
@@ -173,6 +190,8 @@ class Selection:
             if self.used >= self.room:
                 return
             self.grow(d, u, math.inf)
+        if self.small and not self.under.tried:
+            return  # under one document, what is left goes to the best passage's next words first
         misses = 0
         for d, cut in enumerate(self.cuts):
             for u in range(len(cut.starts)):
@@ -262,7 +281,8 @@ class Selection:
         cut = self.cuts[d]
         if len(cut.kept) == len(cut.starts):
             return None
-        return cut.spans(sorted(cut.kept))
+        spans = cut.spans(sorted(cut.kept))
+        return self.under.spans(d, spans) if self.small else spans
 
 
 def choose(documents: list[Document], query: str, embed: EmbedFn | None, by: Chooser) -> Selection:
@@ -287,3 +307,19 @@ def choose(documents: list[Document], query: str, embed: EmbedFn | None, by: Cho
     selection = Selection(by, documents, units, aim, ranked, raised)
     selection.select()
     return selection
+
+
+def fill_tail(selection: Selection, free: int) -> bool:
+    """Under one document, once: the head of the unit after the best passage of ``selection``,
+    cut to ``free`` tokens (what the exact count left), as a focus cut keeps the head of a
+    sentence it cannot hold whole; without one, the rest fills in rank order. False when nothing
+    changed."""
+    under = selection.under
+    if not selection.small or under.tried:
+        return False
+    under.tried = True
+    if free >= 2 and under.head_after(selection.seeds, selection.cuts, free):
+        return True
+    before = len(selection.order)
+    selection.select()
+    return len(selection.order) > before
