@@ -13,6 +13,9 @@ import logging
 
 from recallpack.packing._compat import moved_names
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
+from recallpack.packing.choosing.policies import POLICIES, Policy
+from recallpack.packing.counting.model_budget import budget_for
+from recallpack.packing.counting.windows import Window, chunk_size_for, split_token_windows, token_windows
 from recallpack.packing.errors import (
     BudgetError,
     CandidateError,
@@ -28,10 +31,16 @@ from recallpack.packing.errors import (
 )
 from recallpack.packing.fusion import Fused, fuse
 from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING
-from recallpack.packing.model_budget import budget_for
 from recallpack.packing.packer import Packer, pack, recall, recall_many
-from recallpack.packing.policies import POLICIES, Policy
-from recallpack.packing.result import Evidence, Outcome, PackReport, Reason, RecallResult, Trace, TraceEntry
+from recallpack.packing.results.result import (
+    Evidence,
+    Outcome,
+    PackReport,
+    Reason,
+    RecallResult,
+    Trace,
+    TraceEntry,
+)
 from recallpack.packing.scopes import Reader, Scope
 from recallpack.packing.tokenizers.base import Tokenizer
 from recallpack.packing.tokenizers.resolve import (
@@ -40,7 +49,6 @@ from recallpack.packing.tokenizers.resolve import (
     resolve_encoding,
     truncate_to_tokens,
 )
-from recallpack.packing.windows import Window, chunk_size_for, split_token_windows, token_windows
 
 __version__ = "0.1.0"
 

@@ -24,7 +24,7 @@ from recallpack import (
     RecallpackError,
     get_tokenizer,
 )
-from recallpack.packing.ledger import withheld
+from recallpack.packing.choosing.ledger import withheld
 from recallpack.packing.validation import check_known, json_type
 
 __all__ = [

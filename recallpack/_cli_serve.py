@@ -14,7 +14,7 @@ from typing import Any
 from recallpack import ConfigError, Reader, Scope
 from recallpack._cli_input import UsageError, add_budget_flags, budget_settings, check_encoding, whole_number
 from recallpack.allowance import resolve_key
-from recallpack.packing.policies import policy_help, policy_names
+from recallpack.packing.choosing.policies import policy_help, policy_names
 from recallpack.packing.tokenizers import DEFAULT_ENCODING
 
 __all__ = ["serve_parser", "hash_token_parser"]
@@ -266,7 +266,7 @@ def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def _check_language(value: str) -> None:
     """``--language``: auto, or a language with a Snowball stemmer (none is read before)."""
-    from recallpack.packing.languages import STEMMED_LANGUAGES, check_language
+    from recallpack.packing.reading.languages import STEMMED_LANGUAGES, check_language
 
     try:
         check_language(value)

@@ -29,10 +29,10 @@ from recallpack._bench.languages import LANGUAGES, SHAPES
 from recallpack._bench.timing import best_time
 from recallpack.packing.batch import resident_bytes, usable_cores
 from recallpack.packing.candidate import Candidate
+from recallpack.packing.counting.windows import split_token_windows
 from recallpack.packing.packer import pack, recall, recall_many
 from recallpack.packing.progress import Advance, progress
 from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
-from recallpack.packing.windows import split_token_windows
 from recallpack.testing import stdlib_docs
 
 MAX_TOKENS = 2048

@@ -38,7 +38,7 @@ from recallpack._cli_input import (
     shell_words,
 )
 from recallpack._cli_serve import hash_token_parser, serve_parser
-from recallpack.packing.policies import policy_help, policy_names
+from recallpack.packing.choosing.policies import policy_help, policy_names
 from recallpack.packing.tokenizers import DEFAULT_ENCODING, fallback_advice
 from recallpack.packing.validation import did_you_mean
 

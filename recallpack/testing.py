@@ -31,8 +31,8 @@ from math import sqrt
 from pathlib import Path
 from typing import Any
 
-from recallpack.packing.analysis import AUTO, Reading, check_language
 from recallpack.packing.errors import ConfigError
+from recallpack.packing.reading.analysis import AUTO, Reading, check_language
 
 __all__ = [
     "stdlib_docs",

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from recallpack import get_tokenizer
-from recallpack.packing.policies import PackingPolicy, register_policy, unregister_policy
+from recallpack.packing.choosing.policies import PackingPolicy, register_policy, unregister_policy
 from recallpack.packing.tokenizers import CallableTokenizer
 
 

@@ -13,13 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recallpack import Candidate, recall
-from recallpack.packing.analysis import Reading
 from recallpack.packing.errors import ConfigError
+from recallpack.packing.reading.analysis import Reading
 from recallpack.testing import hashed_bag_of_words
 
 PACKAGE = Path(__file__).resolve().parents[1] / "recallpack"
 #: The chain itself: its tokenizer and filters (English's suffix rules are English's filter).
-CHAIN = {"packing/analysis.py", "packing/languages.py", "packing/english.py"}
+CHAIN = {"packing/reading/analysis.py", "packing/reading/languages.py", "packing/reading/english.py"}
 #: What reads words apart from the chain on purpose, and why: a tokenizer's own pre-tokenization
 #: (tiktoken's patterns, which count tokens, never match a query), and the bench's own baselines
 #: (rank_bm25 retrievers, answer checks) which stand for what a user's retriever does.

@@ -150,7 +150,7 @@ def test_the_blocks_shape_lives_in_render_alone() -> None:
     elsewhere = {
         name: sorted(used)
         for name, path in _modules().items()
-        if name not in ("recallpack.packing.render", "recallpack.packing.markdown") and (used := _names_used(ast.parse(path.read_text())) & BLOCK_PIECES)
+        if name not in ("recallpack.packing.block.render", "recallpack.packing.block.markdown") and (used := _names_used(ast.parse(path.read_text())) & BLOCK_PIECES)
     }
     assert elsewhere == {}
 
@@ -300,7 +300,7 @@ def test_no_adapter_repeats_what_the_core_pipeline_does() -> None:
 PACK_LAYERS = frozenset({
     "adapters/langchain/evidence.py", "adapters/langchain/retriever.py", "adapters/langchain/documents.py",
     "adapters/llamaindex/postprocessor.py", "adapters/llamaindex/retriever.py", "adapters/llamaindex/nodes.py",
-    "packing/pipeline.py", "packing/packer.py", "packing/walk.py", "packing/passages.py",
+    "packing/pipeline.py", "packing/packer.py", "packing/choosing/walk.py", "packing/choosing/passages.py",
 })  # fmt: skip
 
 
@@ -414,7 +414,7 @@ def _adapter_packs() -> dict[str, tuple[Callable[[], object], list[str]]]:
     )
     postprocessor = li.BudgetPostprocessor(max_tokens=300)
     handed = [NodeWithScore(node=node, score=1.0) for node in nodes[:40]]
-    walk = ["packing/pipeline.py", "packing/packer.py", "packing/walk.py", "packing/passages.py"]
+    walk = ["packing/pipeline.py", "packing/packer.py", "packing/choosing/walk.py", "packing/choosing/passages.py"]
     chain = ["adapters/langchain/retriever.py", "adapters/langchain/documents.py", *walk]
     compress = ["adapters/langchain/evidence.py", "adapters/langchain/documents.py", *walk]
     retrieve = ["adapters/llamaindex/retriever.py", "adapters/llamaindex/nodes.py", *walk]
@@ -620,9 +620,9 @@ def test_adapter_fields_are_generated_from_the_packer() -> None:
 TOKENIZING = [
     *sorted((PACKAGE / "packing" / "tokenizers").glob("*.py")),
     PACKAGE / "packing" / "encodings" / "__init__.py",
-    PACKAGE / "packing" / "text.py",
-    PACKAGE / "packing" / "windowing.py",
-    PACKAGE / "packing" / "windows.py",
+    PACKAGE / "packing" / "reading" / "text.py",
+    PACKAGE / "packing" / "reading" / "windowing.py",
+    PACKAGE / "packing" / "counting" / "windows.py",
     PACKAGE / "adapters" / "shared" / "tokenizers.py",
 ]
 #: What the hosts' tokenizers are asked for: LangChain models' counter, Hugging Face's encode
@@ -690,7 +690,7 @@ def _private_imports() -> list[tuple[str, str, str]]:
 def test_no_module_imports_an_underscore_name_of_another() -> None:
     """What one module takes from another is public there: no ``from x import _name`` (the
     allowance's helpers that the LangChain memory needs are public in recallpack.allowance, and
-    the units the passages policy shares with the focus cut are public in packing/units.py)."""
+    the units the passages policy shares with the focus cut are public in packing/reading/units.py)."""
     assert _private_imports() == []
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from recallpack import bench
 from recallpack._bench import guard
-from recallpack.packing.walk import Walk
+from recallpack.packing.choosing.walk import Walk
 
 
 def replay(*figures: float) -> Iterator[dict[str, float]]:

@@ -100,7 +100,7 @@ def test_the_warnings_say_what_their_users_have_seen() -> None:
     """The three ways a warning says what goes (a name, a whole module, an alias), word for word."""
     said = {}
     for module, name in [("recallpack", "Receipt"), ("recallpack.packing.tokenizer", "CountsTokens"),
-                         ("recallpack.packing.cuts", "CALLER_LOOP")]:  # fmt: skip
+                         ("recallpack.packing.choosing.cuts", "CALLER_LOOP")]:  # fmt: skip
         with pytest.warns(DeprecationWarning) as caught:
             getattr(importlib.import_module(module), name)
         said[module] = str(caught[0].message)
@@ -109,14 +109,14 @@ def test_the_warnings_say_what_their_users_have_seen() -> None:
         "(the old name goes in the next release)",
         "recallpack.packing.tokenizer": "recallpack.packing.tokenizer.CountsTokens moved to "
         "recallpack.adapters.shared.tokenizers.CountsTokens; import it from there (the old module goes in the next release)",
-        "recallpack.packing.cuts": "recallpack.packing.cuts.CALLER_LOOP moved to recallpack.packing.embedding."
+        "recallpack.packing.choosing.cuts": "recallpack.packing.choosing.cuts.CALLER_LOOP moved to recallpack.packing.choosing.embedding."
         "CALLER_LOOP; import it from there (this alias goes in the next release)",
     }
 
 
 def test_from_import_of_an_old_name_warns_too() -> None:
     """``from old import name`` goes through the same __getattr__: it works and warns."""
-    with pytest.warns(DeprecationWarning, match=r"recallpack\.packing\.model_budget\.budget_for"):
+    with pytest.warns(DeprecationWarning, match=r"recallpack\.packing\.counting\.model_budget\.budget_for"):
         from recallpack.packing.sizing import budget_for  # type: ignore[attr-defined]
     assert budget_for is recallpack.budget_for
 
@@ -174,7 +174,7 @@ def test_the_tables_example_runs() -> None:
 def test_a_module_the_table_does_not_list_has_no_moved_names() -> None:
     """Asking for the moved names of a module the table does not list is a KeyError at import."""
     with pytest.raises(KeyError):
-        moved_names("recallpack.packing.walk")
+        moved_names("recallpack.packing.choosing.walk")
 
 
 

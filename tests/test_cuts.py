@@ -11,18 +11,18 @@ import regex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from recallpack.packing.analysis import Reading
-from recallpack.packing.cuts import (
+from recallpack.packing.choosing.cuts import (
     MARK,
     MAX_QUERY_TERMS,
     Cut,
     cut_focus,
     cut_head,
 )
-from recallpack.packing.embedding import embed_function
+from recallpack.packing.choosing.embedding import embed_function
 from recallpack.packing.errors import BudgetError, ConfigError
+from recallpack.packing.reading.analysis import Reading
+from recallpack.packing.reading.units import fold, is_stray
 from recallpack.packing.tokenizers import TiktokenTokenizer, Tokenizer, get_tokenizer
-from recallpack.packing.units import fold, is_stray
 
 from .conftest import make_tokenizer
 
@@ -632,10 +632,10 @@ def test_embed_function_is_idempotent() -> None:
 
 
 def test_embed_function_from_its_old_home_warns_and_still_works() -> None:
-    """recallpack.packing.cuts.embed_function (moved to packing.embedding) warns, naming the new place."""
-    from recallpack.packing import cuts, embedding
+    """recallpack.packing.choosing.cuts.embed_function (moved to packing.embedding) warns, naming the new place."""
+    from recallpack.packing.choosing import cuts, embedding
 
-    with pytest.warns(DeprecationWarning, match=r"recallpack\.packing\.embedding\.embed_function"):
+    with pytest.warns(DeprecationWarning, match=r"recallpack\.packing\.choosing\.embedding\.embed_function"):
         moved = cuts.embed_function
     assert moved is embedding.embed_function
     with pytest.raises(AttributeError):
@@ -647,7 +647,7 @@ def test_an_adapter_hands_the_core_a_similarity_not_the_host_embedding() -> None
     similarity the adapters made of it, which the core calls without naming a host method."""
     pytest.importorskip("langchain_core")
     from recallpack.adapters.langchain import BudgetCompressor
-    from recallpack.packing.embedding import Similarity
+    from recallpack.packing.choosing.embedding import Similarity
     from recallpack.testing import HashingEmbeddings
 
     model = HashingEmbeddings()
@@ -661,7 +661,8 @@ def test_docstring_examples_run() -> None:
     """The >>> examples in the cuts module and in the units module it cuts by pass."""
     import doctest
 
-    from recallpack.packing import cuts, units
+    from recallpack.packing.choosing import cuts
+    from recallpack.packing.reading import units
 
     outcomes = {module.__name__: doctest.testmod(module) for module in (cuts, units)}
     assert all(o.failed == 0 and o.attempted > 0 for o in outcomes.values()), outcomes

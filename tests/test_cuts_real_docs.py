@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import pytest
 
-from recallpack.packing.cuts import MARK, cut_focus, cut_head
+from recallpack.packing.choosing.cuts import MARK, cut_focus, cut_head
 from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
 from recallpack.testing import stdlib_docs
 

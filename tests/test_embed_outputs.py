@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recallpack import Candidate, ConfigError, RecallpackError, recall
-from recallpack.packing.cuts import cut_focus
+from recallpack.packing.choosing.cuts import cut_focus
 from recallpack.packing.tokenizers import get_tokenizer
 
 LONG = [

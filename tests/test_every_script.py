@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recallpack import Candidate, ConfigError, Packer, RecallpackError, count_tokens, recall
-from recallpack.packing import languages
-from recallpack.packing.analysis import Reading, check_language, language_of, phrase_letters
-from recallpack.packing.cuts import cut_focus
+from recallpack.packing.choosing.cuts import cut_focus
+from recallpack.packing.reading import languages
+from recallpack.packing.reading.analysis import Reading, check_language, language_of, phrase_letters
+from recallpack.packing.reading.units import LEAST_PHRASE_CHARS, split_units
 from recallpack.packing.tokenizers import get_tokenizer
-from recallpack.packing.units import LEAST_PHRASE_CHARS, split_units
 
 XQUAD = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "xquad-12-languages-dev-12-articles.json.gz"
 

@@ -173,7 +173,7 @@ def test_the_default_block_reads_no_template(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_loading_the_example_as_the_default_is_deprecated() -> None:
     """load_template(None) still gives the example for this release, with a DeprecationWarning naming its path."""
-    from recallpack.packing.render import load_template
+    from recallpack.packing.block.render import load_template
 
     with pytest.warns(DeprecationWarning, match=r"load_template\(None\) is deprecated.*recall\.md\.j2"):
         loaded = load_template()

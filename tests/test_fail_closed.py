@@ -638,7 +638,7 @@ def test_a_template_path_is_a_bounded_regular_file(kind: str, tmp_path: Any) -> 
     import os
     from pathlib import Path
 
-    from recallpack.packing.render import MAX_TEMPLATE_BYTES
+    from recallpack.packing.block.render import MAX_TEMPLATE_BYTES
 
     path = tmp_path / "template.j2"
     if kind == "fifo":

@@ -23,9 +23,9 @@ from recallpack import (
 )
 from recallpack.adapters.shared.depth import own_depth
 from recallpack.adapters.shared.served import Served
-from recallpack.packing.embedding import Similarity
+from recallpack.packing.choosing.embedding import Similarity
+from recallpack.packing.counting.model_budget import ModelWindow
 from recallpack.packing.hosts import HOSTS, Host, hosts, register_host, unregister_host
-from recallpack.packing.model_budget import ModelWindow
 from recallpack.packing.tokenizers import CallableTokenizer, Tokenizer
 
 READERS = "[m for m in sys.modules if m.startswith('recallpack.adapters')]"

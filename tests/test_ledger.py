@@ -1,4 +1,4 @@
-"""The ledger (packing/ledger.py) as a policy sees it: the one record of a walk.
+"""The ledger (packing/choosing/ledger.py) as a policy sees it: the one record of a walk.
 
 A policy decides; the ledger it is handed records. Whatever a policy does, every candidate it
 reaches is recorded once, in rank order, and the report's counts add up; a withheld item is
@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recallpack import POLICIES, Candidate, Packer, Reader, Scope, recall
-from recallpack.packing.embedding import EmbedFn
+from recallpack.packing.choosing.embedding import EmbedFn
+from recallpack.packing.choosing.ledger import Ledger
+from recallpack.packing.choosing.policies import register_policy, unregister_policy
 from recallpack.packing.errors import RecallpackError
-from recallpack.packing.ledger import Ledger
-from recallpack.packing.policies import register_policy, unregister_policy
-from recallpack.packing.result import Outcome, Reason, RecallResult
+from recallpack.packing.results.result import Outcome, Reason, RecallResult
 from recallpack.packing.tokenizers import CallableTokenizer
 from recallpack.testing import paragraphs
 from tests.conftest import policy_registered, words

@@ -8,10 +8,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recallpack import Candidate, recall
-from recallpack.packing.focus import Focus
-from recallpack.packing.result import Reason
+from recallpack.packing.choosing.focus import Focus
+from recallpack.packing.reading.units import split_units
+from recallpack.packing.results.result import Reason
 from recallpack.packing.tokenizers import get_tokenizer
-from recallpack.packing.units import split_units
 
 TEXT = "One. Two!\n    code = 1\nThree is here. Four\n\nFive. Six? Seven.\nEight. Nine. Ten."
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recallpack import Candidate, recall
-from recallpack.packing.result import Reason
+from recallpack.packing.results.result import Reason
 
 
 def _notes(n: int, words: int = 12) -> list[Candidate]:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from recallpack import Candidate, count_tokens, recall
 from recallpack.packing.candidate import Span
-from recallpack.packing.result import Outcome, Reason
+from recallpack.packing.results.result import Outcome, Reason
 from recallpack.packing.translate import candidate_from
 
 from .test_recall import assert_accounted

@@ -31,7 +31,7 @@ from recallpack import (
     Scope,
 )
 from recallpack.packing.limits import MAX_TOKENS_CEILING
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 from recallpack.packing.tokenizers import CallableTokenizer, get_tokenizer
 from recallpack.testing import paragraphs
 from tests.conftest import words

@@ -22,9 +22,9 @@ from recallpack import (
     split_token_windows,
 )
 from recallpack.packing.candidate import Span
-from recallpack.packing.cuts import MARK
-from recallpack.packing.result import Outcome
-from recallpack.packing.windows import token_windows
+from recallpack.packing.choosing.cuts import MARK
+from recallpack.packing.counting.windows import token_windows
+from recallpack.packing.results.result import Outcome
 from recallpack.testing import paragraphs, stdlib_docs
 
 from .conftest import TOKENIZER_SPECS, make_tokenizer
@@ -431,7 +431,7 @@ def test_a_huge_candidate_is_read_only_as_far_as_the_walk_reaches(shape: str) ->
 def test_a_hostile_query_costs_about_one_pass(query: str) -> None:
     """A megabyte-long word, a repeated word, 100,000 distinct words, a case-folding letter: the
     query's terms are bounded and the packing is exact."""
-    from recallpack.packing.analysis import MAX_TERMS, Reading
+    from recallpack.packing.reading.analysis import MAX_TERMS, Reading
 
     assert len(Reading.of("auto", query, "").terms(query)) <= MAX_TERMS
     ranked = [Candidate(text=DOCS[n] * 20) for n in ("argparse", "json")]

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recallpack import ConfigError, LaneKind, Packer
-from recallpack.packing import embedding, pipeline, sources
+from recallpack.packing import pipeline, sources
+from recallpack.packing.choosing import embedding
 from recallpack.packing.pipeline import Item, ItemSettings, Pipeline, Source
 
 MODULES = ("argparse", "json", "csv", "pathlib", "shutil", "logging", "textwrap", "difflib")

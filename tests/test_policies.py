@@ -18,10 +18,9 @@ import pytest
 
 from recallpack import POLICIES, Candidate, ConfigError, Packer, PolicyError, Reader, Scope, recall
 from recallpack.cli import main
-from recallpack.packing.decisions import Decision, End, Keep
-from recallpack.packing.door import PolicyView
-from recallpack.packing.embedding import EmbedFn
-from recallpack.packing.policies import (
+from recallpack.packing.choosing.door import PolicyView
+from recallpack.packing.choosing.embedding import EmbedFn
+from recallpack.packing.choosing.policies import (
     BUILT_IN,
     check_policy,
     policy_help,
@@ -29,7 +28,8 @@ from recallpack.packing.policies import (
     register_policy,
     unregister_policy,
 )
-from recallpack.packing.result import Reason
+from recallpack.packing.decisions import Decision, End, Keep
+from recallpack.packing.results.result import Reason
 from recallpack.testing import paragraphs
 from tests.conftest import policy_registered
 

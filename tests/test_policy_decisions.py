@@ -25,13 +25,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recallpack import Candidate, PolicyError, Reader, Scope, recall
-from recallpack.packing.cuts import Cut as Excerpt
+from recallpack.packing.choosing.cuts import Cut as Excerpt
+from recallpack.packing.choosing.door import PolicyView
+from recallpack.packing.choosing.embedding import EmbedFn
+from recallpack.packing.choosing.ledger import Ledger
 from recallpack.packing.decisions import Cut, Decision, Drop, End, Keep, Merge
-from recallpack.packing.door import PolicyView
-from recallpack.packing.embedding import EmbedFn
 from recallpack.packing.errors import RecallpackError
-from recallpack.packing.ledger import Ledger
-from recallpack.packing.result import Outcome, Reason, RecallResult
+from recallpack.packing.results.result import Outcome, Reason, RecallResult
 from tests.conftest import policy_registered
 
 ROOT = Path(__file__).resolve().parents[1]

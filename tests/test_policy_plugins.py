@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 #: The toy policy the throwaway package installs: in order while half the budget lasts.
 HALF_BUDGET = '''
 from recallpack.packing.decisions import End, Keep
-from recallpack.packing.result import Reason
+from recallpack.packing.results.result import Reason
 
 
 class HalfBudget:
@@ -88,7 +88,7 @@ from langchain_core.runnables import RunnableLambda
 from llama_index.core.schema import NodeWithScore, TextNode
 from recallpack import Packer, recall
 from recallpack.adapters import langchain, llamaindex
-from recallpack.packing.policies import policy_help
+from recallpack.packing.choosing.policies import policy_help
 from recallpack.testing import paragraphs
 
 texts = paragraphs()[:12]
@@ -161,7 +161,7 @@ def test_an_installed_policy_is_a_choice_of_recallpack_serve(half_budget_install
          "choose(view, query, embed) is not a method"),
         ("class Policy:\n    summary, needs_query = 3, 'yes'\n    def choose(self, l, q, e): return None\n",
          "toy_broken:Policy", "broken", "its summary is not a str; its needs_query is not a bool"),
-        ("from recallpack.packing.in_order import Skip as Policy\n", "toy_broken:Policy", "prefix", "is built in"),
+        ("from recallpack.packing.choosing.in_order import Skip as Policy\n", "toy_broken:Policy", "prefix", "is built in"),
     ],
 )
 def test_a_broken_installed_policy_is_skipped_with_a_warning_naming_its_distribution(
@@ -173,7 +173,7 @@ def test_a_broken_installed_policy_is_skipped_with_a_warning_naming_its_distribu
     done = python(root, (
         "import warnings, json\n"
         "from recallpack import PolicyError, recall\n"
-        "from recallpack.packing.policies import policy_names\n"
+        "from recallpack.packing.choosing.policies import policy_names\n"
         "with warnings.catch_warnings(record=True) as caught:\n"
         "    warnings.simplefilter('always')\n"
         "    names = policy_names()\n"

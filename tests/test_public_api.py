@@ -116,7 +116,10 @@ def test_docstring_examples_run() -> None:
     """The >>> examples in the public modules pass."""
     import doctest
 
-    from recallpack.packing import candidate, fusion, limits, model_budget, packer, result, scopes, text
+    from recallpack.packing import candidate, fusion, limits, packer, scopes
+    from recallpack.packing.counting import model_budget
+    from recallpack.packing.reading import text
+    from recallpack.packing.results import result
     from recallpack.packing.tokenizers import resolve as tokenizer
 
     for module in (recallpack, packer, fusion, candidate, result, scopes, tokenizer, model_budget, limits, text):
@@ -143,7 +146,8 @@ def test_reader_and_scope_moved_to_scopes_warn_from_result() -> None:
     gives the same classes for one release, with a DeprecationWarning naming the new home."""
     import pytest
 
-    from recallpack.packing import result, scopes
+    from recallpack.packing import scopes
+    from recallpack.packing.results import result
 
     for name in ("Reader", "Scope"):
         with pytest.warns(DeprecationWarning, match=rf"recallpack\.packing\.scopes\.{name}"):
@@ -159,7 +163,7 @@ def test_budget_for_keeps_its_old_path_for_one_release() -> None:
     import recallpack
     from recallpack.packing import sizing
 
-    with pytest.warns(DeprecationWarning, match="recallpack.packing.model_budget"):
+    with pytest.warns(DeprecationWarning, match="recallpack.packing.counting.model_budget"):
         old = sizing.budget_for
     assert old is recallpack.budget_for
     assert old(8192, reserve_output=1000) == recallpack.budget_for(8192, reserve_output=1000)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recallpack import Candidate, Reader, Scope, TemplateError, recall
-from recallpack.packing.render import code_span, oneline
+from recallpack.packing.block.render import code_span, oneline
 
 READER = Reader(id="sam", scopes={"org-7": Scope(name="book-club", description="Neighborhood book club, Kawasaki")})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from recallpack import Candidate, Reader, Scope, Trace, TraceEntry, recall
-from recallpack.packing.report_html import trace_html
+from recallpack.packing.results.report_html import trace_html
 from recallpack.packing.tokenizers import CallableTokenizer
 
 # Seed 000's table: 612/430/880/190/40 tokens under the "chars" tokenizer (4 chars a token).

@@ -14,10 +14,10 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recallpack.packing.analysis import Reading, fold
-from recallpack.packing.bm25 import K1, B, unit_scores
-from recallpack.packing.scoring import NEIGHBOR_SHARE, RANK_PRIOR, combined
-from recallpack.packing.units import split_units
+from recallpack.packing.choosing.bm25 import K1, B, unit_scores
+from recallpack.packing.choosing.scoring import NEIGHBOR_SHARE, RANK_PRIOR, combined
+from recallpack.packing.reading.analysis import Reading, fold
+from recallpack.packing.reading.units import split_units
 
 WORDS = ("crates", "packed", "port", "import", "shipped", "x", "the", "a")
 

@@ -1,5 +1,5 @@
-"""The passages choice (packing/selection.py) and the growth it shares with the focus cut
-(packing/focus.py): which units of which documents are kept, within what bounds.
+"""The passages choice (packing/choosing/selection.py) and the growth it shares with the focus cut
+(packing/choosing/focus.py): which units of which documents are kept, within what bounds.
 
 The choice keeps no more than its room estimate allows, and the exact count of the block then
 holds the budget; the item cap bounds the documents it opens, a lane's budget the units in it;
@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 
 from recallpack import Candidate, Packer, get_tokenizer
 from recallpack.packing.candidate import LaneKind, Provenance
-from recallpack.packing.documents import documents_of
-from recallpack.packing.focus import Focus, Growth
-from recallpack.packing.ledger import WalkSettings
-from recallpack.packing.result import DEFAULT_RESOURCE_URI_TEMPLATE, RecallResult
-from recallpack.packing.selection import Chooser, Selection, choose
-from recallpack.packing.units import MARK, split_units
+from recallpack.packing.choosing.documents import documents_of
+from recallpack.packing.choosing.focus import Focus, Growth
+from recallpack.packing.choosing.ledger import WalkSettings
+from recallpack.packing.choosing.selection import Chooser, Selection, choose
+from recallpack.packing.reading.units import MARK, split_units
+from recallpack.packing.results.result import DEFAULT_RESOURCE_URI_TEMPLATE, RecallResult
 from recallpack.testing import paragraphs
 from tests.test_same_bytes import _articles
 

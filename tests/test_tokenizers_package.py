@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import recallpack.packing.tokenizers as tk
 from recallpack import RecallpackWarning, get_tokenizer, split_token_windows, token_windows
 from recallpack.adapters.shared.tokenizers import read_host_tokenizer
-from recallpack.packing.text import ceil_boundary, floor_boundary, is_boundary
+from recallpack.packing.reading.text import ceil_boundary, floor_boundary, is_boundary
 from recallpack.packing.tokenizers.sources import cache_key
 
 from .test_tokenizer import LLAMA_URLS, llama_cache_bytes
@@ -27,7 +27,7 @@ MOVED = {
     "CallableTokenizer": "recallpack.packing.tokenizers",
     "resolve_encoding": "recallpack.packing.tokenizers",
     "DEFAULT_ENCODING": "recallpack.packing.tokenizers",
-    "split_token_windows": "recallpack.packing.windows",
+    "split_token_windows": "recallpack.packing.counting.windows",
     "CountsTokens": "recallpack.adapters.shared.tokenizers",
 }
 

@@ -9,9 +9,9 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recallpack.packing.analysis import Reading, fold
-from recallpack.packing.english import INFLECTED_TERM, INFLECTIONS, base_of
-from recallpack.packing.units import split_units
+from recallpack.packing.reading.analysis import Reading, fold
+from recallpack.packing.reading.english import INFLECTED_TERM, INFLECTIONS, base_of
+from recallpack.packing.reading.units import split_units
 
 
 def hits(text: str, terms: list[str], limit: int) -> dict[str, list[int]]:
@@ -28,7 +28,7 @@ _ONE_PATTERN = re.compile(rf"([.!?…][{re.escape(_CLOSERS)}]*)[ \t]+(?=[^\n])")
 
 
 def _units_with_one_pattern(text: str, max_chars: int) -> tuple[list[int], list[int]]:
-    import recallpack.packing.units as units
+    import recallpack.packing.reading.units as units
 
     saved = units._SENTENCE_SPLITS
     units._SENTENCE_SPLITS = {"": _ONE_PATTERN}

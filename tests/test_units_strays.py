@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recallpack import Candidate, recall
-from recallpack.packing.units import MARK, sentence_start, split_units
+from recallpack.packing.reading.units import MARK, sentence_start, split_units
 
 #: Every Sentence_Terminal in Unicode ("." "!" "?" "。" "।" "؟" "።" "܀" "᙮" ...), and "…".
 TERMINALS = sorted(

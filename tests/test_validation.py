@@ -26,7 +26,7 @@ from recallpack import (
     truncate_to_tokens,
 )
 from recallpack.allowance import Allowance, Remaining, coerce_receipt, issue_receipt
-from recallpack.packing.cuts import cut_head
+from recallpack.packing.choosing.cuts import cut_head
 from recallpack.packing.fusion import check_rrf_k
 from recallpack.packing.validation import PositiveInt, check_count, did_you_mean, is_int, recallpack_error
 

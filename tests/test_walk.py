@@ -1,4 +1,4 @@
-"""The walk (packing/walk.py): one call of the plan's policy, then the whole made to fit, with
+"""The walk (packing/choosing/walk.py): one call of the plan's policy, then the whole made to fit, with
 data flowing down only.
 
 A pack is traced under every policy: along every call stack, no module of the package is entered

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recallpack import BudgetError, Candidate, ConfigError, count_tokens, get_tokenizer, recall
-from recallpack.packing import windowing
-from recallpack.packing import windows as windows_module
-from recallpack.packing.windows import CHUNK_METADATA_KEYS, Window, chunk_size_for, token_windows
+from recallpack.packing.counting import windows as windows_module
+from recallpack.packing.counting.windows import CHUNK_METADATA_KEYS, Window, chunk_size_for, token_windows
+from recallpack.packing.reading import windowing
 from recallpack.testing import stdlib_docs
 
 from .conftest import TOKENIZER_SPECS, make_tokenizer
@@ -153,7 +153,7 @@ def test_ids_are_stable_across_processes() -> None:
     """The same text with the same settings gets the same chunk ids in a fresh interpreter."""
     text = "\n\n".join(doc for _, doc in stdlib_docs()[:5])
     code = (
-        "import sys; from recallpack.packing.windows import token_windows;"
+        "import sys; from recallpack.packing.counting.windows import token_windows;"
         "print(' '.join(w.chunk_id for w in token_windows(sys.stdin.read(), 64, 8)))"
     )
     out = subprocess.run(

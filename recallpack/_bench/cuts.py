@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from recallpack._bench.timing import best_time
-from recallpack.packing.cuts import cut_focus, cut_head
+from recallpack.packing.choosing.cuts import cut_focus, cut_head
 from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
 from recallpack.testing import source_paragraphs
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 from recallpack._bench.timing import best_time
 from recallpack.packing.candidate import Candidate
+from recallpack.packing.choosing.policies import Policy
 from recallpack.packing.packer import Packer
-from recallpack.packing.policies import Policy
 from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
 
 __all__ = ["run", "measure", "exponent", "Shape", "SHAPES", "EXPONENT_TARGET", "RATIO_TARGET"]

@@ -47,7 +47,7 @@ from recallpack._bench import quality
 from recallpack._bench.quality import Cell, Question, Shape
 from recallpack.packing.limits import MAX_TOKENS_CEILING
 from recallpack.packing.progress import progress
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
 
 __all__ = [

@@ -27,7 +27,7 @@ from typing import Any
 from recallpack._bench.quality import answered, normalize
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.packer import recall
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 from recallpack.packing.tokenizers import Tokenizer, get_tokenizer
 from recallpack.testing import hashed_bag_of_words
 

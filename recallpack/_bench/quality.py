@@ -38,12 +38,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from recallpack.packing.analysis import AUTO, Reading
 from recallpack.packing.candidate import Candidate, Span
+from recallpack.packing.choosing.scoring import combined, layout_of, lexical
 from recallpack.packing.packer import Packer
 from recallpack.packing.progress import Advance, no_steps, progress
-from recallpack.packing.result import RecallResult
-from recallpack.packing.scoring import combined, layout_of, lexical
+from recallpack.packing.reading.analysis import AUTO, Reading
+from recallpack.packing.results.result import RecallResult
 from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
 
 __all__ = ["run", "DATA", "load_questions", "Shape", "shapes", "evaluate", "answered"]

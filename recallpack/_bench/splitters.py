@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from recallpack._bench.timing import timed
+from recallpack.packing.counting.windows import token_windows
 from recallpack.packing.tokenizers import TiktokenTokenizer, get_tokenizer
-from recallpack.packing.windows import token_windows
 from recallpack.testing import stdlib_docs
 
 __all__ = ["run"]

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from recallpack.packing.allowance import Allowance, Remaining, as_remaining
 from recallpack.packing.errors import ConfigError
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 
 __all__ = [
     "Recaller",

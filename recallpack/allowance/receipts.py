@@ -22,7 +22,7 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from recallpack.packing.candidate import ValueEnum
 from recallpack.packing.errors import ConfigError, RecallpackError, ReceiptError
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 from recallpack.packing.tokenizers import TokenizerSpec, get_tokenizer
 from recallpack.packing.validation import (
     CheckedModel,

@@ -14,7 +14,7 @@ and one old core path, ``packing.sizing``, now points at them).
 ...     warnings.simplefilter("always")
 ...     reader_class = result.Reader
 >>> str(caught[0].message).split("; ")[0]
-'recallpack.packing.result.Reader moved to recallpack.packing.scopes.Reader'
+'recallpack.packing.results.result.Reader moved to recallpack.packing.scopes.Reader'
 >>> reader_class is scopes.Reader
 True
 """
@@ -64,12 +64,12 @@ MOVED: Mapping[str, Moves] = {
         )
     ),
     # Who reads is an input of a recall, not part of its result.
-    "recallpack.packing.result": Moves(
+    "recallpack.packing.results.result": Moves(
         dict.fromkeys(("Scope", "Reader", "PRIVATE"), "recallpack.packing.scopes")
     ),
     # budget_for's arithmetic is the core's (model_budget); the adapters read host models' windows.
     "recallpack.packing.sizing": Moves(
-        dict.fromkeys(("budget_for", "DEFAULT_RESERVE_OUTPUT"), "recallpack.packing.model_budget")
+        dict.fromkeys(("budget_for", "DEFAULT_RESERVE_OUTPUT"), "recallpack.packing.counting.model_budget")
     ),
     # The module became the package recallpack.packing.tokenizers; the hosts' protocols went
     # to the adapters.
@@ -81,15 +81,16 @@ MOVED: Mapping[str, Moves] = {
                  "truncate_to_tokens", "DEFAULT_ENCODING", "fallback_advice", "is_known_encoding"),
                 _TOKENIZERS,
             ),
-            "split_token_windows": "recallpack.packing.windows",
+            "split_token_windows": "recallpack.packing.counting.windows",
             "CountsTokens": "recallpack.adapters.shared.tokenizers",
             "EncodesText": "recallpack.adapters.shared.tokenizers",
         },
         gone="the old module",
     ),
     # An embedding is the caller's model, not a way of cutting.
-    "recallpack.packing.cuts": Moves(
-        dict.fromkeys(("embed_function", "CALLER_LOOP"), "recallpack.packing.embedding"), gone="this alias"
+    "recallpack.packing.choosing.cuts": Moves(
+        dict.fromkeys(("embed_function", "CALLER_LOOP"), "recallpack.packing.choosing.embedding"),
+        gone="this alias",
     ),
 }  # fmt: skip
 
@@ -130,6 +131,11 @@ MOVED_MODULES: Mapping[str, str] = {
     f"{_ADAPTERS}.sizing": f"{_ADAPTERS}.shared.sizing",
     # An allowance's arithmetic is the core's: the Packer takes it, and imports nothing above it.
     "recallpack.allowance.budget": "recallpack.packing.allowance",
+    "recallpack.packing.windows": "recallpack.packing.counting.windows",
+    "recallpack.packing.embedding": "recallpack.packing.choosing.embedding",
+    "recallpack.packing.policies": "recallpack.packing.choosing.policies",
+    "recallpack.packing.ledger": "recallpack.packing.choosing.ledger",
+    "recallpack.packing.result": "recallpack.packing.results.result",
 }
 
 

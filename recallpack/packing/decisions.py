@@ -5,12 +5,12 @@ it reaches, in rank order: :class:`Keep` it (whole, or an excerpt the policy mad
 it to the room (the ledger's cutter makes the cut), :class:`Drop` it with a reason,
 :class:`Merge` it into a kept item (a piece of the same document), or :class:`End` the walk
 (everything after is the tail). The walk applies each through one door,
-:meth:`~recallpack.packing.ledger.Ledger.apply`, which gates it (scopes first), prices it, and holds
+:meth:`~recallpack.packing.choosing.ledger.Ledger.apply`, which gates it (scopes first), prices it, and holds
 ``max_items``, every lane's budget and the total whatever the policy asked; a decision that
 breaks a rule (out of rank order, twice, not a decision) is a
 :class:`~recallpack.packing.errors.PolicyError` naming the rule and the policy.
 
-The policy sees the walk through a :class:`~recallpack.packing.door.PolicyView`: the candidates
+The policy sees the walk through a :class:`~recallpack.packing.choosing.door.PolicyView`: the candidates
 as the gate shows them (None for one it withholds or drops: nothing of a withheld item), what is
 left of each budget, and the price of an item as the model is shown it. It records nothing.
 """
@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from recallpack.packing.result import Reason
+from recallpack.packing.results.result import Reason
 
 if TYPE_CHECKING:
-    from recallpack.packing.records import CutResult
+    from recallpack.packing.choosing.records import CutResult
 
 __all__ = ["Keep", "Drop", "Cut", "Merge", "End", "Decision", "DECISIONS"]
 
@@ -32,7 +32,7 @@ __all__ = ["Keep", "Drop", "Cut", "Merge", "End", "Decision", "DECISIONS"]
 class Keep:
     """Keep candidate ``rank``: all of its text, or ``excerpt`` (a cut the policy made: its text,
     the spans of the candidate's text it keeps, and its kind, as
-    :class:`~recallpack.packing.cuts.Cut` holds them)."""
+    :class:`~recallpack.packing.choosing.cuts.Cut` holds them)."""
 
     rank: int
     excerpt: CutResult | None = None

@@ -25,19 +25,20 @@ from pydantic import (
 from recallpack.packing import batch, validation
 from recallpack.packing._compat import moved_names
 from recallpack.packing.allowance import Allowance, Remaining, capped
+from recallpack.packing.block.citations import check_uri_template
+from recallpack.packing.block.render import load_template, newline_join
 from recallpack.packing.candidate import Candidate
-from recallpack.packing.citations import check_uri_template
-from recallpack.packing.embedding import CALLER_LOOP, embed_function
+from recallpack.packing.choosing.embedding import CALLER_LOOP, embed_function
+from recallpack.packing.choosing.ledger import WalkSettings
+from recallpack.packing.choosing.policies import table_version
+from recallpack.packing.choosing.walk import Plan, candidate_lists_of, lane_targets
 from recallpack.packing.errors import (
     BudgetError,
     ConfigError,
     RecallpackError,
 )
-from recallpack.packing.ledger import WalkSettings
 from recallpack.packing.limits import DEFAULT_MAX_TOKENS
-from recallpack.packing.policies import table_version
-from recallpack.packing.render import load_template, newline_join
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 from recallpack.packing.scopes import replaces_reader
 from recallpack.packing.settings import (
     BOUNDS,
@@ -48,7 +49,6 @@ from recallpack.packing.settings import (
 )
 from recallpack.packing.tokenizers import Tokenizer, get_tokenizer
 from recallpack.packing.validation import check_max_tokens
-from recallpack.packing.walk import Plan, candidate_lists_of, lane_targets
 
 __all__ = [
     "Packer",

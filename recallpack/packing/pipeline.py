@@ -27,7 +27,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 from recallpack.packing.candidate import Candidate, LaneKind, Span, coerce_lane
 from recallpack.packing.errors import ConfigError
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights, fuse
-from recallpack.packing.result import Evidence, RecallResult
+from recallpack.packing.results.result import Evidence, RecallResult
 from recallpack.packing.sources import Source, depths
 from recallpack.packing.translate import UnknownLane, candidate_from, check_on_unknown_lane
 from recallpack.packing.validation import check_max_items

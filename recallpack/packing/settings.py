@@ -24,14 +24,14 @@ from pydantic import (
 )
 
 from recallpack.packing import validation
-from recallpack.packing.analysis import AUTO, check_language
+from recallpack.packing.choosing.policies import check_policy
+from recallpack.packing.choosing.walk import lane_targets
 from recallpack.packing.errors import TemplateError
 from recallpack.packing.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING
-from recallpack.packing.policies import check_policy
-from recallpack.packing.result import DEFAULT_RESOURCE_URI_TEMPLATE
+from recallpack.packing.reading.analysis import AUTO, check_language
+from recallpack.packing.results.result import DEFAULT_RESOURCE_URI_TEMPLATE
 from recallpack.packing.scopes import Reader
 from recallpack.packing.validation import CheckedModel, check_max_tokens
-from recallpack.packing.walk import lane_targets
 
 __all__ = ["PackerSettings", "CutMode", "DEFAULT_CITATION_KEYS", "BOUNDS", "checked_bounds"]
 
@@ -67,7 +67,7 @@ class PackerSettings(CheckedModel):
     """An item that does not fit: ``prefix`` ends the walk, ``skip`` passes over it,
     ``truncate`` cuts it to the room left and ends the walk. ``passages`` (with a query) spends
     the budget on the passages that best answer it, across every item. Or the name of a policy
-    registered with ``recallpack.packing.policies.register_policy``."""
+    registered with ``recallpack.packing.choosing.policies.register_policy``."""
     floor: bool = Field(default=True, strict=True)
     """A match is never answered with nothing: if nothing fits whole, the top readable match is
     kept, cut to the room. False gives the strict prefix."""

@@ -20,7 +20,7 @@ from recallpack.packing.candidate import (
     sealed,
 )
 from recallpack.packing.errors import CandidateError, ConfigError, LaneError, RecallpackError
-from recallpack.packing.result import Evidence
+from recallpack.packing.results.result import Evidence
 from recallpack.packing.validation import is_int
 
 __all__ = [

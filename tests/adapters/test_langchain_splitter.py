@@ -18,7 +18,7 @@ from langchain_text_splitters import TextSplitter
 
 from recallpack import count_tokens
 from recallpack.adapters.langchain.splitter import TokenWindowSplitter
-from recallpack.packing.windows import CHUNK_METADATA_KEYS, token_windows
+from recallpack.packing.counting.windows import CHUNK_METADATA_KEYS, token_windows
 from recallpack.testing import stdlib_docs
 
 

@@ -24,7 +24,7 @@ from recallpack.adapters.langchain import (
     BudgetedRetriever,
     EvidenceRenderer,
 )
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 from recallpack.testing import HashingEmbeddings
 
 with warnings.catch_warnings():

@@ -23,7 +23,7 @@ from langgraph.store.memory import InMemoryStore
 from recallpack import Reader, count_tokens
 from recallpack.adapters.langchain import BudgetedRetriever
 from recallpack.adapters.langgraph import StoreRetriever
-from recallpack.packing.policies import BUILT_IN
+from recallpack.packing.choosing.policies import BUILT_IN
 from recallpack.testing import HashingEmbeddings, paragraphs
 
 TOK = "cl100k_base"

@@ -20,7 +20,7 @@ from llama_index.core.vector_stores import SimpleVectorStore
 
 from recallpack import count_tokens
 from recallpack.adapters.llamaindex.splitter import TokenWindowNodeParser
-from recallpack.packing.windows import CHUNK_METADATA_KEYS, token_windows
+from recallpack.packing.counting.windows import CHUNK_METADATA_KEYS, token_windows
 from recallpack.testing import stdlib_docs
 
 

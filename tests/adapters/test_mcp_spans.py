@@ -22,8 +22,8 @@ from recallpack.adapters.mcp.windows import (
     spans_uri,
     split_spans,
 )
-from recallpack.packing.units import MARK, sentence_start
-from recallpack.packing.windows import Window
+from recallpack.packing.counting.windows import Window
+from recallpack.packing.reading.units import MARK, sentence_start
 
 FILE_URI = "recallpack://artifacts/notes%2Fa.md/contents/0123456789abcdef"
 TEXT = st.text(alphabet="ab \n…é", min_size=1, max_size=80)

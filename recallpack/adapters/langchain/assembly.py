@@ -33,7 +33,7 @@ from recallpack.allowance import (
     recall_remaining,
 )
 from recallpack.packing.errors import ConfigError
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 from recallpack.packing.tokenizers import get_tokenizer
 from recallpack.packing.validation import check_each
 

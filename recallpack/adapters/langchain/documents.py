@@ -11,7 +11,7 @@ from langchain_core.documents import Document
 
 from recallpack.packing.errors import UpstreamError
 from recallpack.packing.pipeline import Item, KeptObject, Packs, Pipeline, Returned
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 from recallpack.packing.translate import evidence_metadata, recorded_score
 from recallpack.packing.validation import check_each
 

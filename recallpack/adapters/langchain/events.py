@@ -36,7 +36,7 @@ from langchain_core.runnables.config import (
     get_callback_manager_for_config,
 )
 
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 
 __all__ = ["REPORT_EVENT", "report", "areport", "retriever_ls_params", "retriever_run", "aretriever_run"]
 

@@ -23,7 +23,7 @@ from recallpack.adapters.langchain.retriever import BudgetedRetriever
 from recallpack.adapters.langchain.settings import LangChainComponent
 from recallpack.adapters.langchain.splitter import TokenWindowSplitter
 from recallpack.packing.packer import Packer
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 
 __all__ = [
     "REPORT_EVENT",

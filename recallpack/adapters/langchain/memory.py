@@ -47,7 +47,7 @@ from recallpack.allowance import (
     receipt_for,
 )
 from recallpack.packing.errors import ConfigError
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 from recallpack.packing.tokenizers import get_tokenizer
 
 if TYPE_CHECKING:

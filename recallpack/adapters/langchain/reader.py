@@ -14,7 +14,7 @@ from recallpack.adapters.shared.embeddings import HOST_ACCEPTS, embedding_of
 from recallpack.adapters.shared.served import Served, comes_from
 from recallpack.adapters.shared.sizing import chat_model_window
 from recallpack.adapters.shared.tokenizers import read_language_model
-from recallpack.packing.embedding import Similarity
+from recallpack.packing.choosing.embedding import Similarity
 
 __all__ = ["EMBEDDINGS", "read_tokenizer", "read_embedding", "read_model", "read_depth", "read_retriever"]
 

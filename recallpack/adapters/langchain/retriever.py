@@ -42,7 +42,7 @@ from recallpack.packing.errors import ConfigError, RecallpackWarning
 from recallpack.packing.fusion import DEFAULT_RRF_K, check_rrf_k, check_weights
 from recallpack.packing.packer import Packer
 from recallpack.packing.pipeline import Pipeline
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 from recallpack.packing.sources import Source, depths
 from recallpack.packing.validation import check_max_items
 

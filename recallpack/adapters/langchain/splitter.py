@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Any, ParamSpec
 
 from langchain_core.documents import Document
 
-from recallpack.packing.tokenizers import Tokenizer, TokenizerSpec, get_tokenizer
-from recallpack.packing.windows import (
+from recallpack.packing.counting.windows import (
     DEFAULT_OVERLAP_TOKENS,
     DEFAULT_WINDOW_TOKENS,
     WindowSplitting,
     check_window_settings,
     refuse_unknown_settings,
 )
+from recallpack.packing.tokenizers import Tokenizer, TokenizerSpec, get_tokenizer
 
 if TYPE_CHECKING:
     from langchain_text_splitters import TextSplitter as _Base

@@ -34,7 +34,7 @@ from recallpack.adapters.langchain.memory import (
 )
 from recallpack.allowance import Allowance, ContextSource, Recaller, ReceiptKey, arecall_of
 from recallpack.packing.errors import ConfigError
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 from recallpack.packing.scopes import Reader
 
 if TYPE_CHECKING:

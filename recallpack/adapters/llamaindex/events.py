@@ -8,7 +8,7 @@ import llama_index.core.instrumentation as instrument
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.instrumentation.events import BaseEvent
 
-from recallpack.packing.result import PackReport, RecallResult
+from recallpack.packing.results.result import PackReport, RecallResult
 
 __all__ = ["RecallPackedEvent", "packed"]
 

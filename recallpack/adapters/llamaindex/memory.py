@@ -45,7 +45,7 @@ from recallpack.adapters.shared.components import PackerComponent
 from recallpack.adapters.shared.depth import deepened
 from recallpack.packing.errors import ConfigError
 from recallpack.packing.pipeline import Pipeline
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 from recallpack.packing.sources import depths
 from recallpack.packing.validation import check_max_items
 

@@ -16,7 +16,7 @@ from recallpack.adapters.llamaindex.events import packed
 from recallpack.packing.candidate import Span
 from recallpack.packing.errors import UpstreamError
 from recallpack.packing.pipeline import Item, KeptObject, Packs, Pipeline, PipelineOutcome, Returned
-from recallpack.packing.result import PackReport, RecallResult
+from recallpack.packing.results.result import PackReport, RecallResult
 from recallpack.packing.translate import EVIDENCE_METADATA_KEYS, evidence_metadata
 
 __all__ = [

@@ -27,7 +27,7 @@ from recallpack.adapters.llamaindex.views import EveryModeView
 from recallpack.adapters.shared.components import PackerComponent
 from recallpack.packing.errors import ConfigError
 from recallpack.packing.pipeline import Pipeline, Source
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 
 __all__ = [
     "BudgetPostprocessor",

@@ -14,7 +14,7 @@ from recallpack.adapters.shared.depth import llamaindex_depth
 from recallpack.adapters.shared.embeddings import HOST_ACCEPTS, embedding_of
 from recallpack.adapters.shared.served import Served, comes_from
 from recallpack.adapters.shared.sizing import llm_window
-from recallpack.packing.embedding import Similarity
+from recallpack.packing.choosing.embedding import Similarity
 
 __all__ = ["EMBEDDINGS", "read_embedding", "read_model", "read_depth", "read_retriever"]
 

@@ -46,7 +46,7 @@ from recallpack.packing.errors import ConfigError
 from recallpack.packing.fusion import DEFAULT_RRF_K
 from recallpack.packing.packer import Packer, PackerSettings
 from recallpack.packing.pipeline import ITEM_SETTINGS, ItemSettings, Pipeline
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 from recallpack.packing.sources import depths
 from recallpack.packing.validation import check_max_items, recallpack_error, refuse_unknown
 

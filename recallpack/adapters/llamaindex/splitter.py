@@ -37,8 +37,7 @@ from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode
 from llama_index.core.utils import get_tqdm_iterable
 
 from recallpack.adapters.llamaindex.settings import settings_tokenizer
-from recallpack.packing.tokenizers import Tokenizer, TokenizerSpec, get_tokenizer
-from recallpack.packing.windows import (
+from recallpack.packing.counting.windows import (
     CHUNK_METADATA_KEYS,
     DEFAULT_OVERLAP_TOKENS,
     DEFAULT_WINDOW_TOKENS,
@@ -47,6 +46,7 @@ from recallpack.packing.windows import (
     check_window_settings,
     refuse_unknown_settings,
 )
+from recallpack.packing.tokenizers import Tokenizer, TokenizerSpec, get_tokenizer
 
 __all__ = ["TokenWindowNodeParser"]
 

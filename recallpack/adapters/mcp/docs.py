@@ -19,9 +19,9 @@ cannot be read for certain withholds the file's windows from everyone rather tha
 everyone (:mod:`recallpack.adapters.mcp.front_matter` says what that is); such files are listed
 in :attr:`DocsIndex.withheld`.
 
-Words are read by recallpack's one analysis chain (:class:`~recallpack.packing.analysis.Reading`),
+Words are read by recallpack's one analysis chain (:class:`~recallpack.packing.reading.analysis.Reading`),
 the one packing reads the evidence with: each window's BM25 terms are its
-:meth:`~recallpack.packing.analysis.Reading.keys` (words folded and stemmed by the language's
+:meth:`~recallpack.packing.reading.analysis.Reading.keys` (words folded and stemmed by the language's
 filter, pairs of characters for Chinese, Japanese and Thai), and a query is read by the same
 reading. The language is chosen once for the folder (``language="auto"``: read from a sample of
 its files' text). No stop words: BM25's idf weighs a word every window holds at almost nothing.
@@ -63,9 +63,9 @@ from recallpack.adapters.mcp.windows import (
     version,
     window_candidate,
 )
-from recallpack.packing.analysis import AUTO, Reading, check_language
+from recallpack.packing.counting.windows import Window
 from recallpack.packing.progress import progress
-from recallpack.packing.windows import Window
+from recallpack.packing.reading.analysis import AUTO, Reading, check_language
 
 __all__ = [
     "DOC_SUFFIXES", "FETCH_BUDGETS", "LEAST_FETCH", "MAX_FILE_BYTES", "NEIGHBOUR_WEIGHT", "DocsIndex",

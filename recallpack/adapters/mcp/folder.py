@@ -16,7 +16,7 @@ from recallpack.adapters.shared.extras import require
 bm25s = require("bm25s", extra="mcp", feature=__name__)
 
 from recallpack.adapters.mcp.index import IndexStore
-from recallpack.packing.windows import Window
+from recallpack.packing.counting.windows import Window
 
 __all__ = [
     "DOC_SUFFIXES", "MAX_FILE_BYTES", "Skipped", "bm25_of", "doc_paths", "read_files", "sample",

@@ -35,8 +35,8 @@ bm25s = require("bm25s", extra="mcp", feature=__name__)
 import numpy
 
 from recallpack import ConfigError
+from recallpack.packing.counting.windows import Window
 from recallpack.packing.validation import is_int
-from recallpack.packing.windows import Window
 
 __all__ = ["FORMAT", "IndexStore", "digest"]
 

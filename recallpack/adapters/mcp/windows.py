@@ -25,9 +25,9 @@ from typing import Any
 from recallpack import Candidate, ConfigError
 from recallpack.adapters.mcp.front_matter import FrontMatter
 from recallpack.packing.candidate import Span
-from recallpack.packing.text import LINE_BREAKS
-from recallpack.packing.units import MARK, has_text, sentence_start
-from recallpack.packing.windows import Window
+from recallpack.packing.counting.windows import Window
+from recallpack.packing.reading.text import LINE_BREAKS
+from recallpack.packing.reading.units import MARK, has_text, sentence_start
 
 __all__ = [
     "VERSION_DIGITS", "MAX_SPANS", "version", "window_candidate", "one_per_file", "shown_cost", "runs",

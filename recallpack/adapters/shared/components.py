@@ -24,10 +24,10 @@ from pydantic import (
 
 from recallpack.adapters.shared.embeddings import as_embed_fn
 from recallpack.packing.candidate import LaneKind, coerce_lane
+from recallpack.packing.choosing.policies import Policy
 from recallpack.packing.errors import ConfigError, RecallpackError
 from recallpack.packing.packer import CutMode, Packer, PackerSettings
 from recallpack.packing.pipeline import ITEM_SETTINGS, ItemSettings
-from recallpack.packing.policies import Policy
 from recallpack.packing.scopes import Reader
 from recallpack.packing.translate import UnknownLane, check_on_unknown_lane
 from recallpack.packing.validation import check_max_items, recallpack_error, refuse_unknown

@@ -3,7 +3,7 @@
 A LangChain ``Embeddings`` has ``embed_query`` and ``embed_documents`` (and, optionally, their
 ``a``-prefixed coroutines); a LlamaIndex ``BaseEmbedding`` has ``get_query_embedding`` and
 ``get_text_embedding_batch`` (and ``aget_*``). Duck-typed, so it imports neither framework:
-:func:`embedding_of` makes a :class:`~recallpack.packing.embedding.Similarity` over either.
+:func:`embedding_of` makes a :class:`~recallpack.packing.choosing.embedding.Similarity` over either.
 The hosts' readers (named in the core's host table, ``recallpack.packing.hosts``) call it, so
 the core's ``embed=`` takes these objects, in ``recall()`` and in every adapter alike.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from recallpack.packing.embedding import EmbedFn, Similarity, embed_function
+from recallpack.packing.choosing.embedding import EmbedFn, Similarity, embed_function
 
 __all__ = ["HOST_EMBEDDINGS", "HOST_ACCEPTS", "embedding_of", "as_embed_fn"]
 

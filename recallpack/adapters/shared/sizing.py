@@ -3,7 +3,7 @@
 Read by duck typing, so no host framework is imported: what each host documents as the model's
 own description, a LangChain 1.x chat model's ``profile`` (``max_input_tokens``), a LlamaIndex
 LLM's ``metadata`` (``context_window``, ``num_output``). Nothing is called on the model. The
-hosts' readers hand these to the core's ``budget_for`` (:mod:`recallpack.packing.model_budget`),
+hosts' readers hand these to the core's ``budget_for`` (:mod:`recallpack.packing.counting.model_budget`),
 which is also importable from here, its home of the last release.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from recallpack.packing.model_budget import DEFAULT_RESERVE_OUTPUT, ModelWindow, budget_for
+from recallpack.packing.counting.model_budget import DEFAULT_RESERVE_OUTPUT, ModelWindow, budget_for
 from recallpack.packing.validation import is_int
 
 __all__ = ["budget_for", "DEFAULT_RESERVE_OUTPUT", "chat_model_window", "llm_window"]

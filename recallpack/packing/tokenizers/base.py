@@ -119,7 +119,7 @@ class Tokenizer(ABC):
         which cuts with the same engine and checks its arguments first."""
         import warnings
 
-        from recallpack.packing.windowing import window_spans
+        from recallpack.packing.reading.windowing import window_spans
 
         warnings.warn(
             "Tokenizer.split_windows is deprecated: call recallpack.split_token_windows(text, "

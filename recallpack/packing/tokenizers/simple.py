@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from recallpack.packing.errors import RecallpackError, TokenizerError
-from recallpack.packing.text import floor_boundary
+from recallpack.packing.reading.text import floor_boundary
 from recallpack.packing.tokenizers.base import Tokenizer, keeps_what_fits
 
 __all__ = ["HeuristicTokenizer", "ByteTokenizer", "CallableTokenizer", "callable_name", "DEFAULT_ENCODING"]

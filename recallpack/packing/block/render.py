@@ -2,8 +2,8 @@
 
 Everything that knows what the block looks like is here: the default block, defined once in
 Python by its pieces (:func:`header_text`, :func:`item_text`, joined by :func:`default_block`),
-each value written the block's way (:mod:`recallpack.packing.markdown`); a caller's
-``template=`` rendered instead when given (:mod:`recallpack.packing.template`); and
+each value written the block's way (:mod:`recallpack.packing.block.markdown`); a caller's
+``template=`` rendered instead when given (:mod:`recallpack.packing.block.template`); and
 :class:`View`, what the model is shown and so what an item costs: :class:`MarkdownBlock` (the
 block) or :class:`JoinedTexts` (the kept texts joined).
 
@@ -18,18 +18,18 @@ from typing import Any, Protocol
 
 import regex
 
-from recallpack.packing.candidate import Candidate
-from recallpack.packing.errors import ConfigError, RecallpackError
-from recallpack.packing.markdown import INDENT, code_span, evidence_lines, oneline
-from recallpack.packing.scopes import PRIVATE
-from recallpack.packing.template import (
+from recallpack.packing.block.markdown import INDENT, code_span, evidence_lines, oneline
+from recallpack.packing.block.template import (
     MAX_TEMPLATE_BYTES,
     LoadedTemplate,
     TemplateSpec,
     load_template,
     render,
 )
-from recallpack.packing.text import inert_markdown
+from recallpack.packing.candidate import Candidate
+from recallpack.packing.errors import ConfigError, RecallpackError
+from recallpack.packing.reading.text import inert_markdown
+from recallpack.packing.scopes import PRIVATE
 from recallpack.packing.tokenizers import Tokenizer
 
 # The template's names are handed on here, where their importers have always found them.
@@ -151,7 +151,7 @@ class EvidenceLike(Protocol):
 
 class KeptLike(Protocol):
     """One item a walk kept: the text it shows, and what the walk priced it at (plain fields of
-    the ledger's own :class:`~recallpack.packing.ledger.Kept`; only its label is derived)."""
+    the ledger's own :class:`~recallpack.packing.choosing.ledger.Kept`; only its label is derived)."""
 
     text: str
     cost: int

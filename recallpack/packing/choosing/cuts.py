@@ -9,7 +9,7 @@ and give the same bytes for the same input.
 - :func:`cut_head` keeps the beginning, ending at a sentence or line end when that keeps at least
   two thirds of the room. Its work grows with the room, not with the text.
 - :func:`cut_focus` keeps the passages that best match a query: lexical scoring over the text's
-  sentences and lines by default (the one BM25, :mod:`recallpack.packing.bm25`, through the
+  sentences and lines by default (the one BM25, :mod:`recallpack.packing.choosing.bm25`, through the
   call's analysis chain, as ``passages`` scores), or an embedding the caller passes. It reads the text
   once; only the sentences it considers keeping are counted.
 
@@ -30,14 +30,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from recallpack.packing._compat import moved_names
-from recallpack.packing.analysis import AUTO, CallReading, Reading, check_language
-from recallpack.packing.bm25 import unit_scores
-from recallpack.packing.embedding import EmbedFn, similarities
+from recallpack.packing.choosing.bm25 import unit_scores
+from recallpack.packing.choosing.embedding import EmbedFn, similarities
+from recallpack.packing.choosing.focus import Focus
 from recallpack.packing.errors import BudgetError, ConfigError
-from recallpack.packing.focus import Focus
-from recallpack.packing.text import ceil_boundary, floor_boundary
-from recallpack.packing.tokenizers import Tokenizer
-from recallpack.packing.units import (
+from recallpack.packing.reading.analysis import AUTO, CallReading, Reading, check_language
+from recallpack.packing.reading.text import ceil_boundary, floor_boundary
+from recallpack.packing.reading.units import (
     MARK,
     MAX_QUERY_TERMS,
     MAX_TERM_CHARS,
@@ -49,6 +48,7 @@ from recallpack.packing.units import (
     split_units,
     strip_end,
 )
+from recallpack.packing.tokenizers import Tokenizer
 from recallpack.packing.validation import is_int
 
 __all__ = [
@@ -64,7 +64,7 @@ __all__ = [
     "FocusCutter",
 ]
 
-#: Names that moved to :mod:`recallpack.packing.embedding` keep working for one release, with a
+#: Names that moved to :mod:`recallpack.packing.choosing.embedding` keep working for one release, with a
 #: DeprecationWarning naming the new home: see :mod:`recallpack.packing._compat`.
 __getattr__ = moved_names(__name__)
 
@@ -291,7 +291,7 @@ def cut_focus(
     stays line by line). Each is scored against the query: BM25 over the text's units by default
     (the query's first :data:`MAX_QUERY_TERMS` distinct words, case folded: the query is often
     end-user input, and the work stays linear in the text whatever it holds), or
-    ``embed(query, units)`` when given (see :func:`recallpack.packing.embedding.embed_function`;
+    ``embed(query, units)`` when given (see :func:`recallpack.packing.choosing.embedding.embed_function`;
     it is called once, with every sentence of this one text). The best unit is kept with its neighbours (the
     better-matching side first) up to a third of the room, then the next best that scores at
     least 30% of the best, and the room left widens them. Every elision is marked "…"; a passage
@@ -299,7 +299,7 @@ def cut_focus(
     text (and no ``embed`` is given) the result is :func:`cut_head`'s. A text that fits is
     returned whole. None when not even one grapheme cluster and the mark fit. ``measure`` is as
     for :func:`cut_head`: the cut is exact for it, and the text is still read only once.
-    ``language`` is how query words match the text's (:mod:`recallpack.packing.analysis`):
+    ``language`` is how query words match the text's (:mod:`recallpack.packing.reading.analysis`):
     ``"auto"`` reads it from the query, an ISO 639-1 code names it, None matches words as written.
     ``reading`` is the chain already chosen for the call (the walk chooses one per call, so every
     item is read the same way), and then ``language`` is not read.

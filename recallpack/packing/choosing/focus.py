@@ -1,15 +1,14 @@
 """What keeping some units of a text costs, and how kept passages grow around the best ones.
 
-The focus cut (:mod:`recallpack.packing.cuts`) and the passages policy
-(:mod:`recallpack.packing.passages`) both keep units of a text (:func:`~recallpack.packing.units.split_units`)
-and show them in order, with the mark "…" wherever something was dropped. :class:`Units` estimates
-what a set of kept units costs rendered that way (the units, the whitespace that joins neighbours,
-a mark and a line break for every elision), counting lazily: only the units a cut considers are
-counted, or none when a rate of tokens per character is given. :class:`Focus` grows kept passages
-around the best units within a budget, the better-scoring side first, in time linear in what it
-keeps: each run of kept neighbours is found whole, with what it costs (:class:`Runs`), not walked
-again for every seed.
-"""
+The focus cut (:mod:`recallpack.packing.choosing.cuts`) and the passages policy
+(:mod:`recallpack.packing.choosing.passages`) both keep units of a text
+(:func:`~recallpack.packing.reading.units.split_units`) and show them in order, with the mark "…"
+wherever something was dropped. :class:`Units` estimates what a set of kept units costs rendered
+that way (the units, the whitespace that joins neighbours, a mark and a line break for every
+elision), counting lazily: only the units a cut considers are counted, or none when a rate of tokens
+per character is given. :class:`Focus` grows kept passages around the best units within a budget,
+the better-scoring side first, in time linear in what it keeps: each run of kept neighbours is found
+whole, with what it costs (:class:`Runs`), not walked again for every seed."""
 
 from __future__ import annotations
 
@@ -17,9 +16,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import InitVar, dataclass
 
-from recallpack.packing.text import LINE_BREAKS, is_boundary
+from recallpack.packing.reading.text import LINE_BREAKS, is_boundary
+from recallpack.packing.reading.units import MARK
 from recallpack.packing.tokenizers import Tokenizer
-from recallpack.packing.units import MARK
 
 __all__ = ["Focus", "Growth", "Runs", "Units"]
 

@@ -1,11 +1,12 @@
 """A text's units: its sentences and lines, their words, and how kept units are joined.
 
-The focus cut (:mod:`recallpack.packing.cuts`) and the passages policy
-(:mod:`recallpack.packing.passages`) both choose units of a text to keep and show them in order,
+The focus cut (:mod:`recallpack.packing.choosing.cuts`) and the passages policy
+(:mod:`recallpack.packing.choosing.passages`) both choose units of a text to keep and show them in order,
 with the mark "…" wherever something was dropped. This module is what they share: where a text's
 units begin and end (:func:`split_units`) and the kept ranges written out (:func:`join_spans`).
 Which words of a text match a query is the analysis chain's alone
-(:mod:`recallpack.packing.analysis`). What keeping units costs is :mod:`recallpack.packing.focus`.
+(:mod:`recallpack.packing.reading.analysis`). What keeping units costs is
+:mod:`recallpack.packing.choosing.focus`.
 Every start and end it gives is a grapheme boundary.
 
 >>> text = "One. Two!\\n    code = 1\\nThree"
@@ -27,7 +28,8 @@ from operator import itemgetter, sub
 
 import regex
 
-from recallpack.packing.analysis import (
+from recallpack.packing.limits import ELLIPSIS
+from recallpack.packing.reading.analysis import (
     MAX_TERM_CHARS,
     MAX_TERMS,
     class_of,
@@ -35,8 +37,13 @@ from recallpack.packing.analysis import (
     other_terminators,
     phrase_letters,
 )
-from recallpack.packing.limits import ELLIPSIS
-from recallpack.packing.text import LINE_BREAKS, ceil_boundary, clear_boundary, floor_boundary, is_boundary
+from recallpack.packing.reading.text import (
+    LINE_BREAKS,
+    ceil_boundary,
+    clear_boundary,
+    floor_boundary,
+    is_boundary,
+)
 
 __all__ = [
     "MARK",
@@ -136,7 +143,7 @@ def last_break(text: str, start: int, end: int) -> int | None:
 
 
 #: The distinct words of a query that are scored, in the order the query gives them
-#: (:data:`~recallpack.packing.analysis.MAX_TERMS`, one definition for every language).
+#: (:data:`~recallpack.packing.reading.analysis.MAX_TERMS`, one definition for every language).
 MAX_QUERY_TERMS = MAX_TERMS
 
 

@@ -8,16 +8,16 @@ third of ten 1,000-token chunks, it is gone. Here every candidate may be cut to 
    else of a withheld item is read), then text and duplicates.
    Pieces of one document that overlap or touch (recorded offsets, or failing those an exact
    overlap of their texts) become one document, so their shared text is paid for once
-   (:mod:`recallpack.packing.documents`). Offsets are someone else's hints: pieces whose texts
+   (:mod:`recallpack.packing.choosing.documents`). Offsets are someone else's hints: pieces whose texts
    differ where their offsets overlap stay separate documents, and the report's notes say so.
 2. Each document's text is split into sentences and lines, and every unit is scored against the
-   query, raw text, nothing tokenized (:mod:`recallpack.packing.scoring`: BM25 or ``embed``,
+   query, raw text, nothing tokenized (:mod:`recallpack.packing.choosing.scoring`: BM25 or ``embed``,
    raised by its neighbours, divided by its document's rank prior).
 3. The best units are kept in that order, each with a little context around it (5% of the
    budget), until the room is full; then the kept passages widen, then the rest fills in rank
    order. Only units considered are counted, and the block is then counted exactly: what is
    over is given back (the last added first), what is still free is filled again
-   (:mod:`recallpack.packing.selection`).
+   (:mod:`recallpack.packing.choosing.selection`).
 4. Documents stay in rank order, passages in text order, every elision is marked "…", and each
    kept document keeps its label, scopes and citation. A document none of whose passages made
    the cut is dropped ``over_budget``; a piece shown in a better-ranked piece's item is
@@ -33,20 +33,20 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
+from recallpack.packing.block.render import MarkdownBlock, View
 from recallpack.packing.candidate import Candidate
-from recallpack.packing.cuts import Cut
+from recallpack.packing.choosing.cuts import Cut
+from recallpack.packing.choosing.documents import Document, Piece, documents_of
+from recallpack.packing.choosing.door import Door, PolicyView, Priced
+from recallpack.packing.choosing.embedding import EmbedFn
+from recallpack.packing.choosing.ledger import Counted, Ledger
+from recallpack.packing.choosing.scoring import NEIGHBOR_SHARE, RANK_PRIOR, UNIT_CHARS
+from recallpack.packing.choosing.selection import CONTEXT_SHARE, Chooser, Selection, choose, fill_tail
+from recallpack.packing.choosing.twins import compared_text, dedupe_key
 from recallpack.packing.decisions import Drop, End, Merge
-from recallpack.packing.documents import Document, Piece, documents_of
-from recallpack.packing.door import Door, PolicyView, Priced
-from recallpack.packing.embedding import EmbedFn
-from recallpack.packing.ledger import Counted, Ledger
-from recallpack.packing.render import MarkdownBlock, View
-from recallpack.packing.result import Outcome, Reason
-from recallpack.packing.scoring import NEIGHBOR_SHARE, RANK_PRIOR, UNIT_CHARS
-from recallpack.packing.selection import CONTEXT_SHARE, Chooser, Selection, choose, fill_tail
+from recallpack.packing.reading.units import MARK, MAX_QUERY_TERMS, join_spans
+from recallpack.packing.results.result import Outcome, Reason
 from recallpack.packing.tokenizers.pieces import PieceCounts
-from recallpack.packing.twins import compared_text, dedupe_key
-from recallpack.packing.units import MARK, MAX_QUERY_TERMS, join_spans
 
 __all__ = [
     "Passages",

@@ -3,9 +3,9 @@
 A Packer resolves its settings once into a :class:`Plan` (the tokenizer, the view, the policy,
 the walk settings); each call builds a :class:`Walk` from the plan, and :meth:`Walk.fit`
 returns the outcome (:class:`Fitted`). The walk hands its policy
-(:mod:`recallpack.packing.policies`) a fresh :class:`~recallpack.packing.ledger.Ledger`; the
+(:mod:`recallpack.packing.choosing.policies`) a fresh :class:`~recallpack.packing.choosing.ledger.Ledger`; the
 policy decides and records, and the walk counts what the model is shown exactly (the plan's
-view, :mod:`recallpack.packing.render`: the Markdown block, or the kept texts joined, as a
+view, :mod:`recallpack.packing.block.render`: the Markdown block, or the kept texts joined, as a
 LlamaIndex synthesizer shows them), lets the policy correct its choice with that count, applies
 the floor through the ledger, and makes the whole fit.
 """
@@ -20,18 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from recallpack.packing.analysis import CallReading
-from recallpack.packing.candidate import Candidate, LaneKind, Provenance
-from recallpack.packing.cuts import FocusCutter, cut_head
-from recallpack.packing.door import Door, PolicyView
-from recallpack.packing.embedding import EmbedFn
-from recallpack.packing.errors import BudgetError, CandidateError, ConfigError, LaneError, RecallpackError
-from recallpack.packing.ledger import WITHHELD_REASONS, Counted, Cutter, Ledger, WalkSettings
-from recallpack.packing.legacy_ledger import LEGACY
-from recallpack.packing.limits import ELLIPSIS
-from recallpack.packing.logs import log_result, logger
-from recallpack.packing.policies import PackingPolicy, is_built_in, policy_named
-from recallpack.packing.render import (
+from recallpack.packing.block.render import (
     JoinedTexts,
     LoadedTemplate,
     MarkdownBlock,
@@ -39,7 +28,18 @@ from recallpack.packing.render import (
     joined_by,
     newline_join,
 )
-from recallpack.packing.result import Evidence, PackReport, RecallResult, Trace
+from recallpack.packing.candidate import Candidate, LaneKind, Provenance
+from recallpack.packing.choosing.cuts import FocusCutter, cut_head
+from recallpack.packing.choosing.door import Door, PolicyView
+from recallpack.packing.choosing.embedding import EmbedFn
+from recallpack.packing.choosing.ledger import WITHHELD_REASONS, Counted, Cutter, Ledger, WalkSettings
+from recallpack.packing.choosing.legacy_ledger import LEGACY
+from recallpack.packing.choosing.policies import PackingPolicy, is_built_in, policy_named
+from recallpack.packing.errors import BudgetError, CandidateError, ConfigError, LaneError, RecallpackError
+from recallpack.packing.limits import ELLIPSIS
+from recallpack.packing.reading.analysis import CallReading
+from recallpack.packing.results.logs import log_result, logger
+from recallpack.packing.results.result import Evidence, PackReport, RecallResult, Trace
 from recallpack.packing.scopes import PRIVATE, Reader
 from recallpack.packing.tokenizers import Tokenizer
 from recallpack.packing.validation import check_count
@@ -70,7 +70,7 @@ class Plan:
     embed: EmbedFn | None
     settings: WalkSettings
     cut: str
-    #: The policy the settings name, looked up once (:mod:`recallpack.packing.policies`).
+    #: The policy the settings name, looked up once (:mod:`recallpack.packing.choosing.policies`).
     policy: PackingPolicy
     #: The fewest tokens that can hold any evidence, and what takes them.
     least_tokens: int
@@ -257,7 +257,7 @@ def choose(policy: PackingPolicy, ledger: Ledger, query: str | None, embed: Embe
            registered: bool) -> Counted | None:
     """Run ``policy`` on a read-only view of ``ledger``: each decision it yields or returns is
     applied through the ledger's door, in order, until it ends the walk; then every candidate is
-    decided or the walk ended (:meth:`~recallpack.packing.door.Door.finish`). A registered policy
+    decided or the walk ended (:meth:`~recallpack.packing.choosing.door.Door.finish`). A registered policy
     with ``refine(view, used)`` is then shown the exact count of its choice, and may choose again
     (a few rounds at most). What a registered policy raises that is not a RecallpackError is a
     PolicyError naming it."""

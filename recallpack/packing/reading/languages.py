@@ -1,6 +1,6 @@
 """Which language a call's text is in, and its stemmer: the choice of the analysis chain's filter.
 
-The chain (:mod:`recallpack.packing.analysis`) reads a word by its language's filter; this
+The chain (:mod:`recallpack.packing.reading.analysis`) reads a word by its language's filter; this
 module chooses the language, as Lucene chooses an analyzer by the data: the caller's
 ``language=``, or by default (``"auto"``) the query's script, and within a script that several
 languages write (Latin, Cyrillic, Arabic) the letters that only one of them uses (``ñ``, ``ß``,

@@ -1,7 +1,7 @@
 """Which units of which documents the ``passages`` walk keeps (its step 3), and how the exact
 count of the block corrects that choice.
 
-Every unit of every document is scored (:mod:`recallpack.packing.scoring`), and its cost is
+Every unit of every document is scored (:mod:`recallpack.packing.choosing.scoring`), and its cost is
 estimated from its length at the tokens per character of one exact count of the likeliest kept
 text (:data:`SAMPLE_CHARS`): choosing counts no unit. The best units are kept in that order, each
 with a little context around it (:data:`CONTEXT_SHARE` of the budget), until the room is full;
@@ -24,14 +24,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import InitVar, dataclass
 from operator import itemgetter, neg
 
-from recallpack.packing.analysis import CallReading
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
-from recallpack.packing.documents import Document
-from recallpack.packing.embedding import EmbedFn
-from recallpack.packing.focus import Focus, Growth
-from recallpack.packing.ledger import WalkSettings
-from recallpack.packing.scoring import UnitBounds, combined, embedded, layout_of, lexical
-from recallpack.packing.small_room import SMALL_ROOM_GOAL, SmallRoom
+from recallpack.packing.choosing.documents import Document
+from recallpack.packing.choosing.embedding import EmbedFn
+from recallpack.packing.choosing.focus import Focus, Growth
+from recallpack.packing.choosing.ledger import WalkSettings
+from recallpack.packing.choosing.scoring import UnitBounds, combined, embedded, layout_of, lexical
+from recallpack.packing.choosing.small_room import SMALL_ROOM_GOAL, SmallRoom
+from recallpack.packing.reading.analysis import CallReading
 from recallpack.packing.tokenizers import Tokenizer
 
 __all__ = [
@@ -101,7 +101,8 @@ class Selection:
         documents, tok = self.documents, self.by.tok
         ratio = _ratio(documents, units, self.ranked, tok)
         #: The room is smaller than the top document (estimated): what prefix would keep is a cut
-        #: of it, and the choice keeps fewer, longer passages (:mod:`~recallpack.packing.small_room`).
+        #: of it, and the choice keeps fewer, longer passages
+        #: (:mod:`~recallpack.packing.choosing.small_room`).
         self.small = bool(documents) and len(documents[0].text) * ratio > self.room
         self.goal = max(1, int((SMALL_ROOM_GOAL if self.small else CONTEXT_SHARE) * self.room))
         self.under = SmallRoom(tok)

@@ -1,6 +1,6 @@
 """The ledger's old recording methods, as a policy written before 0.2 calls them: each still works
 for one release, warned (:class:`~recallpack.packing.decisions.PolicyView` warns), and goes
-through :meth:`~recallpack.packing.door.Door.apply`, so that the caps and the gate hold for it
+through :meth:`~recallpack.packing.choosing.door.Door.apply`, so that the caps and the gate hold for it
 too. What the old call said of the candidate (its text, scopes, cost, header) is not trusted: the
 rank is what is decided, and the ledger reads, prices and gates the candidate itself.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from recallpack.packing.cuts import Cut as Excerpt
+from recallpack.packing.choosing.cuts import Cut as Excerpt
+from recallpack.packing.choosing.door import Door
 from recallpack.packing.decisions import Cut, Drop, End, Keep, Merge
-from recallpack.packing.door import Door
-from recallpack.packing.result import Reason
+from recallpack.packing.results.result import Reason
 
 __all__ = ["LEGACY"]
 

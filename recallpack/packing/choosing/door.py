@@ -18,13 +18,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, cast, overload
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
-from recallpack.packing.cuts import Cut as Excerpt
-from recallpack.packing.cuts import CutKind
+from recallpack.packing.choosing.cuts import Cut as Excerpt
+from recallpack.packing.choosing.cuts import CutKind
+from recallpack.packing.choosing.ledger import Ledger
+from recallpack.packing.choosing.records import WITHHELD_REASONS, CutResult
 from recallpack.packing.decisions import DECISIONS, Cut, Drop, End, Keep, Merge
 from recallpack.packing.errors import PolicyError
-from recallpack.packing.ledger import Ledger
-from recallpack.packing.records import WITHHELD_REASONS, CutResult
-from recallpack.packing.result import Outcome, Reason
+from recallpack.packing.results.result import Outcome, Reason
 from recallpack.packing.scopes import Scope
 
 __all__ = ["Door", "Priced", "PolicyView", "LEGACY_NAMES"]

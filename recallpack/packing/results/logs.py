@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from recallpack.packing.result import RecallResult
+from recallpack.packing.results.result import RecallResult
 
 __all__ = ["logger", "log_result"]
 

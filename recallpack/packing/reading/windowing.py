@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import regex
 
-from recallpack.packing.text import PREPEND, ceil_boundary, first_cluster_end, floor_boundary
+from recallpack.packing.reading.text import PREPEND, ceil_boundary, first_cluster_end, floor_boundary
 
 if TYPE_CHECKING:
     import tiktoken

@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from recallpack.packing.candidate import Candidate
+from recallpack.packing.choosing.door import Door, PolicyView
+from recallpack.packing.choosing.embedding import EmbedFn
 from recallpack.packing.decisions import Drop, End
-from recallpack.packing.door import Door, PolicyView
-from recallpack.packing.embedding import EmbedFn
-from recallpack.packing.result import Reason
+from recallpack.packing.results.result import Reason
 from recallpack.packing.scopes import Scope
 
 __all__ = ["Prefix", "Skip", "Truncate", "Over"]

@@ -1,13 +1,13 @@
 """BM25 over a text's units: the one lexical score, for the focus cut and ``passages`` alike.
 
-A text is split into units (sentences and lines, :func:`~recallpack.packing.units.split_units`);
-the query's terms are found in it by the call's :class:`~recallpack.packing.analysis.Reading`,
+A text is split into units (sentences and lines, :func:`~recallpack.packing.reading.units.split_units`);
+the query's terms are found in it by the call's :class:`~recallpack.packing.reading.analysis.Reading`,
 and each unit that holds one is scored. Unit length is measured in characters, which normalises
 the same way words would. Nothing is tokenized: the terms are found in time linear in the text,
 a term found more often than there are units is left out (it tells no unit from another), and a
 unit's count of a term is made in C, by bisecting the positions of the term's matches.
 
->>> from recallpack.packing.analysis import Reading
+>>> from recallpack.packing.reading.analysis import Reading
 >>> text = "The crates were packed. Nothing else. They shipped."
 >>> scores = unit_scores(Reading("en"), text, [0, 24, 38], [23, 37, 51], "packing shipments")
 >>> {unit: round(score, 2) for unit, score in scores.items()}  # "packed" matches "packing"
@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from operator import sub
 
-from recallpack.packing.analysis import Reading, fold
+from recallpack.packing.reading.analysis import Reading, fold
 
 __all__ = ["K1", "B", "unit_scores"]
 

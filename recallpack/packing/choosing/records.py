@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, item_scopes
-from recallpack.packing.result import Evidence, Reason
+from recallpack.packing.results.result import Evidence, Reason
 from recallpack.packing.scopes import Reader, Scope
 
 __all__ = [
@@ -41,7 +41,7 @@ class WalkSettings:
 
     max_tokens: int | None
     max_items: int | None
-    #: The name the policy is registered by (:mod:`recallpack.packing.policies`).
+    #: The name the policy is registered by (:mod:`recallpack.packing.choosing.policies`).
     policy: str
     floor: bool
     reader: Reader | None

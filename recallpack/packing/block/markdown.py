@@ -1,7 +1,7 @@
 """How one value is written in the evidence block's Markdown, whatever builds the block: a text
 as indented lines (:func:`evidence_lines`), a name as a code span no backtick closes early
 (:func:`code_span`), a description on one line (:func:`oneline`). The default block
-(:mod:`recallpack.packing.render`) and a caller's template (:mod:`recallpack.packing.template`,
+(:mod:`recallpack.packing.block.render`) and a caller's template (:mod:`recallpack.packing.block.template`,
 as the filters ``evidence_lines``, ``code`` and ``oneline``) write values the same way.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from recallpack.packing.text import LINE_BREAKS
+from recallpack.packing.reading.text import LINE_BREAKS
 
 __all__ = ["evidence_lines", "code_span", "oneline", "FILTERS", "INDENT"]
 

@@ -11,19 +11,19 @@ terms, the language how a term matches its inflected forms, and both are chosen 
 - **Scripts without spaces** (Han, kana, Thai, Lao, Khmer, Myanmar): a run is matched by its
   overlapping pairs of grapheme clusters (Lucene's CJK bigrams), found anywhere in the text.
 - **Inflections**: a language with a Snowball stemmer (PyStemmer) matches a word by its stem;
-  English keeps the suffix rules measured on SQuAD (:mod:`recallpack.packing.english`); a
+  English keeps the suffix rules measured on SQuAD (:mod:`recallpack.packing.reading.english`); a
   language without a stemmer is matched word for word. English rules never read another
   language.
 
 Everything that reads text for a query reads it through one :class:`Reading`, chosen once per
 call: ``passages``, the focus cut of every policy (both score with
-:func:`recallpack.packing.bm25.unit_scores`), the MCP docs index (:meth:`Reading.keys`) and the
+:func:`recallpack.packing.choosing.bm25.unit_scores`), the MCP docs index (:meth:`Reading.keys`) and the
 offline :class:`~recallpack.testing.HashingEmbeddings`. No other module matches words
 (``tests/test_analysis_chain.py`` checks it).
 
 The language is the caller's ``language=`` or, by default (``"auto"``), read from the query's
 script, and for the Latin script from letters that only one language uses (``ñ``, ``ß``,
-``ğ``...): :mod:`recallpack.packing.languages`. ``docs/how-the-walk-decides.md`` says what each
+``ğ``...): :mod:`recallpack.packing.reading.languages`. ``docs/how-the-walk-decides.md`` says what each
 script gets.
 
 >>> Reading.of("auto", "Какие книги читали?", "").language
@@ -43,8 +43,8 @@ from typing import Any
 
 import regex
 
-from recallpack.packing import english
-from recallpack.packing.languages import (
+from recallpack.packing.reading import english
+from recallpack.packing.reading.languages import (
     AUTO,
     MAX_TERM_CHARS,
     MAX_TERMS,

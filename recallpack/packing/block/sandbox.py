@@ -4,7 +4,7 @@ Jinja's sandbox keeps a template from reaching Python, not from building a huge 
 10**9``, ``"x"|center(10**9)``, a macro or block whose output is a loop of large strings. Every
 way a value can grow by more than a constant factor in one step is checked against the render's
 bound before the value is made (so no huge string ever exists), and every value made is checked
-after. This module knows nothing of the evidence block: :mod:`recallpack.packing.render` builds
+after. This module knows nothing of the evidence block: :mod:`recallpack.packing.block.render` builds
 its environment here with the block's filters, and renders through :func:`generate`.
 """
 

@@ -1,6 +1,6 @@
 """A caller's ``template=``: its source or file read (bounded, never blocking), compiled once in
-the bounded sandbox (:mod:`recallpack.packing.sandbox`) with the block's Markdown filters
-(:mod:`recallpack.packing.markdown`), and rendered with the evidence as data.
+the bounded sandbox (:mod:`recallpack.packing.block.sandbox`) with the block's Markdown filters
+(:mod:`recallpack.packing.block.markdown`), and rendered with the evidence as data.
 
 Content is always data handed to a fixed template, never template source, and Jinja runs in
 its sandbox, so ``{{ 7*7 }}`` inside a document stays ``{{ 7*7 }}``.
@@ -20,9 +20,9 @@ from typing import Any, Union
 
 import jinja2
 
-from recallpack.packing import sandbox
+from recallpack.packing.block import sandbox
+from recallpack.packing.block.markdown import FILTERS
 from recallpack.packing.errors import TemplateError
-from recallpack.packing.markdown import FILTERS
 
 __all__ = ["TemplateSpec", "LoadedTemplate", "MAX_TEMPLATE_BYTES", "load_template", "render"]
 

@@ -7,7 +7,7 @@ finds "playing" and "player". Every base ending is an inflection: a query word a
 English uses these rules, not Snowball's English stemmer, because they were measured to keep more
 answers on SQuAD (``docs/how-the-walk-decides.md``); they never read another language.
 
-:class:`~recallpack.packing.analysis.Reading` is the chain; this module is only what it does for
+:class:`~recallpack.packing.reading.analysis.Reading` is the chain; this module is only what it does for
 English: :func:`hits` (where a query's words occur in a text) and :func:`key` (what an index
 stores for a word, so that a query word and its inflections share a key).
 

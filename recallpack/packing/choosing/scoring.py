@@ -1,7 +1,7 @@
 """How well each unit of the documents answers the query (the ``passages`` policy's step 2).
 
 Every document's text is split into sentences and lines once, and each unit is scored: BM25 over
-all the units of all the documents (:mod:`recallpack.packing.bm25`, reading the text through the
+all the units of all the documents (:mod:`recallpack.packing.choosing.bm25`, reading the text through the
 call's analysis chain), or ``embed`` when given. A unit's score is then
 raised by a share of its neighbours' (an answer is often the sentence next to the one that names
 the question's words), scaled to the best, and divided by ``1 + RANK_PRIOR * position`` of its
@@ -18,10 +18,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter, sub
 
-from recallpack.packing.analysis import Reading
-from recallpack.packing.bm25 import unit_scores
-from recallpack.packing.embedding import EmbedFn, similarities
-from recallpack.packing.units import split_units
+from recallpack.packing.choosing.bm25 import unit_scores
+from recallpack.packing.choosing.embedding import EmbedFn, similarities
+from recallpack.packing.reading.analysis import Reading
+from recallpack.packing.reading.units import split_units
 
 __all__ = [
     "Layout", "UnitBounds", "layout_of", "lexical", "embedded", "combined",
@@ -102,8 +102,9 @@ def lexical(layout: Layout, query: str, reading: Reading) -> dict[tuple[int, int
 
     The documents are searched as one text, so the work per query term does not grow with the
     number of documents. The query and the text are read by the call's one
-    :class:`~recallpack.packing.analysis.Reading` (``Reading.of(language, query, layout.text)``),
-    and scored by :func:`recallpack.packing.bm25.unit_scores`, the one BM25 the focus cut uses too."""
+    :class:`~recallpack.packing.reading.analysis.Reading` (``Reading.of(language, query, layout.text)``),
+    and scored by :func:`recallpack.packing.choosing.bm25.unit_scores`, the one BM25 the focus cut
+    uses too."""
     scores = unit_scores(reading, layout.text, layout.starts, layout.ends, query)
     # Keyed by (document, unit), in C for one document: a text whose every unit matches has a
     # score per unit. A unit is in the last document that starts at or before it (one with no

@@ -1,9 +1,9 @@
 """What the ``passages`` choice does differently when the room is smaller than the top document.
 
 Under one document, ``prefix`` keeps a focus cut of the top document
-(:func:`recallpack.packing.cuts.cut_focus`): one passage, grown from the start of its best
+(:func:`recallpack.packing.choosing.cuts.cut_focus`): one passage, grown from the start of its best
 sentence, and the head of a sentence it cannot hold whole. The choice
-(:mod:`recallpack.packing.selection`) then keeps fewer, longer passages in the same way: each best
+(:mod:`recallpack.packing.choosing.selection`) then keeps fewer, longer passages in the same way: each best
 unit grows back to its sentence's start (a unit may be a piece of a long sentence, and what the
 question asks for is often the sentence's subject, before the words it matched) and on to
 :data:`SMALL_ROOM_GOAL` of the room before the next is taken; and the room the exact count leaves
@@ -16,9 +16,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 
-from recallpack.packing.focus import Focus
+from recallpack.packing.choosing.focus import Focus
+from recallpack.packing.reading.units import has_text, is_stray, split_units, strip_end
 from recallpack.packing.tokenizers import Tokenizer
-from recallpack.packing.units import has_text, is_stray, split_units, strip_end
 
 __all__ = ["SMALL_ROOM_GOAL", "SmallRoom"]
 

@@ -1,0 +1,1 @@
+"""The block: each value's Markdown, a caller's template, the sandbox, the view."""

@@ -1,0 +1,1 @@
+"""Choosing what is kept: scores, cuts, the policies, the ledger, the walk."""

@@ -1,0 +1,1 @@
+"""Counting in tokens (beside tokenizers/ and encodings/): token windows, budget_for."""

@@ -1,0 +1,1 @@
+"""The results: values, their log records, their notebook HTML."""
