@@ -18,14 +18,23 @@ left of each budget, and the price of an item as the model is shown it. It recor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from recallpack.packing.results.result import Reason
 
-if TYPE_CHECKING:
-    from recallpack.packing.choosing.records import CutResult
+__all__ = ["Keep", "Drop", "Cut", "Merge", "End", "Decision", "DECISIONS", "CutResult"]
 
-__all__ = ["Keep", "Drop", "Cut", "Merge", "End", "Decision", "DECISIONS"]
+
+class CutResult(Protocol):
+    """What a cutter returns, and what a policy's own excerpt is: the kept text (elisions
+    marked), the ranges of the candidate's text it kept, how it was cut."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def spans(self) -> tuple[tuple[int, int], ...]: ...
+    @property
+    def kind(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance, item_scopes
+from recallpack.packing.decisions import CutResult
 from recallpack.packing.results.result import Evidence, Reason
 from recallpack.packing.scopes import Reader, Scope
 
@@ -21,17 +22,6 @@ WITHHELD_REASONS = (Reason.NO_READER, Reason.UNREADABLE, Reason.MALFORMED_SCOPE)
 #: What stands for a withheld item in a walk, by why it is withheld: nothing of the item itself.
 STAND_INS = {reason: Candidate(text=reason.value) for reason in WITHHELD_REASONS}
 WITHHELD_BY = {id(stand_in): reason for reason, stand_in in STAND_INS.items()}
-
-
-class CutResult(Protocol):
-    """What a cutter returns: the kept text (elisions marked), the ranges it kept, how."""
-
-    @property
-    def text(self) -> str: ...
-    @property
-    def spans(self) -> tuple[tuple[int, int], ...]: ...
-    @property
-    def kind(self) -> str: ...
 
 
 @dataclass(frozen=True)
