@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from recallpack.packing.choosing.cuts import (
     MARK,
     MAX_QUERY_TERMS,
-    Cut,
+    Excerpt,
     cut_focus,
     cut_head,
 )
@@ -76,7 +76,7 @@ def rebuild(text: str, spans: tuple[tuple[int, int], ...]) -> str:
     return "".join(out)
 
 
-def check_cut(text: str, cut: Cut, max_tokens: int, tokenizer: Tokenizer) -> None:
+def check_cut(text: str, cut: Excerpt, max_tokens: int, tokenizer: Tokenizer) -> None:
     """The invariants every cut holds."""
     assert tokenizer.count(cut.text) <= max_tokens
     previous = 0
@@ -173,7 +173,7 @@ def test_head_cut_returns_a_text_that_fits_whole() -> None:
     """A text within the room comes back whole, with no mark."""
     tokenizer = get_tokenizer("cl100k_base")
     cut = cut_head("Short text.", 50, tokenizer)
-    assert cut == Cut("Short text.", ((0, 11),), "head")
+    assert cut == Excerpt("Short text.", ((0, 11),), "head")
 
 
 def test_head_cut_ends_at_a_sentence_end_that_keeps_two_thirds() -> None:
@@ -423,7 +423,7 @@ def test_focus_finds_a_word_between_long_runs_of_flags() -> None:
 def test_focus_returns_a_text_that_fits_whole() -> None:
     """A text within the room comes back whole."""
     tokenizer = get_tokenizer("cl100k_base")
-    assert cut_focus("Port 80.", "port", 10, tokenizer) == Cut("Port 80.", ((0, 8),), "focus")
+    assert cut_focus("Port 80.", "port", 10, tokenizer) == Excerpt("Port 80.", ((0, 8),), "focus")
 
 
 def test_focus_cut_of_a_large_document_counts_only_what_it_keeps() -> None:

@@ -45,7 +45,7 @@ from pydantic import AnyHttpUrl
 
 from recallpack import ConfigError, Reader
 from recallpack.adapters.mcp.jwt import LEEWAY, JwtSettings, scopes_of
-from recallpack.adapters.mcp.log import note
+from recallpack.adapters.mcp.log import request_note
 
 __all__ = [
     "ReaderToken",
@@ -153,7 +153,7 @@ class ReaderVerifier:
             reader, expires = self._jwt.reader(token)
         except Exception as exc:  # noqa: BLE001 - whatever a token does, it is refused, never a 500
             # Why a token was refused, never the token nor its claims: on the request's log line.
-            written = note()
+            written = request_note()
             if written is not None:
                 written.refused = f"bearer token refused ({type(exc).__name__})"
             else:

@@ -31,7 +31,7 @@ from starlette.middleware import Middleware
 
 from recallpack import ConfigError
 from recallpack.adapters.mcp.auth import ReaderVerifier, auth_settings
-from recallpack.adapters.mcp.log import AccessLog, header, note
+from recallpack.adapters.mcp.log import AccessLog, header, request_note
 from recallpack.packing.validation import check_count
 
 __all__ = [
@@ -217,7 +217,7 @@ class SessionLimits:
             f"(HTTP DELETE with its mcp-session-id), or retry once one has been idle for {timeout} s "
             "(--session-idle-timeout), or ask the server's operator to raise --max-sessions-per-caller"
         )
-        written = note()
+        written = request_note()
         if written is not None:
             written.refused = f"max-sessions-per-caller {self.per_caller}"
         error = {"code": -32000, "message": message,

@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AccessLog", "RequestNote", "header", "note", "note_call"]
+__all__ = ["AccessLog", "RequestNote", "header", "request_note", "note_call"]
 
 #: The bytes of a request body read for its JSON-RPC method (the SDK reads the body itself).
 _PEEK_BYTES = 64 * 1024
@@ -39,7 +39,7 @@ class RequestNote:
 _NOTE: ContextVar[RequestNote | None] = ContextVar("recallpack_request_note", default=None)
 
 
-def note() -> RequestNote | None:
+def request_note() -> RequestNote | None:
     """The note of the HTTP request being served, or None (stdio, or outside a request)."""
     return _NOTE.get()
 
@@ -47,7 +47,7 @@ def note() -> RequestNote | None:
 def note_call(result: Any) -> None:
     """Note the recall tool's call on the request's log line: its block's tokens and ``ok``, or
     the tool error's code (``result`` a ``CallToolResult``), or an unknown tool (None)."""
-    written = note()
+    written = request_note()
     if written is None:
         return
     if result is None:

@@ -1,7 +1,7 @@
 """Cutting one text that is too long for the room left: a head cut, or a focus cut around the query.
 
 A cut keeps pieces of the original text, in order, and marks every place where something was
-dropped with "…" (U+2026). It says which character ranges it kept (``Cut.spans``), so a report
+dropped with "…" (U+2026). It says which character ranges it kept (``Excerpt.spans``), so a report
 can show exactly what the reader saw. Both cuts fit the room exactly as the tokenizer counts,
 never split a grapheme cluster (an emoji ZWJ sequence, a flag, a letter and its combining marks),
 and give the same bytes for the same input.
@@ -55,6 +55,7 @@ __all__ = [
     "MARK",
     "MAX_QUERY_TERMS",
     "MAX_TERM_CHARS",
+    "Excerpt",
     "Cut",
     "CutKind",
     "EmbedFn",
@@ -73,7 +74,7 @@ CutKind = Literal["head", "focus", "passages"]
 
 
 @dataclass(frozen=True)
-class Cut:
+class Excerpt:
     """What a cut kept: the text to show, and the ranges of the original it came from.
 
     ``text`` is the kept ranges joined in order, with "…" wherever something other than
@@ -88,6 +89,11 @@ class Cut:
 # --- shared pieces ----------------------------------------------------------------------------
 
 
+
+#: The name this wave's decision value took (:class:`recallpack.packing.decisions.Cut`, "cut it
+#: to the room"); what a cut returns is an excerpt. Kept as an alias while code moves over.
+Cut = Excerpt
+
 def _check(text: object, max_tokens: object, tokenizer: object, measure: object) -> None:
     if not isinstance(text, str):
         raise ConfigError(f"text={type(text).__name__} must be a str; cut only the text of an item")
@@ -101,8 +107,8 @@ def _check(text: object, max_tokens: object, tokenizer: object, measure: object)
         raise ConfigError(f"measure={measure!r} must be a callable str -> int (the tokens a cut text costs)")
 
 
-def _whole(text: str, kind: CutKind) -> Cut:
-    return Cut(text, ((0, len(text)),) if text else (), kind)
+def _whole(text: str, kind: CutKind) -> Excerpt:
+    return Excerpt(text, ((0, len(text)),) if text else (), kind)
 
 
 def _truncate(text: str, start: int, end: int, max_tokens: int, tokenizer: Tokenizer) -> int:
@@ -157,7 +163,7 @@ def _fits_whole(text: str, max_tokens: int, tokenizer: Tokenizer, measure: Measu
 
 def cut_head(
     text: str, max_tokens: int, tokenizer: Tokenizer, *, measure: Measure | None = None
-) -> Cut | None:
+) -> Excerpt | None:
     """The beginning of ``text`` within ``max_tokens``, ending with "…".
 
     It ends at the last sentence or line end inside the room when that keeps at least two thirds
@@ -177,7 +183,7 @@ def cut_head(
     if end == 0:
         return None
     spans = ((0, end),)
-    return Cut(join_spans(text, spans), spans, "head")
+    return Excerpt(join_spans(text, spans), spans, "head")
 
 
 # --- focus cut: assembly ----------------------------------------------------------------------
@@ -203,7 +209,7 @@ class _FocusCut(Focus):
             self.correction = measure(MARK) - self.mark_cost
         return self
 
-    def partial(self, i: int) -> Cut | None:
+    def partial(self, i: int) -> Excerpt | None:
         """The head of unit ``i`` alone, for a best unit larger than the room."""
         start = self.lead(i) if i > 0 else self.starts[i]
         before = MARK if has_text(self.text, 0, start) else ""
@@ -212,9 +218,9 @@ class _FocusCut(Focus):
             return None
         spans = ((start, end),)
         text = join_spans(self.text, spans)
-        return Cut(text, spans, "focus") if self.measure(text) <= self.max_tokens else None
+        return Excerpt(text, spans, "focus") if self.measure(text) <= self.max_tokens else None
 
-    def assemble(self, ranked: Sequence[int], scores: dict[int, float], seed_floor: float) -> Cut | None:
+    def assemble(self, ranked: Sequence[int], scores: dict[int, float], seed_floor: float) -> Excerpt | None:
         """The cut grown from the units ``ranked`` best first; a unit scoring under ``seed_floor``
         starts no passage of its own."""
         goal = max(1, self.max_tokens // 3)
@@ -254,7 +260,7 @@ class _FocusCut(Focus):
             return self.partial(ranked[0]) if ranked else None
         return best
 
-    def verified(self) -> tuple[Cut | None, int]:
+    def verified(self) -> tuple[Excerpt | None, int]:
         """The kept units as a cut, the last added dropped until the real count fits."""
         while self.order:
             spans = self.spans(sorted(self.kept))
@@ -262,7 +268,7 @@ class _FocusCut(Focus):
             # Counts do not add up exactly at the joins: the one real count decides.
             cost = self.measure(text)
             if cost <= self.max_tokens:
-                return Cut(text, tuple(spans), "focus"), cost
+                return Excerpt(text, tuple(spans), "focus"), cost
             # Drop the last added units worth the excess at once, not one count per unit.
             excess = cost - self.max_tokens
             while self.order and excess > 0:
@@ -284,7 +290,7 @@ def cut_focus(
     measure: Measure | None = None,
     language: str | None = AUTO,
     reading: Reading | None = None,
-) -> Cut | None:
+) -> Excerpt | None:
     """The passages of ``text`` that best match ``query``, in their order, within ``max_tokens``.
 
     The text is split into sentences and lines (an indented or ``>>>`` line is one unit, so code
@@ -341,7 +347,7 @@ class FocusCutter:
     embed: EmbedFn | None
     reading: CallReading
 
-    def __call__(self, text: str, *, max_tokens: int, measure: Measure | None = None) -> Cut | None:
+    def __call__(self, text: str, *, max_tokens: int, measure: Measure | None = None) -> Excerpt | None:
         reading = None if self.embed is not None else self.reading.of(text)
         return cut_focus(text, self.query, max_tokens, self.tokenizer, embed=self.embed, measure=measure,
                          reading=reading)
