@@ -265,15 +265,17 @@ def choose(policy: PackingPolicy, ledger: Ledger, query: str | None, embed: Embe
     view = PolicyView(door, LEGACY)
     try:
         made = policy.choose(view, query, embed)
-        if not registered:
+        if not registered and isinstance(made, tuple):  # passages: decided, corrected and counted
             door.finish()
-            return made if isinstance(made, tuple) else None
+            return made
         # None: nothing yielded (an old policy recorded through the view, warned). A count and
         # block: an old policy's, which is counted again anyway.
         old_count = isinstance(made, tuple) and len(made) == 2 and type(made[0]) is int
         if made is not None and not old_count:
             apply_all(door, made)
         door.finish()
+        if not registered:  # the walk applies the floor after a registered one's count
+            ledger.floor_if_empty()
         refine = getattr(policy, "refine", None)
         for _ in range(REFINE_ROUNDS if callable(refine) else 0):
             used, _block = ledger.view.measure(ledger, ledger.settings.max_tokens, True)
