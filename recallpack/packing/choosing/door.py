@@ -78,6 +78,16 @@ class Door:
             said = f"{decision!r:.80} is not a decision: yield Keep, Cut, Drop, Merge or End"
             raise self.broken("decision", said)
         ledger = self.ledger
+        mine, keep = self._priced, cast(Keep, decision)
+        if kind is Keep and mine is not None and ledger.tail_reason is None and keep.priced is mine:
+            looked = ledger._looked  # a keep at the price this door made just now: gated, shown
+            cap = ledger.settings.max_items
+            if (
+                self._priced_look is looked and mine.rank == len(ledger.entries) and mine.excerpt is None
+                and keep.rank == mine.rank and keep.excerpt is None
+                and (cap is None or len(ledger.kept) < cap)
+            ):
+                return self.hold(mine.rank, looked[1], mine)  # type: ignore[index]
         if ledger.tail_reason is not None:
             if ledger.ended_by_ledger:
                 return False  # the item cap ended it: what the policy still asks is not done
@@ -108,27 +118,18 @@ class Door:
             return self._apply_cut(rank, c, decided.room, record=True)
         return self._apply_keep(rank, c, decided.excerpt, decided.priced)
 
-    def trusted(self, rank: int, priced: object, excerpt: object) -> Priced | None:
-        """``priced`` if it is this door's own last price, of ``rank`` showing ``excerpt``, made
-        with nothing recorded since; else None (a price made elsewhere, or stale, is worked out
-        again, never trusted)."""
-        mine = self._priced
-        if (
-            mine is not None
-            and (priced is None or priced is mine)
-            and mine.rank == rank
-            and mine.excerpt is excerpt
-            and self._priced_look is self.ledger._looked
-        ):
-            return mine
-        return None
-
     def price(self, rank: int, excerpt: object = None) -> Priced | None:
         """Candidate ``rank`` priced as kept now (``excerpt``, or its whole text); None when the
         gate does not show it. Remembered as this door's own: a keep that hands it back is not
         priced again."""
         ledger = self.ledger
-        c, gate = ledger._gated(rank)
+        looked = ledger._looked
+        if looked is None or looked[0] != rank or type(rank) is not int:
+            if type(rank) is not int or not 0 <= rank < len(ledger.candidates):
+                self.check_rank(rank, "price")  # says what is wrong with it
+            ledger._gated(rank)
+            looked = ledger._looked
+        _, c, gate = looked  # type: ignore[misc]
         if gate is not None:
             return None
         cut = None if excerpt is None else _excerpt(self, excerpt, rank)
@@ -137,11 +138,10 @@ class Door:
         view = ledger.view
         header = view.header_delta(ledger, scopes)
         room, lane_room, limit = ledger.limits(c, header)
-        names = ledger.names(scopes)
-        uri = ledger.uri(c)
+        names, uri = ledger.names(scopes), ledger.uri(c)
         cost = view.item(ledger, c, names, text, uri, limit)
         priced = Priced(rank, cost, header, room, lane_room, text, scopes, names, uri, cut, excerpt)
-        self._priced, self._priced_look = priced, ledger._looked
+        self._priced, self._priced_look = priced, looked
         return priced
 
     def hold(self, rank: int, c: Candidate, priced: Priced) -> bool:
@@ -156,7 +156,8 @@ class Door:
                 ledger._drop(rank, c, Reason.OVER_LANE_BUDGET, tokens=cost)
                 return False
         max_tokens = ledger.settings.max_tokens
-        if not priced.provisional and max_tokens is not None and cost > max_tokens - ledger.used - priced.header:
+        over = max_tokens is not None and cost > max_tokens - ledger.used - priced.header
+        if over and not priced.provisional:
             ledger._drop(rank, c, Reason.OVER_BUDGET, tokens=cost)
             return False
         ledger._keep(rank, c, priced.scopes, priced.names, priced.text, cost, priced.header, priced.cut,
@@ -242,14 +243,14 @@ class Door:
         if target > 0 and self.ledger._keep_cut(rank, c, scopes, header, target):
             return True
         if record:  # what it cost whole, when the policy priced it with the view just now
-            known = self.trusted(rank, None, None)
+            known = _trusted(self, rank, None, None)
             self.ledger._drop(rank, c, Reason.OVER_BUDGET, tokens=None if known is None else known.cost)
         return False
 
     def _apply_keep(self, rank: int, c: Candidate, excerpt: object, priced: object) -> bool:
         """Keep ``c`` (gated just now, within the item cap) at the door's own price: the one handed
         back when it is the door's (:meth:`trusted`), else worked out now."""
-        mine = self.trusted(rank, priced, excerpt) or self.price(rank, excerpt)
+        mine = _trusted(self, rank, priced, excerpt) or self.price(rank, excerpt)
         return mine is not None and self.hold(rank, c, mine)  # None: never (gated just now, shown)
 
 
@@ -273,6 +274,22 @@ def keep_own(door: Door, rank: int, priced: Priced) -> bool:
         ledger.ended_by_ledger = True
         return ledger._end(rank, c, Reason.OVER_ITEM_CAP)
     return door.hold(rank, c, priced)
+
+
+def _trusted(door: Door, rank: int, priced: object, excerpt: object) -> Priced | None:
+    """``priced`` if it is this door's own last price, of ``rank`` showing ``excerpt``, made
+    with nothing recorded since; else None (a price made elsewhere, or stale, is worked out
+    again, never trusted)."""
+    mine = door._priced
+    if (
+        mine is not None
+        and (priced is None or priced is mine)
+        and mine.rank == rank
+        and mine.excerpt is excerpt
+        and door._priced_look is door.ledger._looked
+    ):
+        return mine
+    return None
 
 
 def _policy_reason(door: Door, reason: object, rank: int | None) -> Reason:
@@ -417,7 +434,7 @@ class PolicyView:
         spans, kind) or all of it, and the room it has (:class:`Priced`); None when it cannot be
         shown. ``Keep(rank, priced=...)`` keeps it at that price, not worked out again, while
         nothing else is decided in between (a price the door did not make is worked out again)."""
-        return self._door.price(self._door.check_rank(rank, "price"), excerpt)
+        return self._door.price(rank, excerpt)  # checks the rank
 
     def __getattr__(self, name: str) -> Any:
         # A policy written for the ledger itself: its names keep working one release, warned.

@@ -30,13 +30,13 @@ class Prefix:
         """Yield a decision for each candidate in rank order, as any policy does: priced with the
         view, and kept at that price (the door trusts its own price), until one does not fit."""
         price = view.price
+        capped = view.items_left is not None  # without max_items, no keep can reach a cap
         for rank in range(len(view)):
             priced = price(rank)
             if priced is None:
                 yield Drop(rank)  # the gate stops it: the gate's reason is what is recorded
                 continue
-            left = view.items_left
-            if left is not None and left <= 0:
+            if capped and view.items_left <= 0:  # type: ignore[operator]
                 yield End(Reason.OVER_ITEM_CAP, rank)
             room = priced.room
             if room is None or priced.cost <= room:  # kept, or refused by its lane alone (the walk goes on)

@@ -280,7 +280,8 @@ class PassagesChoice:
         cut = None if spans is None and not merged else Cut(text, tuple(spans or whole), "passages")
         kept_spans = None if cut is None else doc.piece_spans(rank, spans or whole)
         # Not yet over the total: a choice is corrected with the exact count (refit), and the walk's fit.
-        priced = Priced(rank, cost, header, None, None, text, scopes, names, uri, cut, None, kept_spans, not fit)
+        priced = Priced(rank, cost, header, None, None, text, scopes, names, uri, cut, None, kept_spans,
+                        provisional=not fit)
         return keep_own(self.door, rank, priced)
 
     def refit(self, used: int, max_tokens: int | None) -> bool:

@@ -18,7 +18,8 @@ import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import GeneratorType
+from typing import Any, cast
 
 from recallpack.packing.block.render import (
     JoinedTexts,
@@ -296,14 +297,17 @@ def choose(policy: PackingPolicy, ledger: Ledger, query: str | None, embed: Embe
 
 def apply_all(door: Door, decisions: object) -> None:
     """Each of ``decisions`` (an iterable of them) applied, until the walk ends."""
-    if isinstance(decisions, (str, bytes, Mapping)) or not isinstance(decisions, Iterable):
+    if type(decisions) is not GeneratorType and (
+        isinstance(decisions, (str, bytes, Mapping)) or not isinstance(decisions, Iterable)
+    ):
         said = f"choose returned {type(decisions).__name__}: yield decisions, return a list of them, or None"
         raise door.broken("decision", said)
-    iterator = iter(decisions)
+    iterator = iter(cast(Iterable[object], decisions))
+    apply, ledger = door.apply, door.ledger
     try:
         for decision in iterator:
-            door.apply(decision)
-            if door.ledger.tail_reason is not None:
+            apply(decision)
+            if ledger.tail_reason is not None:
                 break
     finally:
         close = getattr(iterator, "close", None)
