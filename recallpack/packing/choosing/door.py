@@ -78,13 +78,13 @@ class Door:
             said = f"{decision!r:.80} is not a decision: yield Keep, Cut, Drop, Merge or End"
             raise self.broken("decision", said)
         ledger = self.ledger
-        mine, keep = self._priced, cast(Keep, decision)
-        if kind is Keep and mine is not None and ledger.tail_reason is None and keep.priced is mine:
+        mine, keep = self._priced, decision  # read as a Keep only when it is one
+        if kind is Keep and mine is not None and ledger.tail_reason is None and keep.priced is mine:  # type: ignore[attr-defined]
             looked = ledger._looked  # a keep at the price this door made just now: gated, shown
             cap = ledger.settings.max_items
             if (
                 self._priced_look is looked and mine.rank == len(ledger.entries) and mine.excerpt is None
-                and keep.rank == mine.rank and keep.excerpt is None
+                and keep.rank == mine.rank and keep.excerpt is None  # type: ignore[attr-defined]
                 and (cap is None or len(ledger.kept) < cap)
             ):
                 return self.hold(mine.rank, looked[1], mine)  # type: ignore[index]
@@ -127,7 +127,8 @@ class Door:
         if looked is None or looked[0] != rank or type(rank) is not int:
             if type(rank) is not int or not 0 <= rank < len(ledger.candidates):
                 self.check_rank(rank, "price")  # says what is wrong with it
-            ledger._gated(rank)
+            # the next to decide is read for this look alone (read in order, it is not read again)
+            ledger.gated_now(rank) if rank == len(ledger.entries) else ledger._gated(rank)
             looked = ledger._looked
         _, c, gate = looked  # type: ignore[misc]
         if gate is not None:

@@ -40,7 +40,7 @@ class Prefix:
                 yield End(Reason.OVER_ITEM_CAP, rank)
             room = priced.room
             if room is None or priced.cost <= room:  # kept, or refused by its lane alone (the walk goes on)
-                yield Keep(rank, priced=priced)
+                yield Keep(rank, None, priced)
             else:
                 yield from self.over_budget(priced)  # after an End the walk closes this generator
 
