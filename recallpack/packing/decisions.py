@@ -45,12 +45,17 @@ class Keep:
 
     rank: int
     excerpt: CutResult | None = None
+    #: What :meth:`PolicyView.price <recallpack.packing.choosing.door.PolicyView.price>` said it
+    #: costs: kept at that price when the door made it (for this rank and excerpt, nothing decided
+    #: since), else priced again; never trusted otherwise.
+    priced: object = None
 
 
 @dataclass(frozen=True, slots=True)
 class Cut:
     """Keep candidate ``rank`` cut by the call's cutter (focus on the query, or head) to ``room``
-    tokens, or to the room it has when None. When no cut fits, it is dropped ``over_budget``."""
+    tokens, or to the room it has when None. When no cut fits, it is dropped ``over_budget`` (with
+    what it costs whole, when the view priced it just now)."""
 
     rank: int
     room: int | None = None

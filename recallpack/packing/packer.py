@@ -282,7 +282,7 @@ def _typed(value: object) -> object:
     """``value`` with its type, all the way down: 5, 5.0, True and numpy's 5 are equal, and
     hash alike, but only one of them is a valid max_tokens."""
     if isinstance(value, (tuple, frozenset)):
-        return type(value), tuple(_typed(v) for v in value)
+        return type(value), tuple([_typed(v) for v in value])
     return type(value), value
 
 
@@ -292,7 +292,7 @@ def _packer(settings: Mapping[str, Any]) -> Packer:
     try:
         # The table's version too: a Packer holds its policy object, and a name registered again
         # must not run the one it replaced.
-        key = (table_version(), *sorted((name, _typed(value)) for name, value in settings.items()))
+        key = (table_version(), *sorted([(name, _typed(value)) for name, value in settings.items()]))
         hash(key)
     except TypeError:  # a callable tokenizer, a Reader with scopes: build one for this call
         return Packer(**settings)

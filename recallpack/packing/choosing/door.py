@@ -27,103 +27,142 @@ from recallpack.packing.errors import PolicyError
 from recallpack.packing.results.result import Outcome, Reason
 from recallpack.packing.scopes import Scope
 
-__all__ = ["Door", "Priced", "PolicyView", "LEGACY_NAMES"]
+__all__ = ["Door", "Priced", "PolicyView", "LEGACY_NAMES", "keep_own"]
 
 #: Reasons a policy may not give: the gate's own (it records them) and a merge's (Merge says it).
 _NOT_A_POLICYS = frozenset((*WITHHELD_REASONS, Reason.MERGED))
 
 
 class Priced(NamedTuple):
-    """A keep recallpack's own policies priced with the view already: what the door would work
-    out again (``provisional``: it may be over the total for now; the policy's own correction and
-    the walk's exact fit take it back, as ``passages`` does; lanes and the item cap still hold)."""
+    """What candidate ``rank`` costs kept, as :meth:`PolicyView.price` worked it out: ``cost``, its
+    item's tokens, with ``header`` more for what its scopes add to the header; ``room``, the room
+    left in the budget for its item then, ``lane_room`` in its lanes (None: no bound). Hand it back
+    in ``Keep(rank, priced=...)`` and the door keeps it at that price, not worked out again: the door
+    trusts a price it made itself, for this walk, with nothing recorded since (by identity); any
+    other is priced again."""
 
-    scopes: tuple[Scope, ...]
-    names: tuple[str, ...]
-    text: str
+    rank: int
     cost: int
     header: int
-    cut: CutResult | None
+    room: int | None
+    lane_room: int | None
+    text: str
+    scopes: tuple[Scope, ...]
+    names: tuple[str, ...]
     uri: str | None
+    cut: CutResult | None
+    #: The excerpt it was priced with, as the policy handed it (None: the candidate's whole text).
+    excerpt: object = None
     kept_spans: tuple[tuple[int, int], ...] | None = None
+    #: ``passages``' keeps: not yet held to the total (its refit and the walk's exact fit hold it).
     provisional: bool = False
 
 
 class Door:
     """The door of one ledger: the only way a policy's decisions are recorded."""
 
-    __slots__ = ("ledger",)
+    __slots__ = ("ledger", "_priced", "_priced_look")
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
+        #: The last price this door made, and the gate's look it was made under: trusted while
+        #: nothing is recorded (every recorder forgets the look) and for that rank alone.
+        self._priced: Priced | None = None
+        self._priced_look: object = None
 
-    def apply(self, decision: object, priced: Priced | None = None) -> bool:
+    def apply(self, decision: object) -> bool:
         """Apply one decision, checked (see the module's docstring); True when it kept the
-        candidate. ``priced``: a keep recallpack's own policies priced with the view already."""
+        candidate."""
         kind = type(decision)
         if kind not in DECISIONS:
             said = f"{decision!r:.80} is not a decision: yield Keep, Cut, Drop, Merge or End"
             raise self.broken("decision", said)
-        if self.ledger.tail_reason is not None:
-            if self.ledger.ended_by_ledger:
+        ledger = self.ledger
+        mine, keep = self._priced, decision  # read as a Keep only when it is one
+        if kind is Keep and mine is not None and ledger.tail_reason is None and keep.priced is mine:  # type: ignore[attr-defined]
+            looked = ledger._looked  # a keep at the price this door made just now: gated, shown
+            cap = ledger.settings.max_items
+            if (
+                self._priced_look is looked and mine.rank == len(ledger.entries) and mine.excerpt is None
+                and keep.rank == mine.rank and keep.excerpt is None  # type: ignore[attr-defined]
+                and (cap is None or len(ledger.kept) < cap)
+            ):
+                return self.hold(mine.rank, looked[1], mine)  # type: ignore[index]
+        if ledger.tail_reason is not None:
+            if ledger.ended_by_ledger:
                 return False  # the item cap ended it: what the policy still asks is not done
             raise self.broken("end", f"{kind.__name__} came after the walk ended: decide nothing after End")
         decided: Any = decision  # one of DECISIONS: its fields are read by kind below
         if kind is End:
             return self._apply_end(decided)
-        rank = self.check_rank(decided.rank, kind.__name__)
-        self._catch_up(rank)
-        c, gate = self.ledger._gated(rank)
+        rank = decided.rank
+        if type(rank) is not int or rank != len(ledger.entries) or rank >= len(ledger.candidates):
+            # not the next one: checked, and the candidates the gate stops before it recorded
+            rank = self.check_rank(rank, kind.__name__)
+            self._catch_up(rank)
+        c, gate = ledger._gated(rank)
         if gate is not None:  # whatever the policy asked, the gate's reason is recorded
             self._record_gate(rank, c, gate)
             return False
         if kind is Drop:
             reason = _policy_reason(self, decided.reason, rank)
-            self.ledger._drop(rank, c, reason, tokens=_tokens(self, decided.tokens, rank))
+            ledger._drop(rank, c, reason, tokens=_tokens(self, decided.tokens, rank))
             return False
         if kind is Merge:
             return self._apply_merge(rank, c, decided)
-        cap = self.ledger.settings.max_items
-        if cap is not None and len(self.ledger.kept) >= cap:
-            self.ledger.ended_by_ledger = True
-            return self.ledger._end(rank, c, Reason.OVER_ITEM_CAP)
+        cap = ledger.settings.max_items
+        if cap is not None and len(ledger.kept) >= cap:
+            ledger.ended_by_ledger = True
+            return ledger._end(rank, c, Reason.OVER_ITEM_CAP)
         if kind is Cut:
             return self._apply_cut(rank, c, decided.room, record=True)
-        return self._apply_keep(rank, c, decided.excerpt, priced)
+        return self._apply_keep(rank, c, decided.excerpt, decided.priced)
 
-    def keep_priced(
-        self, rank: int, scopes: tuple[Scope, ...], names: tuple[str, ...], text: str, cost: int, header: int,
-        cut: CutResult | None, uri: str | None, kept_spans: tuple[tuple[int, int], ...] | None = None,
-        provisional: bool = False,
-    ) -> bool:
-        """``apply(Keep(rank), Priced(...))`` for recallpack's own policies, which decide in the
-        walk's hot loop: the same checks (the end, rank order, the gate, the caps), no dispatch;
-        and where every keep, a registered policy's too, is held to the total and its lanes."""
+    def price(self, rank: int, excerpt: object = None) -> Priced | None:
+        """Candidate ``rank`` priced as kept now (``excerpt``, or its whole text); None when the
+        gate does not show it. Remembered as this door's own: a keep that hands it back is not
+        priced again."""
         ledger = self.ledger
-        looked = ledger._looked  # gated just now, nothing recorded since: not gated again
-        cap = ledger.settings.max_items
-        if (
-            looked is None
-            or looked[0] != rank
-            or looked[2] is not None
-            or rank != len(ledger.entries)
-            or ledger.tail_reason is not None
-            or (cap is not None and len(ledger.kept) >= cap)
-        ):  # anything else is decided, and said, as apply does
-            priced = Priced(scopes, names, text, cost, header, cut, uri, kept_spans, provisional)
-            return self.apply(Keep(rank), priced)
-        c = looked[1]
+        looked = ledger._looked
+        if looked is None or looked[0] != rank or type(rank) is not int:
+            if type(rank) is not int or not 0 <= rank < len(ledger.candidates):
+                self.check_rank(rank, "price")  # says what is wrong with it
+            # the next to decide is read for this look alone (read in order, it is not read again)
+            ledger.gated_now(rank) if rank == len(ledger.entries) else ledger._gated(rank)
+            looked = ledger._looked
+        _, c, gate = looked  # type: ignore[misc]
+        if gate is not None:
+            return None
+        cut = None if excerpt is None else _excerpt(self, excerpt, rank)
+        text = c.text if cut is None else cut.text
+        scopes = ledger.scopes_of(c) if c.scope_ids else ()
+        view = ledger.view
+        header = view.header_delta(ledger, scopes)
+        room, lane_room, limit = ledger.limits(c, header)
+        names, uri = ledger.names(scopes), ledger.uri(c)
+        cost = view.item(ledger, c, names, text, uri, limit)
+        priced = Priced(rank, cost, header, room, lane_room, text, scopes, names, uri, cut, excerpt)
+        self._priced, self._priced_look = priced, looked
+        return priced
+
+    def hold(self, rank: int, c: Candidate, priced: Priced) -> bool:
+        """Keep ``c`` (gated just now, within the item cap) at ``priced``, held to its lanes and the
+        total: where every keep, a registered policy's too, is held."""
+        ledger = self.ledger
+        cost = priced.cost
         if ledger.settings.lane_budgets:
-            lane_room = ledger.limits(c, header)[1]
+            lane_room = ledger.limits(c, priced.header)[1]
             if lane_room is not None and cost > lane_room:  # its lane is spent: later items in it are dropped
                 ledger._close_lanes(c, cost)
                 ledger._drop(rank, c, Reason.OVER_LANE_BUDGET, tokens=cost)
                 return False
         max_tokens = ledger.settings.max_tokens
-        if not provisional and max_tokens is not None and cost > max_tokens - ledger.used - header:
+        over = max_tokens is not None and cost > max_tokens - ledger.used - priced.header
+        if over and not priced.provisional:
             ledger._drop(rank, c, Reason.OVER_BUDGET, tokens=cost)
             return False
-        ledger._keep(rank, c, scopes, names, text, cost, header, cut, uri, kept_spans=kept_spans)
+        ledger._keep(rank, c, priced.scopes, priced.names, priced.text, cost, priced.header, priced.cut,
+                     priced.uri, kept_spans=priced.kept_spans)
         return True
 
     def finish(self) -> None:
@@ -150,13 +189,6 @@ class Door:
         if not isinstance(text, str):
             raise self.broken("text", f"text is {type(text).__name__}, not a str", rank)
         return text
-
-    def price(self, rank: int, c: Candidate, text: str) -> int:
-        """What ``c`` costs showing ``text``, with what its scopes add to the header."""
-        scopes = self.ledger.scopes_of(c)
-        header = self.ledger.view.header_delta(self.ledger, scopes)
-        ledger = self.ledger
-        return header + ledger.view.item(ledger, c, ledger.names(scopes), text, ledger.uri(c), None)
 
     def _catch_up(self, rank: int, rule: str = "rank order") -> None:
         """Record the gate's reason for each undecided candidate before ``rank``; one the gate
@@ -211,33 +243,54 @@ class Door:
         target = min(bounds)
         if target > 0 and self.ledger._keep_cut(rank, c, scopes, header, target):
             return True
-        if record:
-            self.ledger._drop(rank, c, Reason.OVER_BUDGET)
+        if record:  # what it cost whole, when the policy priced it with the view just now
+            known = _trusted(self, rank, None, None)
+            self.ledger._drop(rank, c, Reason.OVER_BUDGET, tokens=None if known is None else known.cost)
         return False
 
-    def _apply_keep(self, rank: int, c: Candidate, excerpt: object, priced: Priced | None) -> bool:
-        """Keep ``c`` (gated just now, within the item cap), priced here unless ``priced``."""
-        if priced is None:
-            ledger = self.ledger
-            scopes = ledger.scopes_of(c)
-            names, uri = ledger.names(scopes), ledger.uri(c)
-            cut = None if excerpt is None else _excerpt(self, excerpt, rank)
-            text = c.text if cut is None else cut.text
-            header = ledger.view.header_delta(ledger, scopes)
-            limit = ledger.limits(c, header)[2]
-            cost = ledger.view.item(ledger, c, names, text, uri, limit)
-            priced = Priced(scopes, names, text, cost, header, cut, uri)
-        return self.keep_priced(rank, *priced)  # held to the total and the lanes there
+    def _apply_keep(self, rank: int, c: Candidate, excerpt: object, priced: object) -> bool:
+        """Keep ``c`` (gated just now, within the item cap) at the door's own price: the one handed
+        back when it is the door's (:meth:`trusted`), else worked out now."""
+        mine = _trusted(self, rank, priced, excerpt) or self.price(rank, excerpt)
+        return mine is not None and self.hold(rank, c, mine)  # None: never (gated just now, shown)
 
-    def apply_cut_quietly(self, rank: int, room: object) -> bool:
-        """A cut as the old ``keep_cut`` made it: nothing recorded when no cut fits."""
-        self._catch_up(rank)
-        c, gate = self.ledger._gated(rank)
-        if gate is not None:
-            self._record_gate(rank, c, gate)
-            return False
-        return self._apply_cut(rank, c, room, record=False)
 
+
+
+def keep_own(door: Door, rank: int, priced: Priced) -> bool:
+    """``passages``' keep, priced by its own item view: in rank order, gated, held to the item
+    cap and its lanes as any keep, and to the total unless ``provisional`` (a choice it corrects
+    with the exact count afterwards, as the walk's fit does)."""
+    ledger = door.ledger
+    if ledger.tail_reason is not None:
+        return door.apply(Keep(rank))  # said, or ignored, as apply does
+    if rank != len(ledger.entries):
+        door._catch_up(door.check_rank(rank, "Keep"))
+    c, gate = ledger._gated(rank)
+    if gate is not None:
+        door._record_gate(rank, c, gate)
+        return False
+    cap = ledger.settings.max_items
+    if cap is not None and len(ledger.kept) >= cap:
+        ledger.ended_by_ledger = True
+        return ledger._end(rank, c, Reason.OVER_ITEM_CAP)
+    return door.hold(rank, c, priced)
+
+
+def _trusted(door: Door, rank: int, priced: object, excerpt: object) -> Priced | None:
+    """``priced`` if it is this door's own last price, of ``rank`` showing ``excerpt``, made
+    with nothing recorded since; else None (a price made elsewhere, or stale, is worked out
+    again, never trusted)."""
+    mine = door._priced
+    if (
+        mine is not None
+        and (priced is None or priced is mine)
+        and mine.rank == rank
+        and mine.excerpt is excerpt
+        and door._priced_look is door.ledger._looked
+    ):
+        return mine
+    return None
 
 
 def _policy_reason(door: Door, reason: object, rank: int | None) -> Reason:
@@ -372,7 +425,17 @@ class PolicyView:
         c = ledger.shown(self._door.check_rank(rank, "measure"))
         if c is None:
             return None
-        return self._door.price(rank, c, c.text if text is None else self._door.check_text(text, rank))
+        text = c.text if text is None else self._door.check_text(text, rank)
+        scopes = ledger.scopes_of(c)
+        header = ledger.view.header_delta(ledger, scopes)
+        return header + ledger.view.item(ledger, c, ledger.names(scopes), text, ledger.uri(c), None)
+
+    def price(self, rank: int, excerpt: object = None) -> Priced | None:
+        """What candidate ``rank`` costs kept now, showing ``excerpt`` (a cut of your own: text,
+        spans, kind) or all of it, and the room it has (:class:`Priced`); None when it cannot be
+        shown. ``Keep(rank, priced=...)`` keeps it at that price, not worked out again, while
+        nothing else is decided in between (a price the door did not make is worked out again)."""
+        return self._door.price(rank, excerpt)  # checks the rank
 
     def __getattr__(self, name: str) -> Any:
         # A policy written for the ledger itself: its names keep working one release, warned.

@@ -113,9 +113,13 @@ class Tally:
                 self.lane_used[key] = self.lane_used.get(key, 0) + cost
         if self.settings.dedupe:
             self.seen.add(c, kept)
-        entry = self.entry(rank, c, Outcome.SELECTED, None, cost, cut)
-        if kept_spans is not None:
-            entry = entry._replace(kept_spans=kept_spans)
+        preview = c.text[:_PREVIEW_CHARS]
+        if cut is None:  # entry()'s record of a keep, made at once: the walk's hot path
+            spans = () if kept_spans is None else kept_spans
+            entry = TraceRecord(rank, Outcome.SELECTED, None, c.lane, c.score, cost, None, spans, preview)
+        else:
+            entry = TraceRecord(rank, Outcome.SELECTED, None, c.lane, c.score, cost, cut.kind,
+                                cut.spans if kept_spans is None else kept_spans, preview)
         if replace:
             self.entries[rank] = entry
         else:
@@ -266,6 +270,12 @@ class Ledger(Tally):
         """Candidate ``rank``, validated; for a withheld one, the stand-in of why. Its scopes are
         read first and alone: a withheld item is never validated, looked at again or named."""
         item = self.candidates[rank]
+        if type(item) is Candidate and item.scope_ids == () and item.scope_error is None:
+            # Most items: a Candidate in no scope, readable by anyone; validated unless it was
+            # made without validation (what coerce_candidate checks then, checked here).
+            held = item.__pydantic_private__
+            if (not held or held.get("_deferred") is None) and type(item.text) is str:
+                return item
         reason = withheld(item, self.settings.reader)
         return coerce_candidate(item, rank) if reason is None else STAND_INS[reason]
 

@@ -70,7 +70,12 @@ def keep_cut(door: Door, rank: int, c: object, scopes: object, header: object, r
     cap = door.ledger.settings.max_items
     if cap is not None and len(door.ledger.kept) >= cap:
         return door.apply(Cut(rank, room))  # the door ends the walk there
-    return door.apply_cut_quietly(rank, room)
+    door._catch_up(rank)
+    c, gate = door.ledger._gated(rank)
+    if gate is not None:
+        door._record_gate(rank, c, gate)
+        return False
+    return door._apply_cut(rank, c, room, record=False)
 
 
 def close_lanes(door: Door, c: object, cost: int) -> None:

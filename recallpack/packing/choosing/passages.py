@@ -37,7 +37,7 @@ from recallpack.packing.block.render import MarkdownBlock, View
 from recallpack.packing.candidate import Candidate
 from recallpack.packing.choosing.cuts import Cut
 from recallpack.packing.choosing.documents import Document, Piece, documents_of
-from recallpack.packing.choosing.door import Door, PolicyView, Priced
+from recallpack.packing.choosing.door import Door, PolicyView, Priced, keep_own
 from recallpack.packing.choosing.embedding import EmbedFn
 from recallpack.packing.choosing.ledger import Counted, Ledger
 from recallpack.packing.choosing.scoring import NEIGHBOR_SHARE, RANK_PRIOR, UNIT_CHARS
@@ -280,8 +280,9 @@ class PassagesChoice:
         cut = None if spans is None and not merged else Cut(text, tuple(spans or whole), "passages")
         kept_spans = None if cut is None else doc.piece_spans(rank, spans or whole)
         # Not yet over the total: a choice is corrected with the exact count (refit), and the walk's fit.
-        priced = Priced(scopes, names, text, cost, header, cut, uri, kept_spans, provisional=not fit)
-        return self.door.keep_priced(rank, *priced)
+        priced = Priced(rank, cost, header, None, None, text, scopes, names, uri, cut, None, kept_spans,
+                        provisional=not fit)
+        return keep_own(self.door, rank, priced)
 
     def refit(self, used: int, max_tokens: int | None) -> bool:
         """Correct the choice with ``used``, the block's exact count: give back what is over,

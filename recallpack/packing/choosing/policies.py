@@ -65,6 +65,7 @@ BUILT_IN: dict[str, PackingPolicy] = {
     "truncate": Truncate(),
     "passages": Passages(),
 }
+_BUILT_IN_IDS = frozenset(map(id, BUILT_IN.values()))
 #: The built-in policies' names.
 POLICIES: tuple[str, ...] = tuple(BUILT_IN)
 #: Replaced, never changed in place, so a reader iterating it under threads sees one version.
@@ -178,7 +179,7 @@ def policy_names() -> tuple[str, ...]:
 
 def is_built_in(policy: PackingPolicy) -> bool:
     """Whether ``policy`` is one of recallpack's own (whose recorded costs are the view's)."""
-    return any(policy is built_in for built_in in BUILT_IN.values())
+    return id(policy) in _BUILT_IN_IDS  # BUILT_IN holds them for the process's life: ids stay theirs
 
 
 def policy_help() -> str:

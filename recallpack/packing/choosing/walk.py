@@ -18,7 +18,8 @@ import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import GeneratorType
+from typing import Any, cast
 
 from recallpack.packing.block.render import (
     JoinedTexts,
@@ -265,15 +266,17 @@ def choose(policy: PackingPolicy, ledger: Ledger, query: str | None, embed: Embe
     view = PolicyView(door, LEGACY)
     try:
         made = policy.choose(view, query, embed)
-        if not registered:
+        if not registered and isinstance(made, tuple):  # passages: decided, corrected and counted
             door.finish()
-            return made if isinstance(made, tuple) else None
+            return made
         # None: nothing yielded (an old policy recorded through the view, warned). A count and
         # block: an old policy's, which is counted again anyway.
         old_count = isinstance(made, tuple) and len(made) == 2 and type(made[0]) is int
         if made is not None and not old_count:
             apply_all(door, made)
         door.finish()
+        if not registered:  # the walk applies the floor after a registered one's count
+            ledger.floor_if_empty()
         refine = getattr(policy, "refine", None)
         for _ in range(REFINE_ROUNDS if callable(refine) else 0):
             used, _block = ledger.view.measure(ledger, ledger.settings.max_tokens, True)
@@ -294,14 +297,17 @@ def choose(policy: PackingPolicy, ledger: Ledger, query: str | None, embed: Embe
 
 def apply_all(door: Door, decisions: object) -> None:
     """Each of ``decisions`` (an iterable of them) applied, until the walk ends."""
-    if isinstance(decisions, (str, bytes, Mapping)) or not isinstance(decisions, Iterable):
+    if type(decisions) is not GeneratorType and (
+        isinstance(decisions, (str, bytes, Mapping)) or not isinstance(decisions, Iterable)
+    ):
         said = f"choose returned {type(decisions).__name__}: yield decisions, return a list of them, or None"
         raise door.broken("decision", said)
-    iterator = iter(decisions)
+    iterator = iter(cast(Iterable[object], decisions))
+    apply, ledger = door.apply, door.ledger
     try:
         for decision in iterator:
-            door.apply(decision)
-            if door.ledger.tail_reason is not None:
+            apply(decision)
+            if ledger.tail_reason is not None:
                 break
     finally:
         close = getattr(iterator, "close", None)
