@@ -227,7 +227,7 @@ class Walk:
         # them, and record what the view priced, so their costs add up to the exact count; a
         # registered one's decisions are applied here, and its block is counted again.
         recount = not is_built_in(self.policy)
-        counted = choose(self.policy, ledger, self.query, self.embed, recount)
+        counted = run_policy(self.policy, ledger, self.query, self.embed, recount)
         max_tokens = ledger.settings.max_tokens
         if counted is None or recount:
             used, block = view.measure(ledger, max_tokens, recount)
@@ -254,8 +254,8 @@ class Walk:
 REFINE_ROUNDS = 8
 
 
-def choose(policy: PackingPolicy, ledger: Ledger, query: str | None, embed: EmbedFn | None,
-           registered: bool) -> Counted | None:
+def run_policy(policy: PackingPolicy, ledger: Ledger, query: str | None, embed: EmbedFn | None,
+               registered: bool) -> Counted | None:
     """Run ``policy`` on a read-only view of ``ledger``: each decision it yields or returns is
     applied through the ledger's door, in order, until it ends the walk; then every candidate is
     decided or the walk ended (:meth:`~recallpack.packing.choosing.door.Door.finish`). A registered policy
