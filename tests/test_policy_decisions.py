@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recallpack import Candidate, PolicyError, Reader, Scope, recall
-from recallpack.packing.choosing.cuts import Cut as Excerpt
+from recallpack.packing.choosing.cuts import Excerpt
 from recallpack.packing.choosing.door import PolicyView
 from recallpack.packing.choosing.embedding import EmbedFn
 from recallpack.packing.choosing.ledger import Ledger

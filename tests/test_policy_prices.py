@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recallpack import Candidate, recall
-from recallpack.packing.choosing.cuts import Cut as Excerpt
+from recallpack.packing.choosing.cuts import Excerpt
 from recallpack.packing.choosing.door import PolicyView, Priced
 from recallpack.packing.choosing.embedding import EmbedFn
 from recallpack.packing.decisions import Decision, End, Keep

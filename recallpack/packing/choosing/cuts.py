@@ -56,7 +56,6 @@ __all__ = [
     "MAX_QUERY_TERMS",
     "MAX_TERM_CHARS",
     "Excerpt",
-    "Cut",
     "CutKind",
     "EmbedFn",
     "Measure",
@@ -88,11 +87,6 @@ class Excerpt:
 
 # --- shared pieces ----------------------------------------------------------------------------
 
-
-
-#: The name this wave's decision value took (:class:`recallpack.packing.decisions.Cut`, "cut it
-#: to the room"); what a cut returns is an excerpt. Kept as an alias while code moves over.
-Cut = Excerpt
 
 def _check(text: object, max_tokens: object, tokenizer: object, measure: object) -> None:
     if not isinstance(text, str):

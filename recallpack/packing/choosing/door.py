@@ -18,8 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, cast, overload
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
-from recallpack.packing.choosing.cuts import Cut as Excerpt
-from recallpack.packing.choosing.cuts import CutKind
+from recallpack.packing.choosing.cuts import CutKind, Excerpt
 from recallpack.packing.choosing.ledger import Ledger
 from recallpack.packing.choosing.records import WITHHELD_REASONS, CutResult
 from recallpack.packing.decisions import DECISIONS, Cut, Drop, End, Keep, Merge

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from recallpack.packing.choosing.cuts import Cut as Excerpt
+from recallpack.packing.choosing.cuts import Excerpt
 from recallpack.packing.choosing.door import Door
 from recallpack.packing.decisions import Cut, Drop, End, Keep, Merge
 from recallpack.packing.results.result import Reason

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 from recallpack.packing.block.render import MarkdownBlock, View
 from recallpack.packing.candidate import Candidate
-from recallpack.packing.choosing.cuts import Cut
+from recallpack.packing.choosing.cuts import Excerpt
 from recallpack.packing.choosing.documents import Document, Piece, documents_of
 from recallpack.packing.choosing.door import Door, PolicyView, Priced, keep_own
 from recallpack.packing.choosing.embedding import EmbedFn
@@ -277,7 +277,7 @@ class PassagesChoice:
             if cost < 0:
                 cost = self.item_costs[key] = self.item_view.item(ledger, c, names, text, uri, None)
         whole = [(0, len(doc.text))]
-        cut = None if spans is None and not merged else Cut(text, tuple(spans or whole), "passages")
+        cut = None if spans is None and not merged else Excerpt(text, tuple(spans or whole), "passages")
         kept_spans = None if cut is None else doc.piece_spans(rank, spans or whole)
         # Not yet over the total: a choice is corrected with the exact count (refit), and the walk's fit.
         priced = Priced(rank, cost, header, None, None, text, scopes, names, uri, cut, None, kept_spans,
