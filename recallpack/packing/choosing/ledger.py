@@ -243,10 +243,10 @@ class Tally:
 @dataclass(eq=False, repr=False)
 class Ledger(Tally):
     """The ledger of one walk: the record (:class:`Tally`), each candidate read and gated (scopes
-    first), what an item looks like and what room it has, the door every decision goes through
-    (:meth:`apply`), and the floor. ``cutter`` cuts an item to its room (by focus on the query,
-    or by head). A policy never holds it: it is handed a read-only
-    :class:`~recallpack.packing.decisions.PolicyView`."""
+    first), what an item looks like and what room it has, and the floor. Every decision reaches it
+    through its door (:meth:`.Door.apply`, in door.py: the ledger is what the door records in).
+    ``cutter`` cuts an item to its room (by focus on the query, or by head). A policy never holds
+    it: it is handed a read-only :class:`~recallpack.packing.decisions.PolicyView`."""
 
     cutter: Cutter | None = None
     #: How the call reads its query and texts, chosen once (:class:`.CallReading`).

@@ -258,7 +258,7 @@ def run_policy(policy: PackingPolicy, ledger: Ledger, query: str | None, embed: 
                registered: bool) -> Counted | None:
     """Run ``policy`` on a read-only view of ``ledger``: each decision it yields or returns is
     applied through the ledger's door, in order, until it ends the walk; then every candidate is
-    decided or the walk ended (:meth:`~recallpack.packing.choosing.door.Door.finish`). A registered policy
+    decided or the walk ended (:meth:`.Door.finish`). A registered policy
     with ``refine(view, used)`` is then shown the exact count of its choice, and may choose again
     (a few rounds at most). What a registered policy raises that is not a RecallpackError is a
     PolicyError naming it."""
