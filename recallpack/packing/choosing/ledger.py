@@ -246,7 +246,7 @@ class Ledger(Tally):
     first), what an item looks like and what room it has, and the floor. Every decision reaches it
     through its door (:meth:`.Door.apply`, in door.py: the ledger is what the door records in).
     ``cutter`` cuts an item to its room (by focus on the query, or by head). A policy never holds
-    it: it is handed a read-only :class:`~recallpack.packing.decisions.PolicyView`."""
+    it: it is handed a read-only :class:`~recallpack.packing.choosing.door.PolicyView`."""
 
     cutter: Cutter | None = None
     #: How the call reads its query and texts, chosen once (:class:`.CallReading`).
