@@ -1,5 +1,5 @@
 """The ledger's old recording methods, as a policy written before 0.2 calls them: each still works
-for one release, warned (:class:`~recallpack.packing.decisions.PolicyView` warns), and goes
+for one release, warned (:class:`~recallpack.packing.choosing.door.PolicyView` warns), and goes
 through :meth:`~recallpack.packing.choosing.door.Door.apply`, so that the caps and the gate hold for it
 too. What the old call said of the candidate (its text, scopes, cost, header) is not trusted: the
 rank is what is decided, and the ledger reads, prices and gates the candidate itself.

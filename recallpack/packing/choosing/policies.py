@@ -1,7 +1,7 @@
 """The policies: how a walk chooses what to keep, each one object, registered by name in one table.
 
 A policy is an object with one method, :meth:`PackingPolicy.choose`. Given a read-only
-:class:`~recallpack.packing.decisions.PolicyView` of one call's walk (the candidates in merit
+:class:`~recallpack.packing.choosing.door.PolicyView` of one call's walk (the candidates in merit
 order as the gate shows them, what is left of each budget, the price of an item), the query and the
 embedding, it decides: it yields (or returns a list of) decisions, which the walk
 (:mod:`recallpack.packing.choosing.walk`) applies through the ledger's one door, checked and held to every
