@@ -57,6 +57,7 @@ __all__ = [
     "last_break",
     "sentence_start",
     "split_units",
+    "units_and_sentences",
     "strip_end",
 ]
 
@@ -218,11 +219,22 @@ def split_units(
     several English letters' tokens); shorter units of more than ``max_bytes`` bytes, into
     pieces of half that. Every start and end is a grapheme boundary.
     """
+    starts, ends, _ = units_and_sentences(text, max_chars, piece_bytes, max_bytes)
+    return starts, ends
+
+
+def units_and_sentences(
+    text: str, max_chars: int, piece_bytes: int | None = None, max_bytes: int | None = None
+) -> tuple[list[int], list[int], list[int]]:
+    """:func:`split_units`' starts and ends, and where each sentence or line starts before any
+    is cut for its length (the very list of starts when none is): one reading of the text gives
+    both (``split_units(text, len(text) + 1, len(text) + 1)[0]`` is the third).
+    """
     # Everything here is a comprehension over regex matches: a megabyte has ~20,000 lines.
     first = len(text) - len(text.lstrip())
     last = len(text.rstrip())
     if last <= first:
-        return [], []
+        return [], [], []
     splits = list(map(_SPAN, _LINE_SPLIT.finditer(text, first, last)))
     line_starts = [first, *map(_SECOND, splits)]
     if _SPACE_BEFORE_BREAK.search(text, first, last):  # a line that ends in spaces (or "\r")
@@ -268,8 +280,8 @@ def split_units(
     # A character is at most 4 bytes: a text whose longest unit is shorter than a quarter of
     # max_bytes has none over it, without encoding one.
     if longest > max_chars or (max_bytes is not None and 4 * longest > max_bytes):
-        return _split_long(text, starts, ends, max_chars, piece_bytes, max_bytes)
-    return starts, ends
+        return (*_split_long(text, starts, ends, max_chars, piece_bytes, max_bytes), starts)
+    return starts, ends, starts
 
 
 _TERMINAL_SET = frozenset(_TERMINATORS)
