@@ -22,7 +22,7 @@ import math
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
-from operator import sub
+from operator import le, lt, sub
 
 from recallpack.packing.reading.analysis import Reading, fold
 
@@ -106,10 +106,15 @@ def _dense_scores(found: list[int], starts: Sequence[int], ends: Sequence[int],
     unit-by-unit path, as it always was)."""
     if found[0] < starts[0]:
         return None
+    norms = _norms(starts, ends, average)
+    if len(found) == len(starts) and all(map(le, starts, found)) and all(map(lt, found, starts[1:])):
+        # Each unit holds the term once (a line a match): its score is its length's, once a length.
+        idf = _idf(len(starts), len(starts))
+        by_norm = {norm: idf * 1 * _K1_PLUS_1 / (1 + norm) for norm in set(norms)}
+        return list(map(by_norm.__getitem__, itertools.islice(norms, 1, None)))
     before = list(map(functools.partial(bisect_left, found), starts))
     counts = list(map(sub, [*before[1:], len(found)], before))
     idf = _idf(len(starts), len(counts) - counts.count(0))
-    norms = _norms(starts, ends, average)
     # The very float operations of the unit-by-unit path; a unit without the term scores 0.0.
     return [
         idf * count * _K1_PLUS_1 / (count + norm) if count else 0.0

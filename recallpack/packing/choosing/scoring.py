@@ -229,13 +229,14 @@ def ranked(scores: dict[tuple[int, int], float] | list[list[float]], units: Sequ
     for d, own in enumerate(lifted):
         prior = 1.0 + RANK_PRIOR * d
         # A unit's raised score is 0.0 or above: those that are not 0.0 score.
-        found = list(itertools.compress(range(len(own)), own))
-        kept += found
-        docs += itertools.repeat(d, len(found))
-        values += map(truediv, map(truediv, filter(None, own), itertools.repeat(top)),
-                      itertools.repeat(prior))
+        scoring = list(filter(None, own))
+        kept += range(len(own)) if len(scoring) == len(own) else itertools.compress(range(len(own)), own)
+        docs += itertools.repeat(d, len(scoring))
+        values += map(truediv, map(truediv, scoring, itertools.repeat(top)), itertools.repeat(prior))
     # Best first, ties by place: a stable sort by score alone keeps the places' order.
     order = sorted(range(len(values)), key=values.__getitem__, reverse=True)
+    if len(lifted) == 1:
+        return list(zip(itertools.repeat(0), map(kept.__getitem__, order))), lifted
     return list(zip(map(docs.__getitem__, order), map(kept.__getitem__, order))), lifted
 
 
