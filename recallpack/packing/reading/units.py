@@ -23,8 +23,8 @@ import functools
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from itertools import repeat
-from operator import itemgetter, sub
+from itertools import accumulate, repeat
+from operator import add, itemgetter, sub
 
 import regex
 
@@ -155,6 +155,7 @@ MAX_QUERY_TERMS = MAX_TERMS
 # in one pass: one pattern with lookbehinds reads a megabyte as slowly as tiktoken encodes it.
 _LINE_SPLIT = re.compile(r"\n\s*")
 _SPACE_BEFORE_BREAK = re.compile(r"\s\n")
+_LINE_GAP = re.compile(r"\n\s")  # a break that is more than one "\n"
 _SENTENCE_END = rf"([{re.escape(_TERMINATORS)}][{re.escape(_CLOSERS)}]*)[ \t]+(?=[^\n])"
 # One pattern a terminator, searched only when the text has it: a pattern that starts with one
 # character is scanned for it several times faster than one that starts with a class, and the
@@ -235,10 +236,18 @@ def units_and_sentences(
     last = len(text.rstrip())
     if last <= first:
         return [], [], []
-    splits = list(map(_SPAN, _LINE_SPLIT.finditer(text, first, last)))
-    line_starts = [first, *map(_SECOND, splits)]
-    if _SPACE_BEFORE_BREAK.search(text, first, last):  # a line that ends in spaces (or "\r")
-        splits = [(_strip_spaces(text, s) if text[s - 1].isspace() else s, e) for s, e in splits]
+    line_ends: list[int] | None = None  # read from the lines' lengths, when no match was
+    if _LINE_GAP.search(text, first, last) or _SPACE_BEFORE_BREAK.search(text, first, last):
+        splits = list(map(_SPAN, _LINE_SPLIT.finditer(text, first, last)))
+        line_starts = [first, *map(_SECOND, splits)]
+        if _SPACE_BEFORE_BREAK.search(text, first, last):  # a line that ends in spaces (or "\r")
+            splits = [(_strip_spaces(text, s) if text[s - 1].isspace() else s, e) for s, e in splits]
+    else:  # every break a lone "\n": the lines' bounds from their lengths, in C, no match a line
+        lengths = map(len, text[first:last].split("\n"))
+        bounds = list(accumulate(map(add, lengths, repeat(1)), initial=first))
+        line_starts = bounds[:-1]
+        line_ends = list(map(sub, bounds[1:], repeat(1)))
+        splits = []
     # A sentence end at a line end (or the text's) is where the line ends anyway: the pattern
     # needs a character after it that is no line break.
     scripts = None if text.isascii() else _scripts()
@@ -256,9 +265,15 @@ def units_and_sentences(
         indents = _chars_before(text, line_starts)
         if ">>>" in text or " " in indents or "\t" in indents:
             sentences = [(e, s) for e, s in sentences if not _in_code_line(text, line_starts, e)]
+        if line_ends is not None:
+            splits = list(zip(line_ends[:-1], line_starts[1:]))
+            line_ends = None
         splits = sorted(splits + sentences)
-    starts = [first, *map(_SECOND, splits)]
-    ends = [*map(_FIRST, splits), last]
+    if line_ends is not None:
+        starts, ends = line_starts, line_ends
+    else:
+        starts = [first, *map(_SECOND, splits)]
+        ends = [*map(_FIRST, splits), last]
     # A unit is terminators alone only where they stand apart (" . ", "。。", a line that begins
     # ". The", a quote closed after a line's last terminator): the units' first characters are
     # read in one pass, and only a unit that begins with one is read further.
