@@ -106,12 +106,17 @@ def _dense_scores(found: list[int], starts: Sequence[int], ends: Sequence[int],
     unit-by-unit path, as it always was)."""
     if found[0] < starts[0]:
         return None
-    norms = _norms(starts, ends, average)
     if len(found) == len(starts) and all(map(le, starts, found)) and all(map(lt, found, starts[1:])):
-        # Each unit holds the term once (a line a match): its score is its length's, once a length.
+        # Each unit holds the term once (a line a match): its score is its length's, once a
+        # length, by the unit-by-unit path's float operations.
         idf = _idf(len(starts), len(starts))
-        by_norm = {norm: idf * 1 * _K1_PLUS_1 / (1 + norm) for norm in set(norms)}
-        return list(map(by_norm.__getitem__, itertools.islice(norms, 1, None)))
+        lengths = list(map(sub, ends, starts))
+        by_length = {
+            length: idf * 1 * _K1_PLUS_1 / (1 + K1 * (1.0 - B + B * length / average))
+            for length in set(lengths)
+        }
+        return list(map(by_length.__getitem__, lengths))
+    norms = _norms(starts, ends, average)
     before = list(map(functools.partial(bisect_left, found), starts))
     counts = list(map(sub, [*before[1:], len(found)], before))
     idf = _idf(len(starts), len(counts) - counts.count(0))

@@ -232,11 +232,14 @@ def ranked(scores: dict[tuple[int, int], float] | list[list[float]], units: Sequ
         scoring = list(filter(None, own))
         kept += range(len(own)) if len(scoring) == len(own) else itertools.compress(range(len(own)), own)
         docs += itertools.repeat(d, len(scoring))
-        values += map(truediv, map(truediv, scoring, itertools.repeat(top)), itertools.repeat(prior))
+        # The first document's prior is 1.0, and a division by 1.0 changes no float.
+        over_top = map(truediv, scoring, itertools.repeat(top))
+        values += over_top if d == 0 else map(truediv, over_top, itertools.repeat(prior))
     # Best first, ties by place: a stable sort by score alone keeps the places' order.
     order = sorted(range(len(values)), key=values.__getitem__, reverse=True)
-    if len(lifted) == 1:
-        return list(zip(itertools.repeat(0), map(kept.__getitem__, order))), lifted
+    if len(lifted) == 1:  # one document: when all its units score, the order is the units'
+        units_first = order if len(kept) == len(lifted[0]) else map(kept.__getitem__, order)
+        return list(zip(itertools.repeat(0), units_first)), lifted
     return list(zip(map(docs.__getitem__, order), map(kept.__getitem__, order))), lifted
 
 
