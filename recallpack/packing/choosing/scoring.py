@@ -14,8 +14,9 @@ from __future__ import annotations
 import itertools
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import overload
 from operator import add, itemgetter, mul, neg, sub, truediv
 
 from recallpack.packing.choosing.bm25 import scored_units
@@ -24,7 +25,7 @@ from recallpack.packing.reading.analysis import Reading
 from recallpack.packing.reading.units import units_and_sentences
 
 __all__ = [
-    "Layout", "UnitBounds", "layout_of", "lexical", "lexical_scores", "embedded", "combined", "ranked",
+    "Layout", "UnitBounds", "layout_of", "lexical", "lexical_scores", "embedded", "combined", "ranked", "Ranked",
     "RANK_PRIOR", "NEIGHBOR_SHARE", "UNIT_CHARS", "LONG_UNIT_PIECE_BYTES", "UNIT_BYTES_PER_TOKEN",
 ]
 
@@ -211,7 +212,7 @@ _DENSE_SHARE = 4
 
 
 def ranked(scores: dict[tuple[int, int], float] | list[list[float]], units: Sequence[UnitBounds],
-           ) -> tuple[list[tuple[int, int]], Sequence[Mapping[int, float] | Sequence[float]]]:
+           ) -> tuple[Sequence[tuple[int, int]], Sequence[Mapping[int, float] | Sequence[float]]]:
     """The units that score, best first (ties by place), and per document each unit's raised
     score (:func:`combined`'s, by unit, or one list of them all). ``scores``:
     :func:`lexical_scores`' or :func:`embedded`'s."""
@@ -238,9 +239,34 @@ def ranked(scores: dict[tuple[int, int], float] | list[list[float]], units: Sequ
     # Best first, ties by place: a stable sort by score alone keeps the places' order.
     order = sorted(range(len(values)), key=values.__getitem__, reverse=True)
     if len(lifted) == 1:  # one document: when all its units score, the order is the units'
-        units_first = order if len(kept) == len(lifted[0]) else map(kept.__getitem__, order)
-        return list(zip(itertools.repeat(0), units_first)), lifted
-    return list(zip(map(docs.__getitem__, order), map(kept.__getitem__, order))), lifted
+        units_first = order if len(kept) == len(lifted[0]) else list(map(kept.__getitem__, order))
+        return Ranked(None, units_first), lifted
+    return Ranked(list(map(docs.__getitem__, order)), list(map(kept.__getitem__, order))), lifted
+
+
+class Ranked(Sequence[tuple[int, int]]):
+    """(document, unit) pairs, best first, made as they are read: a choice reads the first few
+    thousand of a text whose every unit scores, not a pair for each of its units."""
+
+    __slots__ = ("docs", "units")
+
+    def __init__(self, docs: list[int] | None, units: list[int]) -> None:
+        self.docs, self.units = docs, units  # docs None: all of document 0
+
+    def __len__(self) -> int:
+        return len(self.units)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(itertools.repeat(0) if self.docs is None else self.docs, self.units)
+
+    @overload
+    def __getitem__(self, at: int) -> tuple[int, int]: ...
+    @overload
+    def __getitem__(self, at: slice) -> Sequence[tuple[int, int]]: ...
+    def __getitem__(self, at: int | slice) -> tuple[int, int] | Sequence[tuple[int, int]]:
+        if isinstance(at, slice):
+            return list(self)[at]
+        return (0 if self.docs is None else self.docs[at], self.units[at])
 
 
 def _raise_list(own: list[float]) -> list[float]:

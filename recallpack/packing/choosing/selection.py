@@ -93,7 +93,7 @@ class Selection:
     documents: list[Document]
     units: InitVar[list[UnitBounds]]
     room: int
-    ranked: list[tuple[int, int]]  # best first
+    ranked: Sequence[tuple[int, int]]  # best first
     raised: Sequence[Mapping[int, float] | Sequence[float]]  # per document, each unit's score with its neighbours'
     #: Where a lone document's sentences start, when the layout read them (else read when needed).
     sentences: InitVar[dict[int, list[int]] | None] = None
