@@ -16,8 +16,8 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import overload
 from operator import add, itemgetter, mul, neg, sub, truediv
+from typing import overload
 
 from recallpack.packing.choosing.bm25 import scored_units
 from recallpack.packing.choosing.embedding import EmbedFn, similarities
@@ -25,7 +25,8 @@ from recallpack.packing.reading.analysis import Reading
 from recallpack.packing.reading.units import units_and_sentences
 
 __all__ = [
-    "Layout", "UnitBounds", "layout_of", "lexical", "lexical_scores", "embedded", "combined", "ranked", "Ranked",
+    "Layout", "UnitBounds", "layout_of", "lexical", "lexical_scores", "embedded", "combined",
+    "ranked", "Ranked",
     "RANK_PRIOR", "NEIGHBOR_SHARE", "UNIT_CHARS", "LONG_UNIT_PIECE_BYTES", "UNIT_BYTES_PER_TOKEN",
 ]
 

@@ -94,7 +94,8 @@ class Selection:
     units: InitVar[list[UnitBounds]]
     room: int
     ranked: Sequence[tuple[int, int]]  # best first
-    raised: Sequence[Mapping[int, float] | Sequence[float]]  # per document, each unit's score with its neighbours'
+    #: Per document, each unit's score with its neighbours' (by unit, or a list of them all).
+    raised: Sequence[Mapping[int, float] | Sequence[float]]
     #: Where a lone document's sentences start, when the layout read them (else read when needed).
     sentences: InitVar[dict[int, list[int]] | None] = None
 
