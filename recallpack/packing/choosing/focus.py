@@ -271,12 +271,17 @@ class Growth:
 
     __slots__ = ("focus", "seed", "scores", "listed", "goal", "runs", "left", "right", "went_left")
 
-    def __init__(self, focus: Focus, seed: int, scores: Mapping[int, float] | Sequence[float],
+    def __init__(self, focus: Focus, seed: int, scores: Mapping[int, float] | list[float],
                  goal: float) -> None:
         self.focus, self.seed, self.goal = focus, seed, goal
-        # By unit (0.0 for one not there), or a list of every unit's.
-        self.scores: Mapping[int, float] = scores if isinstance(scores, Mapping) else {}
-        self.listed = None if isinstance(scores, Mapping) else scores
+        # By unit (0.0 for one not there), or a list of every unit's (an exact type check: a
+        # growth is made for every seed).
+        self.listed: list[float] | None = None
+        self.scores: Mapping[int, float] = {}
+        if isinstance(scores, list):
+            self.listed = scores
+        else:
+            self.scores = scores
         self.runs = focus.runs()
         self.left = self.right = True  # not yet blocked on that side
         self.went_left = False

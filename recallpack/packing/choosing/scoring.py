@@ -213,7 +213,7 @@ _DENSE_SHARE = 4
 
 
 def ranked(scores: dict[tuple[int, int], float] | list[list[float]], units: Sequence[UnitBounds],
-           ) -> tuple[Sequence[tuple[int, int]], Sequence[Mapping[int, float] | Sequence[float]]]:
+           ) -> tuple[Sequence[tuple[int, int]], Sequence[Mapping[int, float] | list[float]]]:
     """The units that score, best first (ties by place), and per document each unit's raised
     score (:func:`combined`'s, by unit, or one list of them all). ``scores``:
     :func:`lexical_scores`' or :func:`embedded`'s."""

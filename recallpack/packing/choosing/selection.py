@@ -95,7 +95,7 @@ class Selection:
     room: int
     ranked: Sequence[tuple[int, int]]  # best first
     #: Per document, each unit's score with its neighbours' (by unit, or a list of them all).
-    raised: Sequence[Mapping[int, float] | Sequence[float]]
+    raised: Sequence[Mapping[int, float] | list[float]]
     #: Where a lone document's sentences start, when the layout read them (else read when needed).
     sentences: InitVar[dict[int, list[int]] | None] = None
 
