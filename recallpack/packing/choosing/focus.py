@@ -269,10 +269,19 @@ class Growth:
     over several texts (the passages policy) grows each within its shared room this way, and
     no call climbs back into it."""
 
-    __slots__ = ("focus", "seed", "scores", "goal", "runs", "left", "right", "went_left")
+    __slots__ = ("focus", "seed", "scores", "listed", "goal", "runs", "left", "right", "went_left")
 
-    def __init__(self, focus: Focus, seed: int, scores: Mapping[int, float], goal: float) -> None:
-        self.focus, self.seed, self.scores, self.goal = focus, seed, scores, goal
+    def __init__(self, focus: Focus, seed: int, scores: Mapping[int, float] | list[float],
+                 goal: float) -> None:
+        self.focus, self.seed, self.goal = focus, seed, goal
+        # By unit (0.0 for one not there), or a list of every unit's (an exact type check: a
+        # growth is made for every seed).
+        self.listed: list[float] | None = None
+        self.scores: Mapping[int, float] = {}
+        if isinstance(scores, list):
+            self.listed = scores
+        else:
+            self.scores = scores
         self.runs = focus.runs()
         self.left = self.right = True  # not yet blocked on that side
         self.went_left = False
@@ -298,7 +307,10 @@ class Growth:
             return None
         can_left, can_right = self.left and lo > 0, self.right and hi < focus.last_unit
         if can_left and can_right:
-            before, after = self.scores.get(lo - 1, 0.0), self.scores.get(hi + 1, 0.0)
+            if self.listed is not None:
+                before, after = self.listed[lo - 1], self.listed[hi + 1]
+            else:
+                before, after = self.scores.get(lo - 1, 0.0), self.scores.get(hi + 1, 0.0)
             go_left = before > after or (before == after and seed - lo <= hi - seed)
         elif can_left or can_right:
             go_left = can_left

@@ -14,17 +14,19 @@ from __future__ import annotations
 import itertools
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter, sub
+from operator import add, itemgetter, mul, neg, sub, truediv
+from typing import overload
 
-from recallpack.packing.choosing.bm25 import unit_scores
+from recallpack.packing.choosing.bm25 import scored_units
 from recallpack.packing.choosing.embedding import EmbedFn, similarities
 from recallpack.packing.reading.analysis import Reading
-from recallpack.packing.reading.units import split_units
+from recallpack.packing.reading.units import units_and_sentences
 
 __all__ = [
-    "Layout", "UnitBounds", "layout_of", "lexical", "embedded", "combined",
+    "Layout", "UnitBounds", "layout_of", "lexical", "lexical_scores", "embedded", "combined",
+    "ranked", "Ranked",
     "RANK_PRIOR", "NEIGHBOR_SHARE", "UNIT_CHARS", "LONG_UNIT_PIECE_BYTES", "UNIT_BYTES_PER_TOKEN",
 ]
 
@@ -70,12 +72,15 @@ class Layout:
     ends: list[int]
     firsts: list[int]
     units: list[UnitBounds]  # per document, in the document's own text
+    #: Where each sentence or line of a lone document starts before any is cut for its length
+    #: (what the small room reads back to); None with several documents.
+    sentences: list[int] | None = None
 
 
 def layout_of(texts: Sequence[str], max_tokens: int | None = None) -> Layout:
     text = "\n\n".join(texts)
     most = None if max_tokens is None else int(UNIT_BYTES_PER_TOKEN * max_tokens)
-    starts, ends = split_units(text, UNIT_CHARS, _piece_bytes(max_tokens), most)
+    starts, ends, sentences = units_and_sentences(text, UNIT_CHARS, _piece_bytes(max_tokens), most)
     units: list[UnitBounds] = []
     firsts: list[int] = []
     offset = first = 0
@@ -94,22 +99,38 @@ def layout_of(texts: Sequence[str], max_tokens: int | None = None) -> Layout:
         units.append((doc_starts, doc_ends))
         firsts.append(first)
         first, offset = last, limit + 2
-    return Layout(text, starts, ends, firsts, units)
+    return Layout(text, starts, ends, firsts, units, sentences if len(texts) == 1 else None)
 
 
 def lexical(layout: Layout, query: str, reading: Reading) -> dict[tuple[int, int], float]:
-    """BM25 of every unit that holds a query term, over all the units of all the documents.
+    """BM25 of every unit that holds a query term, over all the units of all the documents,
+    keyed by (document, unit): :func:`lexical_scores` as one mapping."""
+    scores = lexical_scores(layout, query, reading)
+    if isinstance(scores, dict):
+        return scores
+    return {
+        (d, u): score for d, own in enumerate(scores) for u, score in enumerate(own) if score
+    }
+
+
+def lexical_scores(layout: Layout, query: str, reading: Reading,
+                   ) -> dict[tuple[int, int], float] | list[list[float]]:
+    """BM25 of every unit that holds a query term, over all the units of all the documents:
+    by (document, unit), or, when one term is found in most units, one list of every unit's
+    score per document (0.0 where none).
 
     The documents are searched as one text, so the work per query term does not grow with the
     number of documents. The query and the text are read by the call's one
     :class:`~recallpack.packing.reading.analysis.Reading` (``Reading.of(language, query, layout.text)``),
-    and scored by :func:`recallpack.packing.choosing.bm25.unit_scores`, the one BM25 the focus cut
-    uses too."""
-    scores = unit_scores(reading, layout.text, layout.starts, layout.ends, query)
-    # Keyed by (document, unit), in C for one document: a text whose every unit matches has a
-    # score per unit. A unit is in the last document that starts at or before it (one with no
-    # units starts where the next does).
-    firsts, found = layout.firsts, list(scores)
+    and scored by :func:`recallpack.packing.choosing.bm25.scored_units`, the one BM25 the focus
+    cut uses too."""
+    scores = scored_units(reading, layout.text, layout.starts, layout.ends, query)
+    firsts = layout.firsts
+    if isinstance(scores, list):  # cut at each document's first unit, in C
+        return [scores[a:b] for a, b in zip(firsts, [*firsts[1:], len(scores)])]
+    # Keyed by (document, unit), in C for one document. A unit is in the last document that
+    # starts at or before it (one with no units starts where the next does).
+    found = list(scores)
     if len(firsts) == 1:
         return dict(zip(zip(itertools.repeat(0), found), scores.values()))
     docs = [bisect_right(firsts, unit) - 1 for unit in found]
@@ -189,3 +210,71 @@ def _raise_dense(keys: list[tuple[int, int]], values: list[float], sizes: list[i
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 #: A document is raised by whole lists when at least one of this many of its units matches.
 _DENSE_SHARE = 4
+
+
+def ranked(scores: dict[tuple[int, int], float] | list[list[float]], units: Sequence[UnitBounds],
+           ) -> tuple[Sequence[tuple[int, int]], Sequence[Mapping[int, float] | list[float]]]:
+    """The units that score, best first (ties by place), and per document each unit's raised
+    score (:func:`combined`'s, by unit, or one list of them all). ``scores``:
+    :func:`lexical_scores`' or :func:`embedded`'s."""
+    if isinstance(scores, dict):
+        best, raised = combined(scores, units)
+        # The pairs sort as they are, with no key function to call.
+        return list(map(_SECOND, sorted(zip(map(neg, best.values()), best.keys())))), raised
+    lifted = [_raise_list(own) for own in scores]
+    top = max(map(max, filter(None, lifted)), default=0.0)
+    if top <= 0:
+        return [], lifted
+    docs: list[int] = []
+    kept: list[int] = []
+    values: list[float] = []
+    for d, own in enumerate(lifted):
+        prior = 1.0 + RANK_PRIOR * d
+        # A unit's raised score is 0.0 or above: those that are not 0.0 score.
+        scoring = list(filter(None, own))
+        kept += range(len(own)) if len(scoring) == len(own) else itertools.compress(range(len(own)), own)
+        docs += itertools.repeat(d, len(scoring))
+        # The first document's prior is 1.0, and a division by 1.0 changes no float.
+        over_top = map(truediv, scoring, itertools.repeat(top))
+        values += over_top if d == 0 else map(truediv, over_top, itertools.repeat(prior))
+    # Best first, ties by place: a stable sort by score alone keeps the places' order.
+    order = sorted(range(len(values)), key=values.__getitem__, reverse=True)
+    if len(lifted) == 1:  # one document: when all its units score, the order is the units'
+        units_first = order if len(kept) == len(lifted[0]) else list(map(kept.__getitem__, order))
+        return Ranked(None, units_first), lifted
+    return Ranked(list(map(docs.__getitem__, order)), list(map(kept.__getitem__, order))), lifted
+
+
+class Ranked(Sequence[tuple[int, int]]):
+    """(document, unit) pairs, best first, made as they are read: a choice reads the first few
+    thousand of a text whose every unit scores, not a pair for each of its units."""
+
+    __slots__ = ("docs", "units")
+
+    def __init__(self, docs: list[int] | None, units: list[int]) -> None:
+        self.docs, self.units = docs, units  # docs None: all of document 0
+
+    def __len__(self) -> int:
+        return len(self.units)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(itertools.repeat(0) if self.docs is None else self.docs, self.units)
+
+    @overload
+    def __getitem__(self, at: int) -> tuple[int, int]: ...
+    @overload
+    def __getitem__(self, at: slice) -> Sequence[tuple[int, int]]: ...
+    def __getitem__(self, at: int | slice) -> tuple[int, int] | Sequence[tuple[int, int]]:
+        if isinstance(at, slice):
+            return list(self)[at]
+        return (0 if self.docs is None else self.docs[at], self.units[at])
+
+
+def _raise_list(own: list[float]) -> list[float]:
+    """Each unit's score raised by its neighbours', by whole lists: ``(left + own) + right``,
+    the float additions :func:`combined` makes for scores that come by unit (an absent share
+    adds 0.0, which changes no sum of scores >= 0)."""
+    if not own:
+        return own
+    shares = list(map(mul, itertools.repeat(NEIGHBOR_SHARE), own))
+    return list(map(add, map(add, [0.0, *shares[:-1]], own), [*shares[1:], 0.0]))

@@ -22,14 +22,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import InitVar, dataclass
-from operator import itemgetter, neg
 
 from recallpack.packing.candidate import Candidate, LaneKind, Provenance
 from recallpack.packing.choosing.documents import Document
 from recallpack.packing.choosing.embedding import EmbedFn
 from recallpack.packing.choosing.focus import Focus, Growth
 from recallpack.packing.choosing.ledger import WalkSettings
-from recallpack.packing.choosing.scoring import UnitBounds, combined, embedded, layout_of, lexical
+from recallpack.packing.choosing.scoring import UnitBounds, embedded, layout_of, lexical_scores, ranked
 from recallpack.packing.choosing.small_room import SMALL_ROOM_GOAL, SmallRoom
 from recallpack.packing.reading.analysis import CallReading
 from recallpack.packing.tokenizers import Tokenizer
@@ -94,10 +93,13 @@ class Selection:
     documents: list[Document]
     units: InitVar[list[UnitBounds]]
     room: int
-    ranked: list[tuple[int, int]]  # best first
-    raised: list[dict[int, float]]  # per document, each unit's score with its neighbours'
+    ranked: Sequence[tuple[int, int]]  # best first
+    #: Per document, each unit's score with its neighbours' (by unit, or a list of them all).
+    raised: Sequence[Mapping[int, float] | list[float]]
+    #: Where a lone document's sentences start, when the layout read them (else read when needed).
+    sentences: InitVar[dict[int, list[int]] | None] = None
 
-    def __post_init__(self, units: list[UnitBounds]) -> None:
+    def __post_init__(self, units: list[UnitBounds], sentences: dict[int, list[int]] | None) -> None:
         documents, tok = self.documents, self.by.tok
         ratio = _ratio(documents, units, self.ranked, tok)
         #: The room is smaller than the top document (estimated): what prefix would keep is a cut
@@ -105,7 +107,7 @@ class Selection:
         #: (:mod:`~recallpack.packing.choosing.small_room`).
         self.small = bool(documents) and len(documents[0].text) * ratio > self.room
         self.goal = max(1, int((SMALL_ROOM_GOAL if self.small else CONTEXT_SHARE) * self.room))
-        self.under = SmallRoom(tok)
+        self.under = SmallRoom(tok, sentences)
         # Every unit costed from its length at the tokens per character this call measured:
         # choosing counts no unit, and only what is kept is counted, once, exactly.
         shared: dict[str, int] = {}
@@ -296,16 +298,15 @@ def choose(documents: list[Document], query: str, embed: EmbedFn | None, by: Cho
     units = layout.units
     if embed is None:
         reading = by.reading or CallReading(by.settings.language, query)
-        scores = lexical(layout, query, reading.of(layout.text))
+        scores = lexical_scores(layout, query, reading.of(layout.text))
     else:
         scores = embedded(texts, units, query, embed)
-    best, raised = combined(scores, units)
-    # Best first, ties by place: the pairs sort as they are, with no key function to call.
-    ranked = list(map(itemgetter(1), sorted(zip(map(neg, best.values()), best.keys()))))
+    best_first, raised = ranked(scores, units)
     # Aimed a little under the budget: an estimate off by a percent or two then lands within
     # FILL_SLACK of it, and the exact count needs no second round to give back or fill.
     aim = max_tokens - int(max_tokens * FILL_SLACK / 2)
-    selection = Selection(by, documents, units, aim, ranked, raised)
+    sentences = None if layout.sentences is None else {0: layout.sentences}
+    selection = Selection(by, documents, units, aim, best_first, raised, sentences)
     selection.select()
     return selection
 

@@ -33,12 +33,12 @@ class SmallRoom:
     """One choice's state under one document: where its documents' sentences start, and the head
     of a unit added after the best passage (:attr:`tail`)."""
 
-    def __init__(self, tok: Tokenizer) -> None:
+    def __init__(self, tok: Tokenizer, sentences: dict[int, list[int]] | None = None) -> None:
         self.tok = tok
         #: (document, where the best passage ended, where it ends with the head), once set.
         self.tail: tuple[int, int, int] | None = None
         self.tried = False  # the head was tried once: the choice may fill in rank order now
-        self._sentences: dict[int, list[int]] = {}
+        self._sentences: dict[int, list[int]] = {} if sentences is None else dict(sentences)
 
     def sentence_start(self, d: int, cut: Focus, u: int) -> int:
         """Where the sentence that unit ``u`` of document ``d`` (cut ``cut``) is part of starts."""

@@ -23,8 +23,8 @@ import functools
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from itertools import repeat
-from operator import itemgetter, sub
+from itertools import accumulate, repeat
+from operator import add, itemgetter, sub
 
 import regex
 
@@ -57,6 +57,7 @@ __all__ = [
     "last_break",
     "sentence_start",
     "split_units",
+    "units_and_sentences",
     "strip_end",
 ]
 
@@ -154,6 +155,7 @@ MAX_QUERY_TERMS = MAX_TERMS
 # in one pass: one pattern with lookbehinds reads a megabyte as slowly as tiktoken encodes it.
 _LINE_SPLIT = re.compile(r"\n\s*")
 _SPACE_BEFORE_BREAK = re.compile(r"\s\n")
+_LINE_GAP = re.compile(r"\n\s")  # a break that is more than one "\n"
 _SENTENCE_END = rf"([{re.escape(_TERMINATORS)}][{re.escape(_CLOSERS)}]*)[ \t]+(?=[^\n])"
 # One pattern a terminator, searched only when the text has it: a pattern that starts with one
 # character is scanned for it several times faster than one that starts with a class, and the
@@ -218,15 +220,34 @@ def split_units(
     several English letters' tokens); shorter units of more than ``max_bytes`` bytes, into
     pieces of half that. Every start and end is a grapheme boundary.
     """
+    starts, ends, _ = units_and_sentences(text, max_chars, piece_bytes, max_bytes)
+    return starts, ends
+
+
+def units_and_sentences(
+    text: str, max_chars: int, piece_bytes: int | None = None, max_bytes: int | None = None
+) -> tuple[list[int], list[int], list[int]]:
+    """:func:`split_units`' starts and ends, and where each sentence or line starts before any
+    is cut for its length (the very list of starts when none is): one reading of the text gives
+    both (``split_units(text, len(text) + 1, len(text) + 1)[0]`` is the third).
+    """
     # Everything here is a comprehension over regex matches: a megabyte has ~20,000 lines.
     first = len(text) - len(text.lstrip())
     last = len(text.rstrip())
     if last <= first:
-        return [], []
-    splits = list(map(_SPAN, _LINE_SPLIT.finditer(text, first, last)))
-    line_starts = [first, *map(_SECOND, splits)]
-    if _SPACE_BEFORE_BREAK.search(text, first, last):  # a line that ends in spaces (or "\r")
-        splits = [(_strip_spaces(text, s) if text[s - 1].isspace() else s, e) for s, e in splits]
+        return [], [], []
+    line_ends: list[int] | None = None  # read from the lines' lengths, when no match was
+    if _LINE_GAP.search(text, first, last) or _SPACE_BEFORE_BREAK.search(text, first, last):
+        splits = list(map(_SPAN, _LINE_SPLIT.finditer(text, first, last)))
+        line_starts = [first, *map(_SECOND, splits)]
+        if _SPACE_BEFORE_BREAK.search(text, first, last):  # a line that ends in spaces (or "\r")
+            splits = [(_strip_spaces(text, s) if text[s - 1].isspace() else s, e) for s, e in splits]
+    else:  # every break a lone "\n": the lines' bounds from their lengths, in C, no match a line
+        lengths = map(len, text[first:last].split("\n"))
+        bounds = list(accumulate(map(add, lengths, repeat(1)), initial=first))
+        line_starts = bounds[:-1]
+        line_ends = list(map(sub, bounds[1:], repeat(1)))
+        splits = []
     # A sentence end at a line end (or the text's) is where the line ends anyway: the pattern
     # needs a character after it that is no line break.
     scripts = None if text.isascii() else _scripts()
@@ -244,9 +265,15 @@ def split_units(
         indents = _chars_before(text, line_starts)
         if ">>>" in text or " " in indents or "\t" in indents:
             sentences = [(e, s) for e, s in sentences if not _in_code_line(text, line_starts, e)]
+        if line_ends is not None:
+            splits = list(zip(line_ends[:-1], line_starts[1:]))
+            line_ends = None
         splits = sorted(splits + sentences)
-    starts = [first, *map(_SECOND, splits)]
-    ends = [*map(_FIRST, splits), last]
+    if line_ends is not None:
+        starts, ends = line_starts, line_ends
+    else:
+        starts = [first, *map(_SECOND, splits)]
+        ends = [*map(_FIRST, splits), last]
     # A unit is terminators alone only where they stand apart (" . ", "。。", a line that begins
     # ". The", a quote closed after a line's last terminator): the units' first characters are
     # read in one pass, and only a unit that begins with one is read further.
@@ -268,8 +295,8 @@ def split_units(
     # A character is at most 4 bytes: a text whose longest unit is shorter than a quarter of
     # max_bytes has none over it, without encoding one.
     if longest > max_chars or (max_bytes is not None and 4 * longest > max_bytes):
-        return _split_long(text, starts, ends, max_chars, piece_bytes, max_bytes)
-    return starts, ends
+        return (*_split_long(text, starts, ends, max_chars, piece_bytes, max_bytes), starts)
+    return starts, ends, starts
 
 
 _TERMINAL_SET = frozenset(_TERMINATORS)
