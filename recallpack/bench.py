@@ -273,38 +273,32 @@ def _articles(value: str) -> range:
     return span
 
 
-def _languages(value: str) -> tuple[str, ...]:
-    """``--languages zh,th`` as those codes, each one XQuAD has."""
+def _codes(value: str, known: Sequence[str], what: str) -> tuple[str, ...]:
+    """A comma list of names, each one of ``known``; an unknown one is named with the choices."""
     codes = tuple(code.strip() for code in value.split(","))
-    unknown = [code for code in codes if code not in LANGUAGES]
+    unknown = [code for code in codes if code not in known]
     if unknown:
         raise argparse.ArgumentTypeError(
-            f"unknown language {', '.join(map(repr, unknown))}: give a comma list of {','.join(LANGUAGES)}"
+            f"unknown {what} {', '.join(map(repr, unknown))}: give a comma list of {','.join(known)}"
         )
     return codes
+
+
+def _languages(value: str) -> tuple[str, ...]:
+    """``--languages zh,th`` as those codes, each one XQuAD has."""
+    return _codes(value, LANGUAGES, "language")
 
 
 def _small_languages(value: str) -> tuple[str, ...]:
     """``--small-budgets en-squad,th`` as those codes: SQuAD's English or an XQuAD language."""
     from recallpack._bench.small_budgets import LANGUAGES as SMALL
 
-    codes = tuple(code.strip() for code in value.split(","))
-    unknown = [code for code in codes if code not in SMALL]
-    if unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown language {', '.join(map(repr, unknown))}: give a comma list of {','.join(SMALL)}"
-        )
-    return codes
+    return _codes(value, SMALL, "language")
 
 
 def _shapes(value: str) -> tuple[str, ...]:
     """``--shapes articles`` as shape names of the languages section."""
-    names = tuple(name.strip() for name in value.split(","))
-    unknown = [name for name in names if name not in SHAPES]
-    if unknown:
-        unknown_names = ", ".join(map(repr, unknown))
-        raise argparse.ArgumentTypeError(f"unknown shape {unknown_names}: give {','.join(SHAPES)}")
-    return names
+    return _codes(value, SHAPES, "shape")
 
 
 def _budgets(value: str) -> tuple[int, ...]:
