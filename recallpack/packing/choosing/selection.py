@@ -133,9 +133,11 @@ class Selection:
     def try_add(self, d: int, u: int) -> bool:
         cut = self.cuts[d]
         left = self.room - self.used
-        if left <= 0 or u in cut.kept or cut.unit_cost(u) > left:
+        if left <= 0 or u in cut.kept:
             return False
-        added = cut.added_cost(u)
+        added = cut.adding(u, left)
+        if added is None:
+            return False
         framing = 0
         opening = not cut.kept
         if opening:  # the document opens: its item's framing comes with it
@@ -151,10 +153,7 @@ class Selection:
                 return False
             for key in keys:
                 used[key] = used.get(key, 0) + added + framing
-        cut.keep(u)
-        cut.total += added
-        if u > cut.last:
-            cut.last = u
+        cut.take(u, added)
         self.used += added + framing
         self.opened += opening
         self.order.append((d, u))
@@ -168,8 +167,12 @@ class Selection:
                 if not self.try_add(d, before):
                     break
         growth = Growth(self.cuts[d], seed, self.raised[d], goal)
+        try_add = self.try_add
         while (unit := growth.next()) is not None:
-            growth.tried(self.try_add(d, unit))
+            if growth.went_left:  # what Growth.tried says, inline: a side that refuses is blocked
+                growth.left = try_add(d, unit)
+            else:
+                growth.right = try_add(d, unit)
 
     def select(self) -> None:
         """Best units first, each with its context; then the passages widen; then the rest fills
