@@ -46,10 +46,6 @@ class Units:
         if self.mark_cost < 0:
             self.mark_cost = self._space_cost[MARK] = self.tok.count(MARK)
         self._lead: dict[int, int] = {}
-        #: By unit: what joins it to the unit before (:meth:`join_cost`), what an elision before
-        #: it adds (:meth:`gap_cost`). Neither depends on the rate: worked out once a unit.
-        self._joins: dict[int, int] = {}
-        self._gaps: dict[int, int] = {}
 
     def unit_cost(self, i: int) -> int:
         cost = self._unit_cost.get(i)
@@ -68,20 +64,6 @@ class Units:
         cost = self._space_cost.get(space)
         if cost is None:
             cost = self._space_cost[space] = self.tok.count(space)
-        return cost
-
-    def join_cost(self, i: int) -> int:
-        """What joins unit ``i`` to unit ``i - 1`` when both are kept: the whitespace between."""
-        cost = self._joins.get(i)
-        if cost is None:
-            cost = self._joins[i] = self.space_cost(self.ends[i - 1], self.starts[i])
-        return cost
-
-    def gap_cost(self, i: int) -> int:
-        """What an elision before kept unit ``i`` adds: its mark and the line break kept after it."""
-        cost = self._gaps.get(i)
-        if cost is None:
-            cost = self._gaps[i] = self.mark_cost + self.space_cost(self.lead(i), self.starts[i])
         return cost
 
     def lead(self, i: int) -> int:
@@ -211,11 +193,9 @@ class Focus(Units):
         """Keep unit ``i`` (the caller has added what it costs to :attr:`total`)."""
         kept = self.kept
         kept.add(i)
-        runs = self._runs
-        if len(runs.parent) == len(kept) - 1:
-            cost = self._unit_cost.get(i)
-            runs.add(i, self.unit_cost(i) if cost is None else cost)
-        elif runs.parent:
+        if len(self._runs) == len(kept) - 1:
+            self._runs.add(i, self.unit_cost(i))
+        elif self._runs:
             self._runs = Runs()  # a unit was dropped since: made again when next asked
 
     def drop(self, i: int) -> int:
@@ -247,44 +227,20 @@ class Focus(Units):
 
     def added_cost(self, i: int) -> int:
         """What keeping unit ``i`` adds to :meth:`estimate` of the kept units, in O(1)."""
-        cost = self._unit_cost.get(i)
-        if cost is None:
-            cost = self.unit_cost(i)
-        return self._added(i, cost)
-
-    def adding(self, i: int, left: int) -> int | None:
-        """:meth:`added_cost` of unit ``i``, or None when the unit alone costs more than ``left``
-        (one call where a choice trying a unit made several)."""
-        cost = self._unit_cost.get(i)
-        if cost is None:
-            cost = self.unit_cost(i)
-        if cost > left:
-            return None
-        return self._added(i, cost)
-
-    def _added(self, i: int, cost: int) -> int:
-        """:meth:`added_cost` of unit ``i``, which costs ``cost`` itself."""
-        kept = self.kept
-        if i - 1 in kept:
-            joins = self._joins.get(i)
-            cost += self.join_cost(i) if joins is None else joins
+        last_unit = self.last_unit
+        cost = self.unit_cost(i)
+        if i - 1 in self.kept:
+            cost += self.space_cost(self.ends[i - 1], self.starts[i])
         elif i > 0:
-            gap = self._gaps.get(i)
-            cost += self.gap_cost(i) if gap is None else gap
-        if i + 1 in kept:  # the elision before the next run closes
-            cost += self.join_cost(i + 1) - self.gap_cost(i + 1)
-        last = self.last
-        if i > last:  # the elision at the end moves, or closes
-            last_unit, mark = self.last_unit, self.mark_cost
-            cost += (mark if i < last_unit else 0) - (mark if 0 <= last < last_unit else 0)
+            cost += self.mark_cost + self.space_cost(self.lead(i), self.starts[i])
+        if i + 1 in self.kept:  # the elision before the next run closes
+            cost += self.space_cost(self.ends[i], self.starts[i + 1])
+            cost -= self.mark_cost + self.space_cost(self.lead(i + 1), self.starts[i + 1])
+        if i > self.last:  # the elision at the end moves, or closes
+            cost += (self.mark_cost if i < last_unit else 0) - (
+                self.mark_cost if 0 <= self.last < last_unit else 0
+            )
         return cost
-
-    def take(self, i: int, added: int) -> None:
-        """Keep unit ``i``, which adds ``added`` (its :meth:`added_cost`) to :attr:`total`."""
-        self.keep(i)
-        self.total += added
-        if i > self.last:
-            self.last = i
 
     def try_add(self, i: int) -> bool:
         if i in self.kept or self.unit_cost(i) > self.max_tokens:

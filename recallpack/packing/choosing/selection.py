@@ -133,11 +133,9 @@ class Selection:
     def try_add(self, d: int, u: int) -> bool:
         cut = self.cuts[d]
         left = self.room - self.used
-        if left <= 0 or u in cut.kept:
+        if left <= 0 or u in cut.kept or cut.unit_cost(u) > left:
             return False
-        added = cut.adding(u, left)
-        if added is None:
-            return False
+        added = cut.added_cost(u)
         framing = 0
         opening = not cut.kept
         if opening:  # the document opens: its item's framing comes with it
@@ -153,7 +151,10 @@ class Selection:
                 return False
             for key in keys:
                 used[key] = used.get(key, 0) + added + framing
-        cut.take(u, added)
+        cut.keep(u)
+        cut.total += added
+        if u > cut.last:
+            cut.last = u
         self.used += added + framing
         self.opened += opening
         self.order.append((d, u))
@@ -167,12 +168,8 @@ class Selection:
                 if not self.try_add(d, before):
                     break
         growth = Growth(self.cuts[d], seed, self.raised[d], goal)
-        try_add = self.try_add
         while (unit := growth.next()) is not None:
-            if growth.went_left:  # what Growth.tried says, inline: a side that refuses is blocked
-                growth.left = try_add(d, unit)
-            else:
-                growth.right = try_add(d, unit)
+            growth.tried(self.try_add(d, unit))
 
     def select(self) -> None:
         """Best units first, each with its context; then the passages widen; then the rest fills
