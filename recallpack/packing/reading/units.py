@@ -23,7 +23,7 @@ import functools
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from itertools import accumulate, repeat
+from itertools import accumulate, compress, repeat
 from operator import add, itemgetter, sub
 
 import regex
@@ -241,7 +241,11 @@ def units_and_sentences(
         splits = list(map(_SPAN, _LINE_SPLIT.finditer(text, first, last)))
         line_starts = [first, *map(_SECOND, splits)]
         if _SPACE_BEFORE_BREAK.search(text, first, last):  # a line that ends in spaces (or "\r")
-            splits = [(_strip_spaces(text, s) if text[s - 1].isspace() else s, e) for s, e in splits]
+            # Only the breaks after a space are read again, found in C (most breaks follow text).
+            after_space = map(str.isspace, _chars_before(text, map(_FIRST, splits)))
+            for i in compress(range(len(splits)), after_space):
+                s, e = splits[i]
+                splits[i] = (_strip_spaces(text, s), e)
     else:  # every break a lone "\n": the lines' bounds from their lengths, in C, no match a line
         lengths = map(len, text[first:last].split("\n"))
         bounds = list(accumulate(map(add, lengths, repeat(1)), initial=first))
@@ -316,8 +320,8 @@ def _join_strays(
     # read, and the units between them are copied by slices, not stepped through one by one.
     marks = terminals | _CLOSER_SET
     strays = [
-        i for i, head in enumerate(heads)
-        if head in marks and _terminators_only(text, starts[i], ends[i], terminals)
+        i for i in compress(range(len(heads)), map(marks.__contains__, heads))
+        if _terminators_only(text, starts[i], ends[i], terminals)
     ]
     if not strays:
         return starts, ends
