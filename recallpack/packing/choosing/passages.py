@@ -134,6 +134,11 @@ class PassagesChoice:
         self.selection: Selection | None = None
         self.item_costs: dict[tuple[int, str], int] = {}  # what a document's kept text costs
         self.extents: dict[int, int] = {}
+        self.lead_of: dict[int, int] = {}  # each piece's document, by the piece's rank
+        #: By a kept document's rank: the spans it was last shown with, and its text, cut, pieces'
+        #: spans and cost then (a refit changes a document or two; the others are shown as before).
+        self.shown: dict[int, tuple[tuple[tuple[int, int], ...] | None, str, Excerpt | None,
+                                    tuple[tuple[int, int], ...] | None, int]] = {}
 
     @functools.cached_property
     def item_view(self) -> View:
@@ -154,6 +159,7 @@ class PassagesChoice:
             self._materialize(whole=True)
             return
         self.documents, apart = documents_of(shown, ledger.resource, self.extents)
+        self.lead_of = {piece.rank: d for d, doc in enumerate(self.documents) for piece in doc.pieces}
         if apart:
             ledger.note(apart_note(apart))
         max_tokens = self.settings.max_tokens
@@ -210,10 +216,7 @@ class PassagesChoice:
         having counted no more than the room)."""
         ledger = self.ledger
         ledger.reset()
-        lead_of: dict[int, int] = {}
-        for d, doc in enumerate(self.documents):
-            for piece in doc.pieces:
-                lead_of[piece.rank] = d
+        lead_of = self.lead_of
         kept_spans: dict[int, list[tuple[int, int]] | None] = {}
         over = _stopped_by(None if whole else self.selection, self.settings.max_items)
         for rank in range(len(self.coerced)):
@@ -259,26 +262,32 @@ class PassagesChoice:
         header = ledger.view.header_delta(ledger, scopes)
         if doc.clipped and fit:
             return False  # read in part: never whole
-        text = doc.text if spans is None else join_spans(doc.text, spans)
-        if doc.clipped and not text.endswith(MARK):
-            text += MARK  # the rest of it was never read
-        merged = len(doc.pieces) > 1 or doc.clipped
-        if fit:  # whole, within every cap, or not at all
-            if self.settings.max_items is not None and len(ledger.kept) >= self.settings.max_items:
-                return False
-            *_, limit = ledger.limits(c, header)
-            cost = ledger.view.item(ledger, c, names, text, uri, limit)
-            if limit is not None and cost > limit:
-                return False
-            self.item_costs[doc.lead.rank, text] = cost  # exact: a choice that keeps it whole reuses it
-        else:  # a refit changes a document or two: the others are not counted again
-            key = (doc.lead.rank, text)
-            cost = self.item_costs.get(key, -1)
-            if cost < 0:
-                cost = self.item_costs[key] = self.item_view.item(ledger, c, names, text, uri, None)
-        whole = [(0, len(doc.text))]
-        cut = None if spans is None and not merged else Excerpt(text, tuple(spans or whole), "passages")
-        kept_spans = None if cut is None else doc.piece_spans(rank, spans or whole)
+        key = None if spans is None else tuple(spans)
+        if not fit and (last := self.shown.get(rank)) is not None and last[0] == key:
+            _, text, cut, kept_spans, cost = last  # shown as the last time: nothing to work out again
+        else:
+            text = doc.text if spans is None else join_spans(doc.text, spans)
+            if doc.clipped and not text.endswith(MARK):
+                text += MARK  # the rest of it was never read
+            merged = len(doc.pieces) > 1 or doc.clipped
+            if fit:  # whole, within every cap, or not at all
+                if self.settings.max_items is not None and len(ledger.kept) >= self.settings.max_items:
+                    return False
+                *_, limit = ledger.limits(c, header)
+                cost = ledger.view.item(ledger, c, names, text, uri, limit)
+                if limit is not None and cost > limit:
+                    return False
+                self.item_costs[doc.lead.rank, text] = cost  # exact: a choice that keeps it whole reuses it
+            else:  # a refit changes a document or two: the others are not counted again
+                cost = self.item_costs.get((doc.lead.rank, text), -1)
+                if cost < 0:
+                    cost = self.item_costs[doc.lead.rank, text] = self.item_view.item(
+                        ledger, c, names, text, uri, None)
+            whole = [(0, len(doc.text))]
+            cut = None if spans is None and not merged else Excerpt(text, tuple(spans or whole), "passages")
+            kept_spans = None if cut is None else doc.piece_spans(rank, spans or whole)
+            if not fit:
+                self.shown[rank] = (key, text, cut, kept_spans, cost)
         # Not yet over the total: a choice is corrected with the exact count (refit), and the walk's fit.
         priced = Priced(rank, cost, header, None, None, text, scopes, names, uri, cut, None, kept_spans,
                         provisional=not fit)

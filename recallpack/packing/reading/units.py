@@ -23,7 +23,7 @@ import functools
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from itertools import accumulate, repeat
+from itertools import accumulate, compress, repeat
 from operator import add, itemgetter, sub
 
 import regex
@@ -241,7 +241,11 @@ def units_and_sentences(
         splits = list(map(_SPAN, _LINE_SPLIT.finditer(text, first, last)))
         line_starts = [first, *map(_SECOND, splits)]
         if _SPACE_BEFORE_BREAK.search(text, first, last):  # a line that ends in spaces (or "\r")
-            splits = [(_strip_spaces(text, s) if text[s - 1].isspace() else s, e) for s, e in splits]
+            # Only the breaks after a space are read again, found in C (most breaks follow text).
+            after_space = map(str.isspace, _chars_before(text, map(_FIRST, splits)))
+            for i in compress(range(len(splits)), after_space):
+                s, e = splits[i]
+                splits[i] = (_strip_spaces(text, s), e)
     else:  # every break a lone "\n": the lines' bounds from their lengths, in C, no match a line
         lengths = map(len, text[first:last].split("\n"))
         bounds = list(accumulate(map(add, lengths, repeat(1)), initial=first))
@@ -280,7 +284,7 @@ def units_and_sentences(
     terminals = _TERMINAL_SET if scripts is None else _TERMINAL_SET | scripts.terminators
     heads = "".join(map(text.__getitem__, starts))
     if not terminals.isdisjoint(heads) or not _CLOSER_SET.isdisjoint(heads):
-        starts, ends = _join_strays(text, starts, ends, terminals)
+        starts, ends = _join_strays(text, starts, ends, terminals, heads)
     # Splits sit next to whitespace, so only a non-ASCII neighbour can join a cluster across
     # one (a combining mark after a space, a prepended mark before it).
     if not text.isascii():
@@ -306,26 +310,47 @@ _STRAY_READ = 16
 
 
 def _join_strays(
-    text: str, starts: list[int], ends: list[int], terminals: frozenset[str]
+    text: str, starts: list[int], ends: list[int], terminals: frozenset[str], heads: str
 ) -> tuple[list[int], list[int]]:
     """The units with each that is terminators and closing quotes alone joined to the unit
     before it on its line, or failing one, to the unit after it there: kept or dropped alone,
     such a unit would read as a stray ".", "।" or "。" beside the mark (".…"). A line that is
-    terminators alone stays a unit."""
-    if not any(map(_terminators_only, repeat(text), starts, ends, repeat(terminals))):
+    terminators alone stays a unit. ``heads``: each unit's first character."""
+    # Only a unit that begins with a terminator or a closing quote can be one alone: those are
+    # read, and the units between them are copied by slices, not stepped through one by one.
+    marks = terminals | _CLOSER_SET
+    strays = [
+        i for i in compress(range(len(heads)), map(marks.__contains__, heads))
+        if _terminators_only(text, starts[i], ends[i], terminals)
+    ]
+    if not strays:
         return starts, ends
     out_starts: list[int] = []
     out_ends: list[int] = []
     alone = False  # the last unit is terminators alone, with no unit before it on its line
-    for s, e in zip(starts, ends):
-        stray = _terminators_only(text, s, e, terminals)
-        if out_ends and (stray or alone) and not _crosses_line(text, out_ends[-1], s):
-            out_ends[-1] = e
-            alone = alone and stray
+    done = 0  # the units before this one are read
+    for stray in [*strays, len(starts)]:
+        if done < stray and alone:  # the unit after a lone one joins it on its line
+            s, e = starts[done], ends[done]
+            if out_ends and not _crosses_line(text, out_ends[-1], s):
+                out_ends[-1] = e
+            else:
+                out_starts.append(s)
+                out_ends.append(e)
+            alone = False
+            done += 1
+        out_starts += starts[done:stray]  # none alone: each a unit of its own
+        out_ends += ends[done:stray]
+        if stray == len(starts):
+            break
+        s, e = starts[stray], ends[stray]
+        if out_ends and not _crosses_line(text, out_ends[-1], s):
+            out_ends[-1] = e  # joins the unit before it on its line (alone, if that one was)
         else:
             out_starts.append(s)
             out_ends.append(e)
-            alone = stray
+            alone = True
+        done = stray + 1
     return out_starts, out_ends
 
 
