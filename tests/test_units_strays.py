@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 import regex
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from recallpack import Candidate, recall
@@ -61,6 +61,8 @@ def test_a_unit_of_terminals_alone_is_a_whole_line(text: str) -> None:
     st.integers(40, 200),
     st.sampled_from(["passages", "truncate"]),
 )
+# A unit with no space, cut into pieces for its length, once left its "!" a piece alone.
+@example(["wordwordwordशब्दशब्दशब्दशब्दशब्द!"], "word", 40, "passages")
 def test_no_kept_piece_beside_a_mark_is_a_stray_terminal(
     texts: list[str], query: str, budget: int, policy: str
 ) -> None:

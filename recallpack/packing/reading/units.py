@@ -96,7 +96,11 @@ def join_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:
         kept = text[start:end]
         if len(kept) <= _MARK_LINE_READ and kept.strip() == MARK:
             continue  # a lone mark line kept: it is part of the elision around it, said once
-        if has_text(text, previous, start) and not _mark_line(parts, kept):
+        dropped = has_text(text, previous, start)
+        if dropped and parts and _ends_in_mark_line(parts[-1]) and _starts_with_mark_line(kept):
+            # Two mark lines of the text, with what lay between them dropped: one elision, said once.
+            kept = kept[kept.index("\n", kept.index(MARK)) :]
+        if dropped and not _mark_line(parts, kept):
             parts.append(MARK)
         parts.append(kept)
         previous = end
@@ -112,6 +116,17 @@ def _mark_line(parts: Sequence[str], following: str) -> bool:
     after = following[:_MARK_LINE_READ].lstrip()
     last_line, first_line = before[before.rfind("\n") + 1 :], after.split("\n", 1)[0]
     return last_line.strip() == MARK or first_line.strip() == MARK
+
+
+def _ends_in_mark_line(part: str) -> bool:
+    tail = part[-_MARK_LINE_READ:].rstrip()
+    return tail[tail.rfind("\n") + 1 :].strip() == MARK
+
+
+def _starts_with_mark_line(part: str) -> bool:
+    """Whether ``part``'s first line that is not blank is the mark alone, with more lines after it."""
+    head = part[:_MARK_LINE_READ].lstrip()
+    return head.split("\n", 1)[0].strip() == MARK and "\n" in head
 
 
 _MARK_LINE_READ = 64
@@ -478,7 +493,9 @@ def _split_long(
             piece = max_chars
         while e - s > piece:
             split = _split_point(text, s, e, piece)
-            if split is None:
+            # What is left after a split may be the sentence's end alone ("!", "。」"): it stays
+            # with the piece before it, or it would be kept alone beside the mark ("…!").
+            if split is None or is_stray(text, split[1], e):
                 break
             out_starts.append(s)
             out_ends.append(split[0])
