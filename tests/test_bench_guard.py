@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from recallpack import bench
-from recallpack._bench import guard
+from recallpack._bench import guard, timing
 from recallpack.packing.choosing.walk import Walk
 
 
@@ -113,3 +113,38 @@ def test_quick_takes_no_other_section(capsys: pytest.CaptureFixture[str]) -> Non
             bench.main(["--check", "--quick", other])
         assert exit_info.value.code == 2
     assert "--quick runs the targets of every section" in capsys.readouterr().err
+
+
+def test_a_slowed_budgeted_retriever_fails_the_langchain_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """BudgetedRetriever's packing slowed by 0.4 s a call (several times the upstream's search of
+    10,000 documents): its overhead, measured besides the upstream's own invoke inside the call,
+    misses the target and the limit twice, and the figure is printed."""
+    pytest.importorskip("langchain_core")
+    from recallpack.adapters.langchain import retriever
+
+    pack = retriever.pack_documents
+
+    def slowed(*args: object, **kwargs: object) -> object:
+        time.sleep(0.4)
+        return pack(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(retriever, "pack_documents", slowed)
+    monkeypatch.setattr(guard, "QUERIES", 2)  # two queries, one run a side: the delay decides
+    monkeypatch.setattr(guard, "ADAPTER_REPEAT", 1)
+    (check,) = [check for check in guard.section_checks() if check.name == "langchain"]
+    passed, lines = run(check)
+    assert not passed and lines[0].startswith("  again langchain: missed overhead ")
+    figure = re.search(r"MISS langchain: overhead (\d+\.\d{3}) \(target < 0\.1, fails past 0\.2\)", lines[-1])
+    assert figure is not None and float(figure[1]) > 0.2
+
+
+def test_interleaved_best_runs_every_side_of_an_item_in_turn() -> None:
+    """Each item's sides run repeat times each, one after another, the side that goes first
+    rotating from run to run and item to item, fresh() before every call; one best per side and item."""
+    calls: list[tuple[str, int]] = []
+    sides = [lambda item: calls.append(("a", item)), lambda item: calls.append(("b", item))]
+    fresh: list[int] = []
+    best = timing.interleaved_best([10, 20], sides, 2, lambda: fresh.append(len(calls)))
+    assert calls == [("a", 10), ("b", 10), ("b", 10), ("a", 10), ("b", 20), ("a", 20), ("a", 20), ("b", 20)]
+    assert fresh == list(range(8))
+    assert [len(side) for side in best] == [2, 2] and all(t >= 0 for side in best for t in side)

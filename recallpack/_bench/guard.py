@@ -27,6 +27,8 @@ __all__ = ["Target", "Check", "run_checks", "section_checks"]
 
 #: Queries per adapter section (the full bench asks 40 and 20).
 QUERIES = 12
+#: Runs of each side per query in the adapter sections, the best counting (as in the full bench).
+ADAPTER_REPEAT = 3
 #: The growth section's sizes, scaled: a quarter of the full bench's.
 GROWTH_SCALE = 0.25
 
@@ -119,11 +121,12 @@ def _section(module: str, *args: object) -> Callable[[], dict[str, float]]:
 def section_checks() -> list[Check]:
     """The targets of the adapter and growth sections, as docs/performance.md states them."""
     return [
-        # LangChain's overhead is the core's passages under a query (docs/performance.md).
-        Check("langchain", _section("langchain", QUERIES), (
-            Target("overhead", 0.10, strict=True, limit=0.6),
+        # Each adapter's overhead is mostly the core's passages under a query; each side of a
+        # query is the best of ADAPTER_REPEAT runs (docs/performance.md, "The guard in CI").
+        Check("langchain", _section("langchain", QUERIES, ADAPTER_REPEAT), (
+            Target("overhead", 0.10, strict=True, limit=0.20),
         )),
-        Check("llamaindex", _section("llamaindex", QUERIES), (
+        Check("llamaindex", _section("llamaindex", QUERIES, ADAPTER_REPEAT), (
             Target("overhead", 0.10, strict=True, limit=0.20),
         )),
         Check("growth", _section("growth", GROWTH_SCALE), (

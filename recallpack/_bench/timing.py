@@ -31,3 +31,22 @@ def best_time(fn: Callable[[T], object], inputs: Sequence[T], collect: bool = Tr
     """Best time of ``fn`` over ``inputs`` (one run each), in seconds. Each run gets its own
     input, so no cache carries over between runs."""
     return min(timed(fn, item, collect)[0] for item in inputs)
+
+
+def interleaved_best(
+    items: Sequence[T], sides: Sequence[Callable[[T], object]], repeat: int,
+    fresh: Callable[[], None] = lambda: None,
+) -> list[list[float]]:
+    """Per side, its best time in seconds on each of ``items`` (``best[side][i]``): each item's
+    sides run ``repeat`` times each, interleaved, the side that goes first rotating from run to
+    run and item to item, so that a slow spell of the machine or a cache one side left warm hits
+    every side alike, and the best of an item's runs is one no other process cut into.
+    ``fresh()`` runs, untimed, before every timed call (to empty a cache a repeat would hit)."""
+    best = [[float("inf")] * len(items) for _ in sides]
+    for i, item in enumerate(items):
+        for run in range(repeat):
+            for step in range(len(sides)):
+                side = (step + i + run) % len(sides)
+                fresh()
+                best[side][i] = min(best[side][i], timed(sides[side], item, collect=False)[0])
+    return best

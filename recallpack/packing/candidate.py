@@ -38,6 +38,7 @@ __all__ = [
     "scope_ids_of",
     "item_scopes",
     "sealed",
+    "candidate_of",
 ]
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -350,6 +351,74 @@ def item_scopes(item: object) -> tuple[str, ...] | None:
             return None
         return scope_ids_of(item["scope_ids"]) if "scope_ids" in item else ()
     return ()
+
+
+_FIELDS = frozenset(Candidate.model_fields)
+#: The fields validation passes through as they are when each holds exactly a str or None.
+_OPTIONAL_TEXTS = ("artifact_id", "artifact_content_id", "citation", "content", "scope_error")
+_set = object.__setattr__
+
+
+def candidate_of(fields: Mapping[str, Any]) -> Candidate:
+    """``Candidate(**fields)``, without validating again what is already as validation keeps it.
+
+    An adapter makes each field's value itself (a LaneKind, a finite float score, checked scope
+    ids, the host's metadata dict), and validating them a second time is most of what turning
+    fifty retrieved items into Candidates costs. When every value is of exactly the type
+    validation would keep unchanged, the Candidate is built from them directly (texts cleaned
+    and metadata copied as validation does): equal to the validated one, with the same fields
+    set. Any other value, a wrong one included, goes through ``Candidate(**fields)``, so its
+    error is validation's own.
+    """
+    kept = _kept_as_is(fields)
+    if kept is None:
+        return Candidate(**fields)
+    candidate = Candidate.__new__(Candidate)
+    _set(candidate, "__dict__", kept)
+    _set(candidate, "__pydantic_fields_set__", set(fields))
+    _set(candidate, "__pydantic_extra__", None)
+    _set(candidate, "__pydantic_private__", {"_deferred": None})
+    return candidate
+
+
+def _kept_as_is(fields: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The values validation would hold for ``fields``, in field order, when it would only
+    clean texts and copy the metadata; None when it would do more (or refuse one)."""
+    if not fields.keys() <= _FIELDS:
+        return None
+    text, lane = fields.get("text"), fields.get("lane", LaneKind.SOURCES)
+    if type(text) is not str or type(lane) is not LaneKind:
+        return None
+    scope_ids = fields.get("scope_ids", ())
+    # Given, they must be a well-formed tuple (given empty, validation refuses them).
+    if "scope_ids" in fields and (
+        type(scope_ids) is not tuple or scope_ids_of(scope_ids) is None
+        or any(type(scope_id) is not str for scope_id in scope_ids)
+    ):
+        return None
+    texts: dict[str, str | None] = {}
+    for name in _OPTIONAL_TEXTS:
+        value = fields.get(name)
+        if value is not None and type(value) is not str:
+            return None
+        texts[name] = None if value is None else clean_text(value)
+    score = fields.get("score")
+    if score is not None and (type(score) is not float or not math.isfinite(score)):
+        return None
+    metadata = fields.get("metadata", {})
+    if type(metadata) is not dict or any(type(key) is not str for key in metadata):
+        return None
+    modality, span, text = fields.get("modality", "text"), fields.get("span"), clean_text(text)
+    if type(modality) is not str:
+        return None
+    if span is not None and (type(span) is not Span or span.end - span.start > len(text)):
+        return None  # not a Span, or one that does not fit the text: validation says which
+    return {
+        "text": text, "lane": lane, "scope_ids": scope_ids,
+        "artifact_id": texts["artifact_id"], "artifact_content_id": texts["artifact_content_id"],
+        "score": score, "citation": texts["citation"], "metadata": dict(metadata), "modality": modality,
+        "scope_error": texts["scope_error"], "content": texts["content"], "span": span,
+    }  # fmt: skip
 
 
 def sealed(text: object, scope_ids: tuple[str, ...], scope_error: str | None,

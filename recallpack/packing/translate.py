@@ -14,6 +14,7 @@ from recallpack.packing.candidate import (
     Candidate,
     LaneKind,
     Span,
+    candidate_of,
     coerce_lane,
     finite_score,
     scope_ids_of,
@@ -196,19 +197,21 @@ def candidate_from(
     # Absent is unscoped; empty is refused.
     scoped: dict[str, Any] = {"scope_ids": scope_ids} if scope_ids else {}
     try:
-        return Candidate(
-            text=text,
-            lane=_lane(metadata, lane, lane_key, on_unknown_lane, position),
+        # Each value made here is already as a Candidate holds it: candidate_of builds the
+        # Candidate without validating them again (what is not goes through validation).
+        return candidate_of({
+            "text": text,
+            "lane": _lane(metadata, lane, lane_key, on_unknown_lane, position),
             **scoped,
-            scope_error=scope_error,
-            artifact_id=_optional_str(metadata.get(ARTIFACT_KEY)),
-            artifact_content_id=_optional_str(metadata.get(ARTIFACT_CONTENT_KEY)),
-            score=finite_score(score, field=score_field),
-            metadata=metadata,
-            modality=modality,
-            content=content,
-            span=span if span is not None else span_from(text, metadata),
-        )
+            "scope_error": scope_error,
+            "artifact_id": _optional_str(metadata.get(ARTIFACT_KEY)),
+            "artifact_content_id": _optional_str(metadata.get(ARTIFACT_CONTENT_KEY)),
+            "score": finite_score(score, field=score_field),
+            "metadata": metadata,
+            "modality": modality,
+            "content": content,
+            "span": span if span is not None else span_from(text, metadata),
+        })
     except LaneError as exc:
         error: RecallpackError = exc
     except (CandidateError, ValueError) as exc:  # finite_score says what is wrong in a ValueError

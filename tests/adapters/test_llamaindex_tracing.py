@@ -87,3 +87,20 @@ def test_no_handler_means_no_event_data_is_built(retriever: BudgetedRetriever, m
     monkeypatch.setattr(root, "event_handlers", [])
     monkeypatch.setattr(RecallResult, "to_event", lambda self: pytest.fail("built for nobody"))
     assert retriever.retrieve(QUERIES[1])
+
+
+def test_llamaindex_default_handlers_build_no_event(retriever: BudgetedRetriever, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only LlamaIndex's own NullEventHandler on the root (its default): it would drop the
+    event, so neither the event nor its data is built; the retrieve is unchanged."""
+    from llama_index.core.instrumentation.event_handlers import NullEventHandler
+
+    from recallpack import RecallResult
+    from recallpack.adapters.llamaindex import RecallPackedEvent
+
+    root = get_dispatcher()
+    monkeypatch.setattr(root, "event_handlers", [NullEventHandler()])
+    monkeypatch.setattr(RecallResult, "to_event", lambda self: pytest.fail("built for nobody"))
+    monkeypatch.setattr(RecallPackedEvent, "__init__", lambda self, **data: pytest.fail("built for nobody"))
+    kept = retriever.retrieve(QUERIES[1])
+    monkeypatch.undo()
+    assert kept == retriever.retrieve(QUERIES[1])

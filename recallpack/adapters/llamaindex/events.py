@@ -6,6 +6,7 @@ from typing import Any
 
 import llama_index.core.instrumentation as instrument
 from llama_index.core.bridge.pydantic import Field
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler, NullEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 
 from recallpack.packing.results.result import PackReport, RecallResult
@@ -36,11 +37,17 @@ class RecallPackedEvent(BaseEvent):
 
 def packed(component: str, query: str | None, result: RecallResult) -> RecallResult:
     """Dispatch the RecallPackedEvent of one packing, in the caller's current span; ``result``
-    back. The event's data is built only when some handler listens."""
-    listening = any(d.event_handlers for d in _dispatchers())
-    data = result.to_event() if listening else {}
-    dispatcher.event(RecallPackedEvent(report=result.report, component=component, query=query, data=data))
+    back. The event, and its data, are built only when some handler listens: LlamaIndex's own
+    ``NullEventHandler``, which the root dispatcher holds by default, does not."""
+    if any(_listens(h) for d in _dispatchers() for h in d.event_handlers):
+        data = result.to_event()
+        dispatcher.event(RecallPackedEvent(report=result.report, component=component, query=query, data=data))
     return result
+
+
+def _listens(handler: BaseEventHandler) -> bool:
+    """Whether ``handler`` does anything with an event: a NullEventHandler's ``handle`` does not."""
+    return getattr(type(handler), "handle", None) is not NullEventHandler.handle
 
 
 def _dispatchers() -> list[Any]:

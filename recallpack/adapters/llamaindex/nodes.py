@@ -52,10 +52,11 @@ def malformed(upstream: str, exc: BaseException) -> UpstreamError:
     )
 
 
-def _modality(node: BaseNode) -> str:
-    """"text" when the node has text of its own, else what it holds instead (the core drops
-    anything but text with reason ``no_text``; metadata alone says nothing either)."""
-    if node.get_content(metadata_mode=MetadataMode.NONE).strip():
+def _modality(node: BaseNode, own: str) -> str:
+    """"text" when the node has text of its own (``own``, its content without metadata), else
+    what it holds instead (the core drops anything but text with reason ``no_text``; metadata
+    alone says nothing either)."""
+    if own.strip():
         return "text"
     if isinstance(node, ImageNode) or getattr(node, "image_resource", None) is not None:
         return "image"
@@ -87,36 +88,50 @@ class NodeReader:
                 f"upstream item {position} is a {type(item).__name__}, not a NodeWithScore; "
                 "a LlamaIndex retriever must return NodeWithScore objects"
             )
+        node, plain = item.node, metadata_mode == MetadataMode.NONE
         try:
-            modality = _modality(item.node)
-            text = item.node.get_content(metadata_mode=metadata_mode) if modality == "text" else ""
+            # The node's own content is read once: its modality, its text in NONE, its span.
+            own = node.get_content(metadata_mode=MetadataMode.NONE)
+            modality = _modality(node, own)
+            if modality != "text":
+                text = ""
+            else:
+                text = own if plain else node.get_content(metadata_mode=metadata_mode)
         except Exception as exc:  # LlamaIndex rendering the node's own data: metadata nested too deep
             raise UpstreamError(
                 f"upstream item {position}: LlamaIndex could not give its content in metadata_mode="
                 f"{getattr(metadata_mode, 'value', metadata_mode)!r}: {type(exc).__name__}: {exc!s:.200}"
             ) from exc
         # Shown with its metadata lines, a node is a duplicate by its own content alone.
-        own = None if metadata_mode == MetadataMode.NONE else item.node.get_content(MetadataMode.NONE)
-        span = node_span(item.node, text) if modality == "text" else None
-        return Item(text, item.node.metadata, item.score, modality, own if own != text else None, span)
+        content = None if plain or own == text else own
+        span = node_span(node, text, own) if modality == "text" else None
+        return Item(text, node.metadata, item.score, modality, content, span)
 
 
-def node_span(node: BaseNode, text: str) -> Span | None:
+def node_span(node: BaseNode, text: str, content: str | None = None) -> Span | None:
     """Where a node's content sits in its source document, as its parser recorded it
     (``start_char_idx``/``end_char_idx`` of the ``ref_doc_id``): None unless the text the model is
-    shown ends with exactly that content (a custom template may put it elsewhere)."""
+    shown ends with exactly that content (a custom template may put it elsewhere). ``content``:
+    the node's content without metadata, when the caller has read it already."""
     start, end = getattr(node, "start_char_idx", None), getattr(node, "end_char_idx", None)
     parent = node.ref_doc_id
     if not isinstance(start, int) or not isinstance(end, int) or not parent or not 0 <= start <= end:
         return None
-    content = node.get_content(metadata_mode=MetadataMode.NONE)
+    if content is None:
+        content = node.get_content(metadata_mode=MetadataMode.NONE)
     if len(content) != end - start or not text.endswith(content):
         return None
     return Span(parent=f"llama_index:{parent}", start=start, end=end, source="node.start_char_idx")
 
 
+#: The metadata keys recallpack adds to a kept node, hidden from its LLM and embedding views.
+_ADDED_KEYS = (*EVIDENCE_METADATA_KEYS, REPORT_KEY)
+
+
 def _hidden(keys: Sequence[str]) -> list[str]:
-    return [*keys, *(k for k in (*EVIDENCE_METADATA_KEYS, REPORT_KEY) if k not in keys)]
+    if not keys:  # most nodes hide nothing of their own
+        return list(_ADDED_KEYS)
+    return [*keys, *(k for k in _ADDED_KEYS if k not in keys)]
 
 
 def report_of(response: object) -> PackReport | None:
