@@ -97,15 +97,16 @@ class Tally:
 
     def _keep(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], names: tuple[str, ...], text: str,
              cost: int, header: int, cut: CutResult | None, uri: str | None, replace: bool = False,
-             kept_spans: tuple[tuple[int, int], ...] | None = None) -> None:
+             kept_spans: tuple[tuple[int, int], ...] | None = None, shown: str | None = None) -> None:
         """Keep ``c`` at ``rank``, showing ``text`` for ``cost`` tokens (and ``header`` more for
-        the scopes it adds); ``kept_spans`` when they are not the cut's own (pieces of a document)."""
+        the scopes it adds); ``kept_spans`` when they are not the cut's own (pieces of a document);
+        ``shown``, its item rendered as it was priced (:meth:`.View.item_shown`)."""
         self._looked = None
         for scope in scopes:
             if scope.name != PRIVATE:
                 self.scope_order.setdefault(scope.name, scope)
         self.header_cost += header
-        kept = Kept(rank, c, text, cost, scopes, names, uri, cut)
+        kept = Kept(rank, c, text, cost, scopes, names, uri, cut, None, None, shown)
         self.kept.append(kept)
         self.used += cost + header
         if self.settings.lane_budgets:

@@ -75,6 +75,9 @@ class Kept:
     made: Evidence | None = None
     #: The citations of identical items dropped in its favour (None: one had none).
     twins: list[str | None] | None = None
+    #: Its item as the default block renders it, newline included, as it was priced (None: it
+    #: was priced otherwise, as a cut is): the block joins these rather than render them again.
+    shown: str | None = None
 
     @property
     def label(self) -> str:
