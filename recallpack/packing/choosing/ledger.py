@@ -105,14 +105,16 @@ class Tally:
         for scope in scopes:
             if scope.name != PRIVATE:
                 self.scope_order.setdefault(scope.name, scope)
-        self.header_cost += header
+        if header:
+            self.header_cost += header
         kept = Kept(rank, c, text, cost, scopes, names, uri, cut, None, None, shown)
         self.kept.append(kept)
         self.used += cost + header
-        if self.settings.lane_budgets:
+        settings = self.settings
+        if settings.lane_budgets:
             for key in self.lane_keys(c):
                 self.lane_used[key] = self.lane_used.get(key, 0) + cost
-        if self.settings.dedupe:
+        if settings.dedupe:
             self.seen.add(c, kept)
         preview = c.text[:_PREVIEW_CHARS]
         if cut is None:  # entry()'s record of a keep, made at once: the walk's hot path

@@ -86,7 +86,8 @@ class Kept:
     def evidence(self) -> Evidence:
         if self.made is None:
             twins = self.twins or []
-            cited = dict.fromkeys(c for c in (self.uri, *twins) if c is not None)
+            # Its own citation first, then its twins', each once (only an item with twins lists them).
+            cited = tuple(dict.fromkeys(c for c in (self.uri, *twins) if c is not None)) if twins else ()
             self.made = Evidence(
                 provenance=self.candidate.provenance,
                 label=self.label,
@@ -96,7 +97,7 @@ class Kept:
                 token_count=self.cost,
                 truncated=self.cut is not None,
                 duplicates=len(twins),
-                citations=tuple(cited) if twins else (),
+                citations=cited,
             )
         return self.made
 
