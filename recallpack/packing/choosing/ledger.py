@@ -199,9 +199,10 @@ class Tally:
 
     def count_reason(self, reason: Reason | None, delta: int) -> None:
         if reason is not None:
-            self.reasons[reason.value] = self.reasons.get(reason.value, 0) + delta
-            if not self.reasons[reason.value]:
-                del self.reasons[reason.value]
+            key, reasons = reason.value, self.reasons  # an enum's value is a property: read once
+            count = reasons[key] = reasons.get(key, 0) + delta
+            if not count:
+                del reasons[key]
 
     @staticmethod
     def entry(rank: int, c: Candidate, outcome: Outcome, reason: Reason | None, tokens: int | None,
