@@ -88,9 +88,10 @@ class Kept:
             twins = self.twins or []
             # Its own citation first, then its twins', each once (only an item with twins lists them).
             cited = tuple(dict.fromkeys(c for c in (self.uri, *twins) if c is not None)) if twins else ()
+            provenance = self.candidate.provenance  # a property of a property: read once
             self.made = Evidence(
-                provenance=self.candidate.provenance,
-                label=self.label,
+                provenance=provenance,
+                label=provenance.label,
                 text=self.text,
                 scopes=self.names,
                 resource_uri=self.uri,
