@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recallpack import Candidate, Reader, Scope, TemplateError, recall
-from recallpack.packing.block.render import code_span, oneline
+from recallpack.packing.block.render import code_span, default_block, evidence_lines, oneline
 
 READER = Reader(id="sam", scopes={"org-7": Scope(name="book-club", description="Neighborhood book club, Kawasaki")})
 
@@ -144,3 +144,40 @@ def test_a_code_span_is_its_definition_on_any_text(value: str) -> None:
     longest = max((len(run) for run in re.findall(r"`+", joined)), default=0)
     fence = "`" * (longest + 1)
     assert code_span(value) == (f"{fence} {joined} {fence}" if longest else f"{fence}{joined}{fence}")
+
+
+def _lines_by_definition(text: str) -> str:
+    lines = text.splitlines()
+    if not lines or text[-1] in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029":  # splitlines drops the last, empty
+        lines.append("")
+    return "    " + "\n    ".join(lines)
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(list("ab \n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029é")), max_size=24))
+def test_evidence_lines_is_its_definition_on_any_text(text: str) -> None:
+    """evidence_lines indents every line split as str.splitlines splits, whatever breaks the text holds."""
+    assert evidence_lines(text) == _lines_by_definition(text)
+
+
+_TEXTS = st.text(alphabet=st.sampled_from(list("ab .\n\r\u2028`é")), min_size=1, max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    texts=st.lists(_TEXTS, min_size=1, max_size=8),
+    cited=st.lists(st.booleans(), min_size=8, max_size=8),
+    scoped=st.lists(st.booleans(), min_size=8, max_size=8),
+    policy=st.sampled_from(["prefix", "skip", "truncate"]),
+    max_tokens=st.integers(min_value=60, max_value=200),
+)
+def test_the_block_is_the_default_block_of_its_evidence(
+    texts: list[str], cited: list[bool], scoped: list[bool], policy: str, max_tokens: int
+) -> None:
+    """The block recall returns is the default block rendered from its evidence and scopes, byte for byte."""
+    candidates = [
+        Candidate(text=text, citation=f"doc-{i}.md" if cited[i] else None, **({"scope_ids": ["org-7"]} if scoped[i] else {}))
+        for i, text in enumerate(texts)
+    ]
+    result = recall(candidates, max_tokens=max_tokens, policy=policy, reader=READER, tokenizer="cl100k_base")
+    assert result.to_markdown() == default_block(result.evidence, result.shared_scopes)

@@ -54,7 +54,7 @@ def resource_of(c: Candidate, settings: CitingSettings) -> str | None:
         )
     if c.citation:
         return c.citation
-    return citation_from(c.metadata, settings.citation_keys)
+    return citation_from(c.metadata, settings.citation_keys) if c.metadata else None  # most have none
 
 
 def citation_from(metadata: Mapping[str, Any], keys: Sequence[str]) -> str | None:

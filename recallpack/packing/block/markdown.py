@@ -17,6 +17,9 @@ __all__ = ["evidence_lines", "code_span", "oneline", "FILTERS", "INDENT"]
 INDENT = "    "
 _LINE_BREAKS = frozenset(LINE_BREAKS)
 _NEXT_LINE = "\n" + INDENT
+#: The line breaks but "\n" (str.splitlines splits at each): those an ASCII text can hold, and all.
+_OTHER_BREAKS = tuple(LINE_BREAKS.replace("\n", ""))
+_ASCII_BREAKS = tuple(b for b in _OTHER_BREAKS if b.isascii())
 _WHITESPACE_RUN = re.compile(r"\s+")
 _BACKTICKS = re.compile(r"`+")
 
@@ -28,6 +31,13 @@ def evidence_lines(text: str) -> str:
     feed and the rest, not only CR and LF), and each becomes a plain newline, so no consumer
     that splits lines its own way finds an unindented line.
     """
+    # Most texts break lines with "\n" alone: then a replace, which copies the text once, does
+    # what splitting into lines and joining them again does (the same str, in half the time).
+    for other in _ASCII_BREAKS if text.isascii() else _OTHER_BREAKS:
+        if other in text:
+            break
+    else:
+        return INDENT + text.replace("\n", _NEXT_LINE)
     lines = text.splitlines()
     if not lines or text[-1] in _LINE_BREAKS:  # splitlines() drops the empty last line
         lines.append("")

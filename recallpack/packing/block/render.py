@@ -159,6 +159,8 @@ class KeptLike(Protocol):
     def label(self) -> str: ...
     names: tuple[str, ...]
     uri: str | None
+    #: Its item as the default block renders it, newline included, as it was priced (None: not kept).
+    shown: str | None
 
 
 class Shown(Protocol):
@@ -194,6 +196,14 @@ class View(Protocol):
     def item(self, walk: Shown, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
              limit: int | None) -> int:
         """What ``c``, showing ``text``, adds (counted up to ``limit``: past it, any larger count)."""
+        ...
+    def item_shown(self, walk: Shown, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
+                   limit: int | None) -> tuple[int, str | None]:
+        """:meth:`item`, and the item as the default block renders it, newline included (None: it
+        is not rendered, or was not rendered whole): a kept item's piece of the block, made once."""
+        ...
+    def kept_block(self, walk: Shown, max_tokens: int | None) -> str:
+        """The block of what ``walk`` kept, rendered once (:meth:`block` of its evidence)."""
         ...
     def measure(self, walk: Shown, max_tokens: int | None, recount: bool = False) -> tuple[int, str | None]:
         """The exact count of what the model is shown, and the block (None: no block is shown, or
@@ -245,13 +255,28 @@ class MarkdownBlock:
 
     def item(self, walk: Shown, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
              limit: int | None) -> int:
+        return self.item_shown(walk, c, scopes, text, uri, limit)[0]
+
+    def item_shown(self, walk: Shown, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
+                   limit: int | None) -> tuple[int, str | None]:
         limit = _UNBOUNDED if limit is None else limit
         # A text far longer than the room is rejected on its own, before it is indented
         # (copied): that keeps a huge text's cost bounded by the room, not by its length.
         if len(text) > _PRECHECK_CHARS and self.tok.count_upto(text, limit) > limit:
-            return limit + 1
+            return limit + 1, None
         # The newline that joins it to the next item is part of its cost.
-        return self.tok.count_upto(item_text(c.provenance.label, scopes, text, uri) + "\n", limit)
+        shown = item_text(c.provenance.label, scopes, text, uri) + "\n"
+        return self.tok.count_upto(shown, limit), shown
+
+    def kept_block(self, walk: Shown, max_tokens: int | None) -> str:
+        kept = walk.kept
+        pieces = [k.shown for k in kept]
+        if self.template is not None or not pieces or None in pieces:
+            return self.block(walk.evidence(), walk.shared_scopes(), max_tokens)
+        # The default block of the kept items is their items as priced, joined by the newline each
+        # ends with, but the last: default_block's own str, without rendering each item again.
+        header = header_text([(s.name, s.description) for s in walk.shared_scopes()])
+        return header + "".join(pieces)[:-1]  # type: ignore[arg-type]
 
     def measure(self, walk: Shown, max_tokens: int | None, recount: bool = False) -> tuple[int, str | None]:
         if recount or self.template is not None or not self.tok.splits_at_line_starts or not walk.kept:
@@ -263,7 +288,8 @@ class MarkdownBlock:
         # follows the last such space is counted again, with and without the newline. No block
         # is needed for that: it is rendered once, when the walk fits (a refit counts again).
         last = walk.kept[-1]
-        shown = item_text(last.label, last.names, last.text, last.uri)
+        shown = last.shown
+        shown = item_text(last.label, last.names, last.text, last.uri) if shown is None else shown[:-1]
         tail = shown[_last_word_start(shown) :]
         newline = self.tok.count(tail + "\n") - self.tok.count(tail)
         return walk.header_cost + sum(k.cost for k in walk.kept) - newline, None
@@ -299,6 +325,14 @@ class JoinedTexts:
              limit: int | None) -> int:
         shown = text if self.shown is None else self.shown(text)
         return self.tok.count_upto(shown, _UNBOUNDED if limit is None else limit) + 1
+
+    def item_shown(self, walk: Shown, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
+                   limit: int | None) -> tuple[int, str | None]:
+        shown = text if self.shown is None else self.shown(text)  # item(), inline: the walk's hot path
+        return self.tok.count_upto(shown, _UNBOUNDED if limit is None else limit) + 1, None
+
+    def kept_block(self, walk: Shown, max_tokens: int | None) -> str:
+        return self.block(walk.evidence(), walk.shared_scopes(), max_tokens)
 
     def measure(self, walk: Shown, max_tokens: int | None, recount: bool = False) -> tuple[int, str | None]:
         if self.join is newline_join and not recount:

@@ -55,6 +55,8 @@ class Priced(NamedTuple):
     kept_spans: tuple[tuple[int, int], ...] | None = None
     #: ``passages``' keeps: not yet held to the total (its refit and the walk's exact fit hold it).
     provisional: bool = False
+    #: The item as the default block renders it (:meth:`.View.item_shown`), made by the door's price.
+    shown: str | None = None
 
 
 class Door:
@@ -108,7 +110,7 @@ class Door:
             ledger._drop(rank, c, reason, tokens=_tokens(self, decided.tokens, rank))
             return False
         if kind is Merge:
-            return self._apply_merge(rank, c, decided)
+            return _apply_merge(self, rank, c, decided)
         cap = ledger.settings.max_items
         if cap is not None and len(ledger.kept) >= cap:
             ledger.ended_by_ledger = True
@@ -134,13 +136,23 @@ class Door:
             return None
         cut = None if excerpt is None else _excerpt(self, excerpt, rank)
         text = c.text if cut is None else cut.text
-        scopes = ledger.scopes_of(c) if c.scope_ids else ()
-        view = ledger.view
-        header = view.header_delta(ledger, scopes)
-        room, lane_room, limit = ledger.limits(c, header)
-        names, uri = ledger.names(scopes), ledger.uri(c)
-        cost = view.item(ledger, c, names, text, uri, limit)
-        priced = Priced(rank, cost, header, room, lane_room, text, scopes, names, uri, cut, excerpt)
+        view, settings = ledger.view, ledger.settings
+        if c.scope_ids:
+            scopes = ledger.scopes_of(c)
+            names, header = tuple(s.name for s in scopes), view.header_delta(ledger, scopes)
+        else:  # most items: no scope, so no header growth once an item is kept (either view)
+            scopes = names = ()
+            header = view.header_delta(ledger, scopes) if not ledger.kept else 0
+        max_tokens = settings.max_tokens
+        if settings.lane_budgets or max_tokens is None:
+            room, lane_room, limit = ledger.limits(c, header)
+        else:  # Ledger.limits without lanes, inline: the room left is the limit
+            room = limit = max_tokens - ledger.used - header
+            lane_room = None
+        uri = ledger.resource(c) if view.renders_items else None  # Ledger.uri, inline
+        cost, made = view.item_shown(ledger, c, names, text, uri, limit)
+        priced = Priced(rank, cost, header, room, lane_room, text, scopes, names, uri, cut, excerpt,
+                        shown=made)
         self._priced, self._priced_look = priced, looked
         return priced
 
@@ -161,7 +173,7 @@ class Door:
             ledger._drop(rank, c, Reason.OVER_BUDGET, tokens=cost)
             return False
         ledger._keep(rank, c, priced.scopes, priced.names, priced.text, cost, priced.header, priced.cut,
-                     priced.uri, kept_spans=priced.kept_spans)
+                     priced.uri, kept_spans=priced.kept_spans, shown=priced.shown)
         return True
 
     def finish(self) -> None:
@@ -222,13 +234,6 @@ class Door:
             return self.ledger._stop(reason)
         return self.ledger._end(rank, c, reason, tokens)
 
-    def _apply_merge(self, rank: int, c: Candidate, decision: Merge) -> bool:
-        into = decision.into
-        if type(into) is not int or not any(k.rank == into for k in self.ledger.kept):
-            raise self.broken("merge", f"into={into!r:.40} is not the rank of a kept item", rank)
-        self.ledger._merge(rank, c, into, _spans(self, decision.spans, rank))
-        return False
-
     def _apply_cut(self, rank: int, c: Candidate, room: object, record: bool) -> bool:
         if room is not None and (type(room) is not int or room <= 0):
             raise self.broken("cut", f"room={room!r:.40} is not a number of tokens (an int, 1 or more)", rank)
@@ -254,6 +259,14 @@ class Door:
         return mine is not None and self.hold(rank, c, mine)  # None: never (gated just now, shown)
 
 
+
+
+def _apply_merge(door: Door, rank: int, c: Candidate, decision: Merge) -> bool:
+    into = decision.into
+    if type(into) is not int or not any(k.rank == into for k in door.ledger.kept):
+        raise door.broken("merge", f"into={into!r:.40} is not the rank of a kept item", rank)
+    door.ledger._merge(rank, c, into, _spans(door, decision.spans, rank))
+    return False
 
 
 def keep_own(door: Door, rank: int, priced: Priced) -> bool:

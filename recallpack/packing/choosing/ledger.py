@@ -97,21 +97,24 @@ class Tally:
 
     def _keep(self, rank: int, c: Candidate, scopes: tuple[Scope, ...], names: tuple[str, ...], text: str,
              cost: int, header: int, cut: CutResult | None, uri: str | None, replace: bool = False,
-             kept_spans: tuple[tuple[int, int], ...] | None = None) -> None:
+             kept_spans: tuple[tuple[int, int], ...] | None = None, shown: str | None = None) -> None:
         """Keep ``c`` at ``rank``, showing ``text`` for ``cost`` tokens (and ``header`` more for
-        the scopes it adds); ``kept_spans`` when they are not the cut's own (pieces of a document)."""
+        the scopes it adds); ``kept_spans`` when they are not the cut's own (pieces of a document);
+        ``shown``, its item rendered as it was priced (:meth:`.View.item_shown`)."""
         self._looked = None
         for scope in scopes:
             if scope.name != PRIVATE:
                 self.scope_order.setdefault(scope.name, scope)
-        self.header_cost += header
-        kept = Kept(rank, c, text, cost, scopes, names, uri, cut)
+        if header:
+            self.header_cost += header
+        kept = Kept(rank, c, text, cost, scopes, names, uri, cut, None, None, shown)
         self.kept.append(kept)
         self.used += cost + header
-        if self.settings.lane_budgets:
+        settings = self.settings
+        if settings.lane_budgets:
             for key in self.lane_keys(c):
                 self.lane_used[key] = self.lane_used.get(key, 0) + cost
-        if self.settings.dedupe:
+        if settings.dedupe:
             self.seen.add(c, kept)
         preview = c.text[:_PREVIEW_CHARS]
         if cut is None:  # entry()'s record of a keep, made at once: the walk's hot path
@@ -196,9 +199,10 @@ class Tally:
 
     def count_reason(self, reason: Reason | None, delta: int) -> None:
         if reason is not None:
-            self.reasons[reason.value] = self.reasons.get(reason.value, 0) + delta
-            if not self.reasons[reason.value]:
-                del self.reasons[reason.value]
+            key, reasons = reason.value, self.reasons  # an enum's value is a property: read once
+            count = reasons[key] = reasons.get(key, 0) + delta
+            if not count:
+                del reasons[key]
 
     @staticmethod
     def entry(rank: int, c: Candidate, outcome: Outcome, reason: Reason | None, tokens: int | None,

@@ -75,6 +75,9 @@ class Kept:
     made: Evidence | None = None
     #: The citations of identical items dropped in its favour (None: one had none).
     twins: list[str | None] | None = None
+    #: Its item as the default block renders it, newline included, as it was priced (None: it
+    #: was priced otherwise, as a cut is): the block joins these rather than render them again.
+    shown: str | None = None
 
     @property
     def label(self) -> str:
@@ -83,17 +86,19 @@ class Kept:
     def evidence(self) -> Evidence:
         if self.made is None:
             twins = self.twins or []
-            cited = dict.fromkeys(c for c in (self.uri, *twins) if c is not None)
+            # Its own citation first, then its twins', each once (only an item with twins lists them).
+            cited = tuple(dict.fromkeys(c for c in (self.uri, *twins) if c is not None)) if twins else ()
+            provenance = self.candidate.provenance  # a property of a property: read once
             self.made = Evidence(
-                provenance=self.candidate.provenance,
-                label=self.label,
+                provenance=provenance,
+                label=provenance.label,
                 text=self.text,
                 scopes=self.names,
                 resource_uri=self.uri,
                 token_count=self.cost,
                 truncated=self.cut is not None,
                 duplicates=len(twins),
-                citations=tuple(cited) if twins else (),
+                citations=cited,
             )
         return self.made
 

@@ -246,7 +246,7 @@ class Walk:
                 ledger.give_back_last()
             used, block = view.measure(ledger, max_tokens, recount)
         if block is None and view.shows_block:
-            block = view.block(ledger.evidence(), ledger.shared_scopes(), max_tokens)
+            block = view.kept_block(ledger, max_tokens)
         return Fitted(ledger, used, block)
 
 

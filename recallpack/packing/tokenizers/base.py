@@ -48,6 +48,26 @@ class CountCache:
                     self._counts.move_to_end(text)
         return count
 
+    def count(self, text: str, counter: Callable[[str], int]) -> int:
+        """``text``'s count, from the cache or by ``counter``, noted as :meth:`get` and
+        :meth:`put` would (one call on the hot path: a walk counts each text it reaches here)."""
+        count = self._counts.get(text)
+        if count is not None:
+            with self._lock:
+                if text in self._counts:
+                    self._counts.move_to_end(text)
+            return count
+        count = counter(text)
+        seen = self._seen
+        key = hash(text)  # computed by the lookup above, and kept in the str
+        if key not in seen:  # a first sight: only the hash is kept
+            if len(seen) >= _SEEN_MAX:
+                seen.clear()
+            seen.add(key)
+        else:
+            self._admit(text, count)
+        return count
+
     def put(self, text: str, count: int) -> None:
         key = hash(text)  # computed once per str object, and kept in it
         if key not in self._seen:
@@ -55,6 +75,9 @@ class CountCache:
                 self._seen.clear()
             self._seen.add(key)
             return
+        self._admit(text, count)
+
+    def _admit(self, text: str, count: int) -> None:
         with self._lock:
             if text in self._counts:
                 return
@@ -97,11 +120,7 @@ class Tokenizer(ABC):
         """Exact count of ``text`` under this tokenizer."""
         if len(text) > _CACHE_MAX_TEXT:
             return self._count(text)
-        count = self._cache.get(text)
-        if count is None:
-            count = self._count(text)
-            self._cache.put(text, count)
-        return count
+        return self._cache.count(text, self._count)
 
     def count_upto(self, text: str, limit: int) -> int:
         """The exact count when it is at most ``limit``; otherwise any number above ``limit``.
