@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from itertools import accumulate, count
 from pathlib import Path
 
@@ -273,7 +273,7 @@ def _articles(value: str) -> range:
     return span
 
 
-def _codes(value: str, known: Sequence[str], what: str) -> tuple[str, ...]:
+def _codes(value: str, known: Collection[str], what: str) -> tuple[str, ...]:
     """A comma list of names, each one of ``known``; an unknown one is named with the choices."""
     codes = tuple(code.strip() for code in value.split(","))
     unknown = [code for code in codes if code not in known]
