@@ -3,7 +3,8 @@
 The focus cut (:mod:`recallpack.packing.choosing.cuts`) and the passages policy
 (:mod:`recallpack.packing.choosing.passages`) both choose units of a text to keep and show them in order,
 with the mark "…" wherever something was dropped. This module is what they share: where a text's
-units begin and end (:func:`split_units`) and the kept ranges written out (:func:`join_spans`).
+units begin and end (:func:`split_units`); the kept ranges are written out by
+:func:`~recallpack.packing.reading.kept.join_spans`, handed on here.
 Which words of a text match a query is the analysis chain's alone
 (:mod:`recallpack.packing.reading.analysis`). What keeping units costs is
 :mod:`recallpack.packing.choosing.focus`.
@@ -22,13 +23,12 @@ from __future__ import annotations
 import functools
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from itertools import accumulate, compress, repeat
 from operator import add, itemgetter, sub
 
 import regex
 
-from recallpack.packing.limits import ELLIPSIS
 from recallpack.packing.reading.analysis import (
     MAX_TERM_CHARS,
     MAX_TERMS,
@@ -37,6 +37,7 @@ from recallpack.packing.reading.analysis import (
     other_terminators,
     phrase_letters,
 )
+from recallpack.packing.reading.kept import MARK, has_text, join_spans
 from recallpack.packing.reading.text import (
     LINE_BREAKS,
     ceil_boundary,
@@ -61,7 +62,6 @@ __all__ = [
     "strip_end",
 ]
 
-MARK = ELLIPSIS  # the walk's mark for text cut out of an item, one definition
 #: What a cut's text costs where it is spent (inside its rendered item, say), in tokens.
 Measure = Callable[[str], int]
 
@@ -72,64 +72,8 @@ _CLOSERS = "\"')]}»”’"
 # The end of a sentence (after its terminator and closing quotes) or of a line (before its break),
 # in ASCII text; :func:`_scripts` has the same for text in any script.
 _BREAK = re.compile(rf"[{re.escape(_TERMINATORS)}][{re.escape(_CLOSERS)}]*(?=\s)|(?=[{_LB}])")
-_NONSPACE = re.compile(r"\S")
 _SPAN = re.Match.span
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
-
-
-# --- kept ranges ------------------------------------------------------------------------------
-
-
-def has_text(text: str, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` holds anything but whitespace (without copying it)."""
-    return start < end and _NONSPACE.search(text, start, end) is not None
-
-
-def join_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:
-    """The kept ranges in order, with the mark wherever non-whitespace text was dropped, but
-    beside a line that is the mark alone (a text joined from pieces by it, as a file's ranges
-    are): that line already says something was left out there, and a range that is only such a
-    line is one elision with what was dropped around it."""
-    parts: list[str] = []
-    previous = 0
-    for start, end in spans:
-        kept = text[start:end]
-        if len(kept) <= _MARK_LINE_READ and kept.strip() == MARK:
-            continue  # a lone mark line kept: it is part of the elision around it, said once
-        dropped = has_text(text, previous, start)
-        if dropped and parts and _ends_in_mark_line(parts[-1]) and _starts_with_mark_line(kept):
-            # Two mark lines of the text, with what lay between them dropped: one elision, said once.
-            kept = kept[kept.index("\n", kept.index(MARK)) :]
-        if dropped and not _mark_line(parts, kept):
-            parts.append(MARK)
-        parts.append(kept)
-        previous = end
-    if has_text(text, previous, len(text)) and not _mark_line(parts, ""):
-        parts.append(MARK)
-    return "".join(parts)
-
-
-def _mark_line(parts: Sequence[str], following: str) -> bool:
-    """Whether the last kept line before an elision, or the first after it, is the mark alone."""
-    # Only the ends are read: a kept part may be long, and a line that is the mark alone is short.
-    before = parts[-1][-_MARK_LINE_READ:].rstrip() if parts else ""
-    after = following[:_MARK_LINE_READ].lstrip()
-    last_line, first_line = before[before.rfind("\n") + 1 :], after.split("\n", 1)[0]
-    return last_line.strip() == MARK or first_line.strip() == MARK
-
-
-def _ends_in_mark_line(part: str) -> bool:
-    tail = part[-_MARK_LINE_READ:].rstrip()
-    return tail[tail.rfind("\n") + 1 :].strip() == MARK
-
-
-def _starts_with_mark_line(part: str) -> bool:
-    """Whether ``part``'s first line that is not blank is the mark alone, with more lines after it."""
-    head = part[:_MARK_LINE_READ].lstrip()
-    return head.split("\n", 1)[0].strip() == MARK and "\n" in head
-
-
-_MARK_LINE_READ = 64
 
 
 def strip_end(text: str, start: int, end: int) -> int:
