@@ -43,30 +43,24 @@ class CountCache:
     def get(self, text: str) -> int | None:
         count = self._counts.get(text)
         if count is not None:
-            with self._lock:
-                if text in self._counts:
-                    self._counts.move_to_end(text)
+            self._touch(text)
         return count
 
     def count(self, text: str, counter: Callable[[str], int]) -> int:
-        """``text``'s count, from the cache or by ``counter``, noted as :meth:`get` and
-        :meth:`put` would (one call on the hot path: a walk counts each text it reaches here)."""
+        """``text``'s count, from the cache or by ``counter`` (then :meth:`put`): one call on the
+        hot path, where a walk counts each text it reaches."""
         count = self._counts.get(text)
         if count is not None:
-            with self._lock:
-                if text in self._counts:
-                    self._counts.move_to_end(text)
+            self._touch(text)
             return count
         count = counter(text)
-        seen = self._seen
-        key = hash(text)  # computed by the lookup above, and kept in the str
-        if key not in seen:  # a first sight: only the hash is kept
-            if len(seen) >= _SEEN_MAX:
-                seen.clear()
-            seen.add(key)
-        else:
-            self._admit(text, count)
+        self.put(text, count)
         return count
+
+    def _touch(self, text: str) -> None:
+        with self._lock:
+            if text in self._counts:
+                self._counts.move_to_end(text)
 
     def put(self, text: str, count: int) -> None:
         key = hash(text)  # computed once per str object, and kept in it
