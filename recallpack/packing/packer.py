@@ -293,13 +293,7 @@ def _packer(settings: Mapping[str, Any]) -> Packer:
     try:
         # The table's version too: a Packer holds its policy object, and a name registered again
         # must not run the one it replaced.
-        key = (
-            table_version(),
-            *sorted([
-                (name, _typed(value) if isinstance(value, (tuple, frozenset)) else (type(value), value))
-                for name, value in settings.items()
-            ]),
-        )
+        key = (table_version(), *sorted([(name, _typed(value)) for name, value in settings.items()]))
         hash(key)
     except TypeError:  # a callable tokenizer, a Reader with scopes: build one for this call
         return Packer(**settings)

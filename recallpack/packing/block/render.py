@@ -328,8 +328,7 @@ class JoinedTexts:
 
     def item_shown(self, walk: Shown, c: Candidate, scopes: Sequence[str], text: str, uri: str | None,
                    limit: int | None) -> tuple[int, str | None]:
-        shown = text if self.shown is None else self.shown(text)  # item(), inline: the walk's hot path
-        return self.tok.count_upto(shown, _UNBOUNDED if limit is None else limit) + 1, None
+        return self.item(walk, c, scopes, text, uri, limit), None  # its block is joined, never the items
 
     def kept_block(self, walk: Shown, max_tokens: int | None) -> str:
         return self.block(walk.evidence(), walk.shared_scopes(), max_tokens)

@@ -136,20 +136,11 @@ class Door:
             return None
         cut = None if excerpt is None else _excerpt(self, excerpt, rank)
         text = c.text if cut is None else cut.text
-        view, settings = ledger.view, ledger.settings
-        if c.scope_ids:
-            scopes = ledger.scopes_of(c)
-            names, header = tuple(s.name for s in scopes), view.header_delta(ledger, scopes)
-        else:  # most items: no scope, so no header growth once an item is kept (either view)
-            scopes = names = ()
-            header = view.header_delta(ledger, scopes) if not ledger.kept else 0
-        max_tokens = settings.max_tokens
-        if settings.lane_budgets or max_tokens is None:
-            room, lane_room, limit = ledger.limits(c, header)
-        else:  # Ledger.limits without lanes, inline: the room left is the limit
-            room = limit = max_tokens - ledger.used - header
-            lane_room = None
-        uri = ledger.resource(c) if view.renders_items else None  # Ledger.uri, inline
+        scopes = ledger.scopes_of(c) if c.scope_ids else ()
+        view = ledger.view
+        header = view.header_delta(ledger, scopes)
+        room, lane_room, limit = ledger.limits(c, header)
+        names, uri = ledger.names(scopes), ledger.uri(c)
         cost, made = view.item_shown(ledger, c, names, text, uri, limit)
         priced = Priced(rank, cost, header, room, lane_room, text, scopes, names, uri, cut, excerpt,
                         shown=made)
