@@ -117,6 +117,47 @@ def test_inflected_query_word_hits_are_their_definition(data: st.DataObject, ter
     assert hits(text, terms[:3], limit) == _hits_by_definition(text, terms[:3], limit)
 
 
+# Texts where query words are frequent: a short run of words repeated, after a filler that hides
+# them from the text's first eighth or not; the query's words are pieces of the run's words, so
+# they occur inside one another ("a", "aa", "aaa" over "aaaa") as often as whole.
+_run_words = st.lists(st.text(alphabet=st.sampled_from(list("aaab1")), min_size=1, max_size=16), min_size=1, max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), _run_words, st.integers(30, 200), st.sampled_from(["", "x " * 300]), st.integers(1, 400))
+def test_frequent_query_word_hits_are_their_definition(data: st.DataObject, words: list[str], repeats: int,
+                                                       filler: str, limit: int) -> None:
+    """Query words whose bases occur at nearly every character of the text are found as their
+    definition says, whether each is scanned for or one pass over the words finds them all."""
+    # Nested: a long word and its pieces "a", "aa", …: their scans would step at nearly every
+    # character, so one pass over the words finds them.
+    nested = data.draw(st.integers(0, 12))
+    words = [*words, "a" * 16] if nested else words
+    run = data.draw(st.sampled_from([" ", ". ", "\n", "-"])).join(words) + " "
+    text = filler + run * repeats + data.draw(st.sampled_from(["", "a", "ab ab", "aaaa"]))
+    pieces = sorted({w[i:j] for w in words for i in range(len(w)) for j in range(i + 1, len(w) + 1)})
+    terms = ["a" * k for k in range(1, nested + 1)]
+    terms += data.draw(st.lists(st.sampled_from([p for p in pieces if p not in terms]), min_size=0 if nested else 1,
+                                max_size=16 - nested, unique=True))  # fmt: skip
+    assert hits(text, terms, limit) == _hits_by_definition(text, terms, limit)
+
+
+def test_words_inside_one_another_are_found_in_one_pass_over_the_words() -> None:
+    """Sixteen query words, each inside every word of the text, are found as by their definition
+    (by one pass over the words: their scans would take a step at nearly every character)."""
+    text = ("a" * 16 + " ") * 400 + "aaaa. a aaa"
+    terms = ["a" * k for k in range(16, 0, -1)]
+    for limit in (1, 399, 400, 10_000):
+        assert hits(text, terms, limit) == _hits_by_definition(text, terms, limit)
+    assert list(hits(text, terms, 400)) == ["a" * 16, "aaaa", "aaa", "a"]
+    # Each query word whole 50 times: the pass may stop once all are past the limit, not at it.
+    every = " ".join("a" * k for k in range(1, 17)) + ". "
+    for text in (every * 50, every * 50 + "aa"):
+        assert hits(text, terms, 49) == _hits_by_definition(text, terms, 49) == {}
+        assert hits(text, terms, 50) == _hits_by_definition(text, terms, 50)
+    assert list(hits(every * 50 + "aa", terms, 50)) == [t for t in terms if t != "aa"]
+
+
 def test_a_query_word_finds_its_inflections_and_no_other_word() -> None:
     text = "He played. The players play; a playful display, replayed."
     assert hits(text, ["played"], 10) == {"played": [text.index("played"), text.index("players"), text.index("play;")]}

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 __all__ = ["INFLECTED_TERM", "INFLECTED_BASE", "BASE_ENDINGS", "INFLECTIONS", "base_of", "hits", "key"]
 
@@ -74,18 +74,6 @@ def _forms(terms: Sequence[str]) -> dict[str, list[str]]:
     return forms
 
 
-def _words_at(lowered: str, words: Iterable[str]) -> dict[str, list[int]]:
-    """Where each of ``words`` occurs in ``lowered`` as a whole word, in order, from one pass
-    over the text's words (its work does not grow with how many words are asked)."""
-    known = set(words)
-    grouped: dict[str, list[int]] = {}
-    for match in _WORD.finditer(lowered):
-        word = match.group()
-        if word in known:
-            grouped.setdefault(word, []).append(match.start())
-    return grouped
-
-
 def _scanned(lowered: str, base: str, inflected: bool, limit: int) -> list[int]:
     """Where ``base`` starts a whole word (or, ``inflected``, one of its inflections), by one
     scan in C; none when there are more than ``limit``. The boundary before a match is a
@@ -109,6 +97,10 @@ _patterns: dict[tuple[str, bool], re.Pattern[str]] = {}
 _MAX_PATTERNS = 256
 #: A base found more often than this in the text's first eighth is scanned for in C, not searched.
 _SEARCHED_AT_MOST = 32
+#: Where frequent query words' bases occur more often than this a character, all together, one
+#: pass over the words is cheaper than scanning for each: a scan takes about 19 ns an occurrence
+#: and the pass 160 to 350 ns a word, a word being about six characters of English.
+_SCANNED_PER_CHAR = 2
 
 
 def hits(lowered: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
@@ -123,20 +115,13 @@ def hits(lowered: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]
     scans a text that is not ASCII, one pass a word; a base found more than ``limit`` times,
     whole or inside other words ("port" in "import", "important"), is counted instead by one
     scan in C for the whole word (``str.count`` first tells a frequent one without a step per
-    occurrence). The work stays linear in the text either way."""
-    found: dict[str, list[int]] = {}
+    occurrence), or, where such words sit inside one another, by one pass over the text's words
+    (:func:`_frequent_hits`). The work stays linear in the text either way, whatever the query."""
     if len(terms) > _TERM_SEARCHES:
-        # A long query: one pass over the text's words costs the same whatever its length. The
-        # limit counts a base inside other words too, as the searches below do.
-        forms = _forms(terms)
-        grouped: dict[str, list[int]] = {}
-        for word, positions in _words_at(lowered, forms).items():
-            for term in forms[word]:
-                grouped.setdefault(term, []).extend(positions)
-        for term in terms:
-            if (where := grouped.get(term)) and len(where) <= limit:
-                found[term] = sorted(where)
-        return found
+        # A long query: one pass over the text's words costs the same whatever its length.
+        return _read_words(lowered, terms, limit)
+    found: dict[str, list[int]] = {}
+    frequent: list[str] = []  # found after the others, all at once
     size = len(lowered)
     probe = size // 8
     for term in terms:
@@ -147,15 +132,15 @@ def hits(lowered: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]
         # Both ways find the same words. The scan in C takes a Python step per match, the search
         # below several per occurrence: a base frequent in the text's first eighth is scanned.
         if lowered.count(base, 0, probe) > _SEARCHED_AT_MOST:
-            if (whole := _scanned(lowered, base, inflected, limit)):
-                found[term] = whole
+            frequent.append(term)
             continue
         width, at, seen = len(base), lowered.find(base), 0
-        whole = []
+        whole: list[int] = []
         while at >= 0:
             seen += 1
             if seen > limit:
-                whole = _scanned(lowered, base, inflected, limit)
+                frequent.append(term)
+                whole = []
                 break
             end = at + width
             # Inside a word is what \w matches: a letter, a digit or "_".
@@ -169,4 +154,43 @@ def hits(lowered: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]
             at = lowered.find(base, end)
         if whole:
             found[term] = whole
+    if frequent:
+        found.update(_frequent_hits(lowered, frequent, limit))
+        found = {term: found[term] for term in terms if term in found}  # in the query's order
     return found
+
+
+def _frequent_hits(lowered: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
+    """:func:`hits` of query words whose bases occur often in ``lowered``, whole or inside other
+    words. Each is scanned for in C, a step per occurrence of its base; but words inside one
+    another ("a", "aa", "aaa" over "aaaa aaaa …") can each occur at nearly every character, so
+    where their occurrences add up to more than _SCANNED_PER_CHAR a character, one pass over the
+    text's words finds them all instead: its work is bounded by the text, not by the query."""
+    occurrences = sum(lowered.count(base_of(term)) for term in terms)
+    if occurrences > _SCANNED_PER_CHAR * len(lowered):
+        return _read_words(lowered, terms, limit)
+    found: dict[str, list[int]] = {}
+    for term in terms:
+        if whole := _scanned(lowered, base_of(term), len(term) >= INFLECTED_TERM, limit):
+            found[term] = whole
+    return found
+
+
+def _read_words(lowered: str, terms: Sequence[str], limit: int) -> dict[str, list[int]]:
+    """:func:`hits` from one pass over the text's words, which stops once every query word is
+    past ``limit`` (each is then left out)."""
+    forms = _forms(terms)
+    grouped: dict[str, list[int]] = {term: [] for term in terms}
+    left = len(grouped)
+    for match in _WORD.finditer(lowered):
+        matched = forms.get(match.group())
+        if matched is None:
+            continue
+        for term in matched:
+            where = grouped[term]
+            where.append(match.start())
+            if len(where) == limit + 1:
+                left -= 1
+        if not left:
+            break
+    return {term: where for term in terms if 0 < len(where := grouped[term]) <= limit}
