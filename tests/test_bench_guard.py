@@ -68,7 +68,8 @@ def test_a_check_that_cannot_run_here_is_skipped_not_failed() -> None:
 
 
 def test_every_bench_target_has_a_check() -> None:
-    """The guard checks the core's ratios, both adapters' overhead and the growth figures."""
+    """The guard checks the core's ratios, both adapters' overhead, the adversarial focus cuts and
+    the growth figures."""
     names = {(check.name, target.name, target.describe()) for check in bench.guard_checks() for target in check.targets}
     assert names == {
         ("core walk", "pack / kept texts", "<= 1.1"),
@@ -79,6 +80,7 @@ def test_every_bench_target_has_a_check() -> None:
         ("core batch", "recall_many / a loop", ">= 1.6"),
         ("langchain", "overhead", "< 0.1"),
         ("llamaindex", "overhead", "< 0.1"),
+        ("cuts", "adversarial", "< 3"),
         ("growth", "exponent", "< 1.3"),
         ("growth", "passages / truncate", "<= 3"),
     }
@@ -136,6 +138,27 @@ def test_a_slowed_budgeted_retriever_fails_the_langchain_check(monkeypatch: pyte
     assert not passed and lines[0].startswith("  again langchain: missed overhead ")
     figure = re.search(r"MISS langchain: overhead (\d+\.\d{3}) \(target < 0\.1, fails past 0\.2\)", lines[-1])
     assert figure is not None and float(figure[1]) > 0.2
+
+
+def test_a_slowed_focus_cut_fails_the_cuts_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A focus cut slowed by 0.1 s a call, over texts of 20,000 characters (encoding one takes
+    about a millisecond): the adversarial cuts miss their target twice, and the figure is printed."""
+    from recallpack._bench import cuts
+
+    cut_focus = cuts.cut_focus
+
+    def slowed(*args: object, **kwargs: object) -> object:
+        time.sleep(0.1)
+        return cut_focus(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cuts, "cut_focus", slowed)
+    monkeypatch.setattr(guard, "CUTS_CHARS", 20_000)
+    monkeypatch.setattr(guard, "CUTS_REPEAT", 1)
+    (check,) = [check for check in guard.section_checks() if check.name == "cuts"]
+    passed, lines = run(check)
+    assert not passed and lines[0].startswith("  again cuts: missed adversarial ")
+    figure = re.search(r"MISS cuts: adversarial (\d+\.\d{3}) \(target < 3\)", lines[-1])
+    assert figure is not None and float(figure[1]) > 3
 
 
 def test_interleaved_best_runs_every_side_of_an_item_in_turn() -> None:

@@ -1,7 +1,8 @@
 """``python -m recallpack.bench --check --quick``: the bench's ratio targets, short, for CI.
 
 The whole bench takes minutes and reads its figures once. The guard measures only the ratios
-that have a target (the core section, the adapters' overhead, the growth exponents), each as
+that have a target (the core section, the adapters' overhead, the adversarial focus cuts, the
+growth exponents), each as
 its full run does, with fewer runs or queries, and copes with a shared machine in three ways:
 
 - every figure is a ratio of two timings taken in the same run, interleaved where they are
@@ -31,6 +32,9 @@ QUERIES = 12
 ADAPTER_REPEAT = 3
 #: The growth section's sizes, scaled: a quarter of the full bench's.
 GROWTH_SCALE = 0.25
+#: The adversarial cuts' texts (the full bench cuts 1 MB) and the runs of each timing.
+CUTS_CHARS = 250_000
+CUTS_REPEAT = 5
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,11 @@ def section_checks() -> list[Check]:
         )),
         Check("llamaindex", _section("llamaindex", QUERIES, ADAPTER_REPEAT), (
             Target("overhead", 0.10, strict=True, limit=0.20),
+        )),
+        # The query is end-user input: a focus cut of texts and queries built to make it work
+        # hardest costs under 3x encoding the text (words inside one another cost 6x once).
+        Check("cuts", _section("cuts", CUTS_CHARS, CUTS_REPEAT), (
+            Target("adversarial", 3.0, strict=True),
         )),
         Check("growth", _section("growth", GROWTH_SCALE), (
             Target("exponent", 1.3, strict=True, limit=1.8),
