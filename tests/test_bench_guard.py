@@ -25,6 +25,22 @@ def run(check: guard.Check) -> tuple[bool, list[str]]:
     return guard.run_checks([check], out=lines.append), lines
 
 
+def section_check(name: str) -> guard.Check:
+    (check,) = [check for check in guard.section_checks() if check.name == name]
+    return check
+
+
+def slow_down(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, seconds: float) -> None:
+    """``owner.name`` made to sleep ``seconds`` before each call (far longer than the work)."""
+    fast = getattr(owner, name)
+
+    def slowed(*args: object, **kwargs: object) -> object:
+        time.sleep(seconds)
+        return fast(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, slowed)
+
+
 def test_a_target_met_at_once_is_measured_once() -> None:
     """A figure within its bound: one measurement, one ok line with the figure."""
     figures = replay(1.05)
@@ -90,13 +106,7 @@ def test_a_slowed_walk_fails_the_guard_and_prints_the_figure(monkeypatch: pytest
     """Walk.fit slowed by 20 ms a call: pack and recall of 1,000 candidates, against encoding
     the texts they keep (about half a millisecond), miss their targets twice, and the figures
     are printed."""
-    fit = Walk.fit
-
-    def slowed(self: Walk) -> object:
-        time.sleep(0.02)
-        return fit(self)
-
-    monkeypatch.setattr(Walk, "fit", slowed)
+    slow_down(monkeypatch, Walk, "fit", 0.02)
     monkeypatch.setattr(bench, "GUARD_REPEAT", 1)  # six runs of each side: the delay decides, not the count
     (walk,) = [check for check in bench.guard_checks() if check.name == "core walk"]
     passed, lines = run(walk)
@@ -124,17 +134,10 @@ def test_a_slowed_budgeted_retriever_fails_the_langchain_check(monkeypatch: pyte
     pytest.importorskip("langchain_core")
     from recallpack.adapters.langchain import retriever
 
-    pack = retriever.pack_documents
-
-    def slowed(*args: object, **kwargs: object) -> object:
-        time.sleep(0.4)
-        return pack(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(retriever, "pack_documents", slowed)
+    slow_down(monkeypatch, retriever, "pack_documents", 0.4)
     monkeypatch.setattr(guard, "QUERIES", 2)  # two queries, one run a side: the delay decides
     monkeypatch.setattr(guard, "ADAPTER_REPEAT", 1)
-    (check,) = [check for check in guard.section_checks() if check.name == "langchain"]
-    passed, lines = run(check)
+    passed, lines = run(section_check("langchain"))
     assert not passed and lines[0].startswith("  again langchain: missed overhead ")
     figure = re.search(r"MISS langchain: overhead (\d+\.\d{3}) \(target < 0\.1, fails past 0\.2\)", lines[-1])
     assert figure is not None and float(figure[1]) > 0.2
@@ -145,17 +148,10 @@ def test_a_slowed_focus_cut_fails_the_cuts_check(monkeypatch: pytest.MonkeyPatch
     about a millisecond): the adversarial cuts miss their target twice, and the figure is printed."""
     from recallpack._bench import cuts
 
-    cut_focus = cuts.cut_focus
-
-    def slowed(*args: object, **kwargs: object) -> object:
-        time.sleep(0.1)
-        return cut_focus(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(cuts, "cut_focus", slowed)
+    slow_down(monkeypatch, cuts, "cut_focus", 0.1)
     monkeypatch.setattr(guard, "CUTS_CHARS", 20_000)
     monkeypatch.setattr(guard, "CUTS_REPEAT", 1)
-    (check,) = [check for check in guard.section_checks() if check.name == "cuts"]
-    passed, lines = run(check)
+    passed, lines = run(section_check("cuts"))
     assert not passed and lines[0].startswith("  again cuts: missed adversarial ")
     figure = re.search(r"MISS cuts: adversarial (\d+\.\d{3}) \(target < 3\)", lines[-1])
     assert figure is not None and float(figure[1]) > 3
