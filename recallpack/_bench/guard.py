@@ -2,8 +2,8 @@
 
 The whole bench takes minutes and reads its figures once. The guard measures only the ratios
 that have a target (the core section, the adapters' overhead, the adversarial focus cuts, the
-growth exponents), each as
-its full run does, with fewer runs or queries, and copes with a shared machine in three ways:
+growth exponents), each as its full run does, with fewer runs, queries or characters, and copes
+with a shared machine in three ways:
 
 - every figure is a ratio of two timings taken in the same run, interleaved where they are
   short, so a machine that is slow for the whole check slows both sides alike;
