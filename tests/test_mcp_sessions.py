@@ -32,7 +32,7 @@ from starlette.testclient import TestClient
 from recallpack import ConfigError, Reader, Scope
 from recallpack.adapters.mcp import build_server, docs_source, http_app
 from recallpack.adapters.mcp.auth import ReaderVerifier, hash_token
-from tests.adapters.mcp_host import CALL_TIMEOUT, REPO, serve_command, wait_listening
+from tests.adapters.mcp_host import CALL_TIMEOUT, REPO, log_text, serve_command, wait_listening
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 VERSION = "2025-06-18"
@@ -210,8 +210,7 @@ def _log_once(log: Any, written: Callable[[str], bool], timeout: float = 10.0) -
     """The server's log once ``written(text)`` holds, or as it is after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
-        log.seek(0)
-        text = str(log.read())
+        text = log_text(log)
         if written(text) or time.monotonic() > deadline:
             return text
         time.sleep(0.05)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import queue
 import socket
 import subprocess
@@ -32,6 +33,15 @@ CALL_TIMEOUT = 60.0
 T = TypeVar("T")
 
 
+def log_text(log: Any) -> str:
+    """What a server has written so far to ``log``, the file given it as its stderr. The server
+    holds the same open file, so they share its offset: a seek here would move where the server
+    writes next, and a line written between a seek and a read would land over the file's start.
+    So it is read with ``os.pread``, which moves no offset."""
+    fd = log.fileno()
+    return os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", errors="replace")
+
+
 def wait_listening(process: subprocess.Popen[bytes], port: int, log: Any = None,
                    timeout: float = STARTUP_TIMEOUT) -> None:
     """Until a server started as ``process`` listens on ``port`` of 127.0.0.1; its ``log`` (a file
@@ -42,10 +52,7 @@ def wait_listening(process: subprocess.Popen[bytes], port: int, log: Any = None,
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
             return
         except OSError:
-            said = ""
-            if log is not None:
-                log.seek(0)
-                said = log.read()
+            said = "" if log is None else log_text(log)
             assert process.poll() is None and time.monotonic() < deadline, said
             time.sleep(0.2)
 
@@ -151,8 +158,7 @@ class RawServer:
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def stderr(self) -> str:
-        self.errlog.seek(0)
-        return self.errlog.read()
+        return log_text(self.errlog)
 
     def close(self) -> None:
         if self.process.poll() is None:
