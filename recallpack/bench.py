@@ -238,7 +238,9 @@ def _batch_figures() -> dict[str, float]:
     """recall_many with a worker per core against a loop; nothing on one core."""
     if usable_cores() < 2:
         return {}
-    return {"recall_many / a loop": _recall_many_ratio(_guard_windows(), 2)[1]}
+    # Best of three runs a side: two forked workers need both cores free, and a CI rehearsal
+    # read 1.13 once where other runs read 1.4 to 1.9 (the check's retry then passed it).
+    return {"recall_many / a loop": _recall_many_ratio(_guard_windows(), 3)[1]}
 
 
 def guard_checks() -> list[guard.Check]:
