@@ -134,9 +134,10 @@ def section_checks() -> list[Check]:
             Target("overhead", 0.10, strict=True, limit=0.20),
         )),
         # The query is end-user input: a focus cut of texts and queries built to make it work
-        # hardest costs under 3x encoding the text (words inside one another cost 6x once).
+        # hardest costs under 3x encoding the text (words inside one another cost 6x once). Met,
+        # at 2.0x to 2.7x in the rehearsals, so noise alone fails it only past 3.5x.
         Check("cuts", _section("cuts", CUTS_CHARS, CUTS_REPEAT), (
-            Target("adversarial", 3.0, strict=True),
+            Target("adversarial", 3.0, strict=True, limit=3.5),
         )),
         Check("growth", _section("growth", GROWTH_SCALE), (
             Target("exponent", 1.3, strict=True, limit=1.8),
